@@ -1,0 +1,43 @@
+#include "buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+void buf_init(buf_t *b, size_t max)
+{
+    b->p = NULL;
+    b->len = b->cap = 0;
+    b->max = max;
+}
+
+int buf_append(buf_t *b, const void *data, size_t n)
+{
+    if (n > b->max - b->len) return KP_ETOOLARGE;
+    size_t need = b->len + n + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < need) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return KP_ENOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+void buf_reset(buf_t *b)
+{
+    b->len = 0;
+    if (b->p) b->p[0] = '\0';
+}
+
+void buf_free(buf_t *b)
+{
+    free(b->p);
+    buf_init(b, b->max);
+}

@@ -1,0 +1,32 @@
+/*
+ * buf.h -- a growable byte buffer with a hard cap (curl's dynbuf).
+ *
+ * The buffer owns `p`; it may move on every append, so never keep a pointer
+ * into it across an append: keep offsets. Hitting the cap is a normal error.
+ */
+#ifndef KP_BUF_H
+#define KP_BUF_H
+
+#include <stddef.h>
+
+typedef struct buf {
+    char *p;    /* owned; NULL until the first append; NUL-terminated when non-NULL */
+    size_t len; /* bytes used, without the terminating NUL */
+    size_t cap; /* bytes allocated */
+    size_t max; /* the cap on len */
+} buf_t;
+
+/* Start empty with a cap of `max` bytes. Allocates nothing. */
+void buf_init(buf_t *b, size_t max);
+
+/* Append n bytes. Errors: KP_ETOOLARGE (len would pass max), KP_ENOMEM;
+ * on error the buffer is unchanged. */
+int buf_append(buf_t *b, const void *data, size_t n);
+
+/* Forget the contents but keep the memory. */
+void buf_reset(buf_t *b);
+
+/* Release the memory; the buffer is empty and usable again. */
+void buf_free(buf_t *b);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * lmdb_watch.c -- watches as cursors over the log (see WATCH in lmdb_int.h).
+ *
+ * A watch remembers one number, the revision it has read up to. next() hands
+ * out buffered events; when they run out it reads the following records of
+ * `log` in one read transaction (at most LMDB__WATCH_BATCH of them), keeps
+ * those under its prefix, and copies them with their previous values into its
+ * own buffer. If nothing is new it sleeps on watch_cv, which every commit in
+ * this process broadcasts. Writers in other processes are noticed by LMDB's
+ * transaction id changing, checked every LMDB__WATCH_POLL_MS while idle.
+ *
+ * Exactly once and in order: records are read in revision order starting just
+ * above the watch's revision, which then moves past them. No gap: before each
+ * read the watch checks the compaction revision in the same transaction; if
+ * compaction passed it, the watch fails with KP_ECOMPACTED for good.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lmdb_int.h"
+
+typedef struct lmdb_watch {
+    store_watch_t base;
+    lmdb_store_t *ls;
+    char *prefix;
+    size_t plen;
+    int64_t rev;        /* read up to here */
+    size_t txnid;       /* LMDB transaction id of the last read */
+    int failed;         /* sticky error */
+    int cancelled;      /* guarded by ls->mu */
+    store_event_t *evs; /* buffered events, [pos, n) not yet handed out */
+    size_t n, pos, cap;
+    buf_t bytes;        /* keys and values of the buffered events */
+} lmdb_watch_t;
+
+static const store_watch_ops_t lmdb_watch_ops;
+
+/* Events hold offsets into w->bytes while it may still move; they become
+ * pointers in fix_pointers(). */
+static int put_bytes(lmdb_watch_t *w, const char *p, size_t n, const char **slot)
+{
+    size_t off = w->bytes.len;
+    int rc = buf_append(&w->bytes, p, n);
+    if (!rc) rc = buf_append(&w->bytes, "", 1);
+    *slot = (const char *)(uintptr_t)off;
+    return rc;
+}
+
+static void fix_pointers(lmdb_watch_t *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        store_event_t *e = &w->evs[i];
+        e->kv.key = w->bytes.p + (uintptr_t)e->kv.key;
+        e->kv.value = w->bytes.p + (uintptr_t)e->kv.value;
+        if (e->has_prev) {
+            e->prev.key = w->bytes.p + (uintptr_t)e->prev.key;
+            e->prev.value = w->bytes.p + (uintptr_t)e->prev.value;
+        }
+    }
+}
+
+/* Buffer the record at `rev` as an event. */
+static int add_event(lmdb_watch_t *w, MDB_txn *txn, int64_t rev, const lmdb__logrec_t *rec,
+                     const char *key, const char *val, size_t vlen)
+{
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        store_event_t *evs = realloc(w->evs, cap * sizeof *evs);
+        if (!evs) return KP_ENOMEM;
+        w->evs = evs;
+        w->cap = cap;
+    }
+    store_event_t *e = &w->evs[w->n];
+    memset(e, 0, sizeof *e);
+    e->type = rec->type == LMDB__PUT ? STORE_PUT : STORE_DELETE;
+    e->kv = (store_kv_t){.key_len = rec->key_len, .value_len = e->type == STORE_PUT ? vlen : 0,
+                         .create_rev = rec->create_rev, .mod_rev = rev, .version = rec->version};
+    int rc = put_bytes(w, key, rec->key_len, &e->kv.key);
+    if (!rc) rc = put_bytes(w, val, e->kv.value_len, &e->kv.value);
+    if (!rc && rec->prev_rev) {
+        /* The previous record is kept: it is the key's newest at or below the
+         * compaction revision, or above it (invariant 4). */
+        lmdb__logrec_t prec;
+        const char *pval;
+        size_t plen;
+        rc = lmdb__log_get(txn, w->ls, rec->prev_rev, &prec, NULL, &pval, &plen);
+        if (rc) return rc == KP_ENOTFOUND ? KP_ECORRUPT : rc;
+        e->has_prev = 1;
+        e->prev = (store_kv_t){.key_len = rec->key_len, .value_len = plen,
+                               .create_rev = prec.create_rev, .mod_rev = rec->prev_rev,
+                               .version = prec.version};
+        rc = put_bytes(w, key, rec->key_len, &e->prev.key);
+        if (!rc) rc = put_bytes(w, pval, plen, &e->prev.value);
+    }
+    if (!rc) w->n++;
+    return rc;
+}
+
+/* Read the records after w->rev into the buffer. */
+static int fill(lmdb_watch_t *w)
+{
+    lmdb_store_t *ls = w->ls;
+    MDB_txn *txn;
+    MDB_cursor *c = NULL;
+    int64_t cur, compact;
+    w->n = w->pos = 0;
+    buf_reset(&w->bytes);
+
+    int rc = lmdb__rc(mdb_txn_begin(ls->env, NULL, MDB_RDONLY, &txn));
+    if (rc) return rc;
+    w->txnid = mdb_txn_id(txn);
+    if ((rc = lmdb__meta_get(txn, ls, "rev", &cur)) ||
+        (rc = lmdb__meta_get(txn, ls, "compact", &compact)))
+        goto out;
+    if (w->rev < compact) {
+        rc = KP_ECOMPACTED;
+        goto out;
+    }
+    if (w->rev >= cur) goto out;
+    if ((rc = lmdb__rc(mdb_cursor_open(txn, ls->log, &c)))) goto out;
+
+    unsigned char rk[8];
+    lmdb__rev_key(w->rev + 1, rk);
+    MDB_val k = {8, rk}, v;
+    int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    for (int seen = 0; mrc == 0 && seen < LMDB__WATCH_BATCH; seen++) {
+        int64_t rev = lmdb__rev_from_key(&k);
+        if (rev != w->rev + 1) { /* invariant 1: no gaps above the compaction point */
+            rc = KP_ECORRUPT;
+            goto out;
+        }
+        lmdb__logrec_t rec;
+        if (v.mv_size < sizeof rec) {
+            rc = KP_ECORRUPT;
+            goto out;
+        }
+        memcpy(&rec, v.mv_data, sizeof rec);
+        const char *key = (const char *)v.mv_data + sizeof rec;
+        if (rec.key_len >= w->plen && memcmp(key, w->prefix, w->plen) == 0) {
+            if (w->n && w->bytes.len >= LMDB__WATCH_BYTES) break;
+            size_t vlen = v.mv_size - sizeof rec - rec.key_len;
+            if ((rc = add_event(w, txn, rev, &rec, key, key + rec.key_len, vlen))) goto out;
+        }
+        w->rev = rev;
+        mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    if (mrc && mrc != MDB_NOTFOUND) rc = lmdb__rc(mrc);
+out:
+    if (c) mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    if (rc) {
+        w->n = 0;
+        w->failed = rc;
+    } else {
+        fix_pointers(w);
+    }
+    return rc;
+}
+
+/* Did any process commit since this watch last read? */
+static int changed_elsewhere(lmdb_watch_t *w)
+{
+    MDB_envinfo info;
+    return mdb_env_info(w->ls->env, &info) == 0 && info.me_last_txnid != w->txnid;
+}
+
+static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_t **ev)
+{
+    lmdb_watch_t *w = (lmdb_watch_t *)sw;
+    lmdb_store_t *ls = w->ls;
+    int64_t deadline = clock_mono_ns() + (int64_t)timeout_ms * 1000000;
+
+    for (;;) {
+        if (w->pos < w->n) {
+            *ev = &w->evs[w->pos++];
+            return 0;
+        }
+        pthread_mutex_lock(&ls->mu);
+        int stop = w->cancelled || ls->closing;
+        pthread_mutex_unlock(&ls->mu);
+        if (stop) return KP_ECLOSED;
+        if (w->failed) return w->failed;
+
+        int rc = fill(w);
+        if (rc) return rc;
+        if (w->n) continue;
+
+        /* Nothing new: sleep until a commit here, a commit elsewhere, the
+         * deadline, or a cancel. */
+        pthread_mutex_lock(&ls->mu);
+        while (!w->cancelled && !ls->closing && ls->notify_rev <= w->rev) {
+            int64_t now = clock_mono_ns();
+            if (timeout_ms >= 0 && now >= deadline) {
+                pthread_mutex_unlock(&ls->mu);
+                return KP_ETIMEDOUT;
+            }
+            int64_t wait_ms = LMDB__WATCH_POLL_MS;
+            if (timeout_ms >= 0 && (deadline - now) / 1000000 + 1 < wait_ms)
+                wait_ms = (deadline - now) / 1000000 + 1;
+            struct timespec ts = clock_deadline_ms(wait_ms);
+            pthread_cond_timedwait(&ls->watch_cv, &ls->mu, &ts);
+            if (changed_elsewhere(w)) break;
+        }
+        pthread_mutex_unlock(&ls->mu);
+    }
+}
+
+static int64_t lmdb_watch_revision(const store_watch_t *sw)
+{
+    return ((const lmdb_watch_t *)sw)->rev;
+}
+
+static void lmdb_watch_cancel(store_watch_t *sw)
+{
+    lmdb_watch_t *w = (lmdb_watch_t *)sw;
+    pthread_mutex_lock(&w->ls->mu);
+    w->cancelled = 1;
+    pthread_cond_broadcast(&w->ls->watch_cv);
+    pthread_mutex_unlock(&w->ls->mu);
+}
+
+static void lmdb_watch_close(store_watch_t *sw)
+{
+    lmdb_watch_t *w = (lmdb_watch_t *)sw;
+    buf_free(&w->bytes);
+    free(w->evs);
+    free(w->prefix);
+    free(w);
+}
+
+int lmdb__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_watch_t **out)
+{
+    lmdb_store_t *ls = (lmdb_store_t *)s;
+    MDB_txn *txn;
+    int64_t cur, compact;
+    int rc = lmdb__rc(mdb_txn_begin(ls->env, NULL, MDB_RDONLY, &txn));
+    if (rc) return rc;
+    rc = lmdb__meta_get(txn, ls, "rev", &cur);
+    if (!rc) rc = lmdb__meta_get(txn, ls, "compact", &compact);
+    mdb_txn_abort(txn);
+    if (rc) return rc;
+    if (after_rev < 0) after_rev = cur;
+    if (after_rev > cur) return KP_EFUTURE;
+    if (after_rev < compact) return KP_ECOMPACTED;
+
+    lmdb_watch_t *w = calloc(1, sizeof *w);
+    if (!w || !(w->prefix = strdup(prefix))) {
+        free(w);
+        return KP_ENOMEM;
+    }
+    w->base.ops = &lmdb_watch_ops;
+    w->ls = ls;
+    w->plen = strlen(prefix);
+    w->rev = after_rev;
+    /* One event always fits, even with a maximal value and previous value. */
+    buf_init(&w->bytes, LMDB__WATCH_BYTES + 2 * (STORE_VALUE_MAX + STORE_KEY_MAX + 2));
+    *out = &w->base;
+    return 0;
+}
+
+static const store_watch_ops_t lmdb_watch_ops = {
+    .next = lmdb_watch_next,
+    .revision = lmdb_watch_revision,
+    .cancel = lmdb_watch_cancel,
+    .close = lmdb_watch_close,
+};

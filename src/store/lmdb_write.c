@@ -1,0 +1,209 @@
+/*
+ * lmdb_write.c -- writes with group commit (see WRITE PATH in lmdb_int.h).
+ *
+ * A request lives on its writer's stack; the writer sleeps on commit_cv until
+ * a leader (possibly itself) has committed the batch holding it. Each request
+ * in a batch is checked and applied on its own: a conflict fails one request,
+ * not the batch. An LMDB error fails the whole batch (the transaction is then
+ * unusable), acknowledges nothing, and poisons the store.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lmdb_int.h"
+
+struct lmdb__wreq {
+    store__op_t op;
+    const char *key;
+    size_t klen;
+    const void *value;
+    size_t vlen;
+    int64_t expect_rev;
+    int rc;
+    int64_t rev;
+    int done;
+    lmdb__wreq_t *next;
+};
+
+/* Apply one request in `txn`; *rev is the newest revision so far.
+ * Returns 0, a per-request error (KP_EEXIST, KP_ENOTFOUND, KP_ECONFLICT), or
+ * an LMDB failure that dooms the transaction. */
+static int apply_one(lmdb_store_t *ls, MDB_txn *txn, lmdb__wreq_t *r, int64_t *rev,
+                     int64_t now_ns, int *fatal)
+{
+    MDB_val k = {r->klen, (void *)r->key}, v;
+    lmdb__kvrec_t cur = {0};
+    int mrc = mdb_get(txn, ls->kv, &k, &v);
+    if (mrc && mrc != MDB_NOTFOUND) goto mdb_fail;
+    int exists = mrc == 0;
+    if (exists) memcpy(&cur, v.mv_data, sizeof cur);
+
+    if (r->op == STORE__CREATE && exists) return KP_EEXIST;
+    if (r->op != STORE__CREATE) {
+        if (!exists) return KP_ENOTFOUND;
+        if (r->expect_rev && cur.mod_rev != r->expect_rev) {
+            r->rev = cur.mod_rev;
+            return KP_ECONFLICT;
+        }
+    }
+
+    int64_t next = *rev + 1;
+    int del = r->op == STORE__DELETE;
+    lmdb__logrec_t rec = {
+        .type = del ? LMDB__DEL : LMDB__PUT,
+        .key_len = (uint32_t)r->klen,
+        .create_rev = del ? 0 : exists ? cur.create_rev : next,
+        .version = del ? 0 : exists ? cur.version + 1 : 1,
+        .prev_rev = exists ? cur.mod_rev : 0,
+        .time_ns = now_ns,
+    };
+
+    /* log: revisions only grow, so every put appends. */
+    unsigned char rk[8];
+    lmdb__rev_key(next, rk);
+    MDB_val lk = {8, rk}, lv = {sizeof rec + r->klen + r->vlen, NULL};
+    if ((mrc = mdb_put(txn, ls->log, &lk, &lv, MDB_RESERVE | MDB_APPEND))) goto mdb_fail;
+    memcpy(lv.mv_data, &rec, sizeof rec);
+    memcpy((char *)lv.mv_data + sizeof rec, r->key, r->klen);
+    if (r->vlen) memcpy((char *)lv.mv_data + sizeof rec + r->klen, r->value, r->vlen);
+
+    /* idx: the newest revision of a key is its largest duplicate. */
+    MDB_val iv = {8, rk};
+    if ((mrc = mdb_put(txn, ls->idx, &k, &iv, MDB_APPENDDUP))) goto mdb_fail;
+
+    if (del) {
+        if ((mrc = mdb_del(txn, ls->kv, &k, NULL))) goto mdb_fail;
+    } else {
+        lmdb__kvrec_t kr = {rec.create_rev, next, rec.version};
+        MDB_val kvv = {sizeof kr + r->vlen, NULL};
+        if ((mrc = mdb_put(txn, ls->kv, &k, &kvv, MDB_RESERVE))) goto mdb_fail;
+        memcpy(kvv.mv_data, &kr, sizeof kr);
+        if (r->vlen) memcpy((char *)kvv.mv_data + sizeof kr, r->value, r->vlen);
+    }
+    *rev = next;
+    r->rev = next;
+    return 0;
+
+mdb_fail:
+    *fatal = 1;
+    return lmdb__rc(mrc);
+}
+
+/* Apply `batch` in one transaction and commit it. Sets each request's rc and
+ * rev; returns 0, or the LMDB failure that failed them all. *last gets the
+ * newest revision committed (0 if none). */
+static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, int64_t *last)
+{
+    MDB_txn *txn;
+    int64_t rev = 0, start;
+    int fatal = 0, rc;
+    *last = 0;
+
+    if ((rc = lmdb__rc(mdb_txn_begin(ls->env, NULL, 0, &txn)))) goto fail_all;
+    if ((rc = lmdb__meta_get(txn, ls, "rev", &rev))) {
+        mdb_txn_abort(txn);
+        goto fail_all;
+    }
+    start = rev;
+    int64_t now = clock_wall_ns();
+    for (lmdb__wreq_t *r = batch; r; r = r->next) {
+        r->rc = apply_one(ls, txn, r, &rev, now, &fatal);
+        if (fatal) {
+            rc = r->rc;
+            mdb_txn_abort(txn);
+            goto fail_all;
+        }
+    }
+    if (rev == start) {
+        mdb_txn_abort(txn); /* nothing accepted: no revision, no fsync */
+        return 0;
+    }
+    if ((rc = lmdb__meta_put(txn, ls, "rev", rev))) {
+        mdb_txn_abort(txn);
+        goto fail_all;
+    }
+    /* The durability point: data pages synced, then the meta page (O_DSYNC). */
+    if ((rc = lmdb__rc(mdb_txn_commit(txn)))) goto fail_all;
+    *last = rev;
+    return 0;
+
+fail_all:
+    for (lmdb__wreq_t *r = batch; r; r = r->next) r->rc = rc;
+    return rc;
+}
+
+/* Detach up to LMDB__BATCH_MAX requests (and LMDB__BATCH_BYTES of values)
+ * from the pending queue. Called with ls->mu held. */
+static lmdb__wreq_t *take_batch(lmdb_store_t *ls)
+{
+    lmdb__wreq_t *head = ls->pending, **tail = &ls->pending;
+    size_t n = 0, bytes = 0;
+    while (*tail && n < LMDB__BATCH_MAX && (n == 0 || bytes + (*tail)->vlen <= LMDB__BATCH_BYTES)) {
+        bytes += (*tail)->vlen;
+        n++;
+        tail = &(*tail)->next;
+    }
+    ls->pending = *tail;
+    if (!ls->pending) ls->pending_tail = &ls->pending;
+    *tail = NULL;
+    return head;
+}
+
+int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const void *value,
+                size_t vlen, int64_t expect_rev, int64_t *out_rev)
+{
+    lmdb_store_t *ls = (lmdb_store_t *)s;
+    lmdb__wreq_t req = {.op = op, .key = key, .klen = klen, .value = value, .vlen = vlen,
+                        .expect_rev = expect_rev};
+
+    pthread_mutex_lock(&ls->mu);
+    if (ls->poisoned) {
+        pthread_mutex_unlock(&ls->mu);
+        return KP_EPOISONED;
+    }
+    *ls->pending_tail = &req;
+    ls->pending_tail = &req.next;
+
+    while (!req.done) {
+        if (ls->committing) {
+            pthread_cond_wait(&ls->commit_cv, &ls->mu);
+            continue;
+        }
+        /* Lead: commit everything queued so far (ours included, unless the
+         * queue is longer than one batch). */
+        lmdb__wreq_t *batch = take_batch(ls);
+        int poisoned = ls->poisoned;
+        int64_t last = 0;
+        ls->committing = 1;
+        pthread_mutex_unlock(&ls->mu);
+
+        int rc = 0;
+        if (poisoned) {
+            for (lmdb__wreq_t *r = batch; r; r = r->next) r->rc = KP_EPOISONED;
+        } else {
+            rc = commit_batch(ls, batch, &last);
+        }
+
+        pthread_mutex_lock(&ls->mu);
+        ls->committing = 0;
+        if (rc) lmdb__poison_locked(ls, rc);
+        if (last) {
+            ls->commits++;
+            for (lmdb__wreq_t *r = batch; r; r = r->next) ls->writes += r->rc == 0;
+        }
+        if (last > ls->notify_rev) {
+            ls->notify_rev = last;
+            pthread_cond_broadcast(&ls->watch_cv);
+        }
+        for (lmdb__wreq_t *r = batch, *next; r; r = next) {
+            next = r->next; /* r may be freed (its writer returns) once done */
+            r->done = 1;
+        }
+        pthread_cond_broadcast(&ls->commit_cv);
+    }
+    pthread_mutex_unlock(&ls->mu);
+    if (req.rc == 0 || req.rc == KP_ECONFLICT) *out_rev = req.rev;
+    return req.rc;
+}
