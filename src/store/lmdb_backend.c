@@ -97,14 +97,6 @@ void lmdb__poison_locked(lmdb_store_t *ls, int rc)
               err_str(rc));
 }
 
-void lmdb__notify(lmdb_store_t *ls, int64_t rev)
-{
-    pthread_mutex_lock(&ls->mu);
-    if (rev > ls->notify_rev) ls->notify_rev = rev;
-    pthread_cond_broadcast(&ls->watch_cv);
-    pthread_mutex_unlock(&ls->mu);
-}
-
 static int mkdir_p(const char *dir)
 {
     char *p = strdup(dir);
@@ -195,7 +187,8 @@ int store__lmdb_open(const char *dir, const store_options_t *opt, store_t **out)
     pthread_mutex_init(&ls->mu, NULL);
     pthread_mutex_init(&ls->compact_mu, NULL);
     pthread_cond_init(&ls->commit_cv, NULL);
-    if ((rc = cond_init_mono(&ls->watch_cv)) || (rc = cond_init_mono(&ls->compactor_cv)))
+    if ((rc = cond_init_mono(&ls->watch_cv)) || (rc = cond_init_mono(&ls->compactor_cv)) ||
+        (rc = cond_init_mono(&ls->gather_cv)))
         goto fail_sync;
 
     if ((rc = lmdb__rc(mdb_env_create(&ls->env)))) goto fail_sync;
@@ -207,6 +200,11 @@ int store__lmdb_open(const char *dir, const store_options_t *opt, store_t **out)
                                                                   : LMDB__DEFAULT_MAP))) ||
         (rc = lmdb__rc(mdb_env_open(ls->env, dir, MDB_NOTLS, 0600))))
         goto fail_env;
+    /* Free the reader slots of processes that died (kill -9) holding a read
+     * transaction, or their snapshots would pin old pages forever. */
+    int dead = 0;
+    mdb_reader_check(ls->env, &dead);
+    if (dead) log_info("store", "cleared %d stale reader slot(s)", dead);
     if ((rc = init_layout(ls))) goto fail_env;
     if ((rc = lmdb__compactor_start(ls))) goto fail_env;
     *out = &ls->base;
@@ -215,6 +213,7 @@ int store__lmdb_open(const char *dir, const store_options_t *opt, store_t **out)
 fail_env:
     mdb_env_close(ls->env);
 fail_sync:
+    pthread_cond_destroy(&ls->gather_cv);
     pthread_cond_destroy(&ls->compactor_cv);
     pthread_cond_destroy(&ls->watch_cv);
     pthread_cond_destroy(&ls->commit_cv);
@@ -235,6 +234,7 @@ static void lmdb_close(store_t *s)
     pthread_cond_broadcast(&ls->watch_cv);
     pthread_mutex_unlock(&ls->mu);
     mdb_env_close(ls->env);
+    pthread_cond_destroy(&ls->gather_cv);
     pthread_cond_destroy(&ls->compactor_cv);
     pthread_cond_destroy(&ls->watch_cv);
     pthread_cond_destroy(&ls->commit_cv);
@@ -282,11 +282,24 @@ static int file_revision(const char *path, int64_t *rev)
     MDB_env *env;
     MDB_txn *txn = NULL;
     MDB_dbi meta;
+    struct stat fst;
+    /* LMDB would take an empty file for a new store, and map a truncated one
+     * at the size its header claims (reading past the end raises SIGBUS):
+     * check the size before and after opening. */
+    if (stat(path, &fst)) return lmdb__rc(errno);
+    if (!S_ISREG(fst.st_mode) || fst.st_size == 0) return KP_ECORRUPT;
     int rc = lmdb__rc(mdb_env_create(&env));
     if (rc) return rc;
     mdb_env_set_maxdbs(env, 4);
     if ((rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0600))) {
         rc = rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH ? KP_ECORRUPT : lmdb__rc(rc);
+        goto out;
+    }
+    MDB_envinfo info;
+    MDB_stat st;
+    if (mdb_env_info(env, &info) || mdb_env_stat(env, &st) ||
+        (uint64_t)fst.st_size < (uint64_t)(info.me_last_pgno + 1) * st.ms_psize) {
+        rc = KP_ECORRUPT;
         goto out;
     }
     if ((rc = lmdb__rc(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)))) goto out;

@@ -37,6 +37,7 @@
  *     rc returned <--- done, broadcast commit_cv <----------+
  *
  *   A writer queues its request; if no commit is running it becomes the leader,
+ *   waits briefly for the last batch's writers to queue again (gather()),
  *   takes every pending request, applies them in one write transaction (each
  *   gets its own revision, or its own error), commits once, and wakes the
  *   others. Writers that queued meanwhile form the next batch.
@@ -44,8 +45,10 @@
  * WATCH (lmdb_watch.c): a watch is a cursor over `log`, not a buffer fed by
  * writers: it reads records above its revision in a read transaction, so it is
  * exact, in order, durable and resumable for free; a slow watcher costs no
- * memory. Commits broadcast watch_cv; a writer in another process is noticed
- * within LMDB__WATCH_POLL_MS.
+ * memory. It delivers nothing above notify_rev, the newest revision whose
+ * commit returned 0 (a commit that fails after LMDB made it visible is never
+ * delivered). Commits broadcast watch_cv; a writer in another process is
+ * noticed within LMDB__WATCH_POLL_MS.
  */
 #ifndef KP_LMDB_INT_H
 #define KP_LMDB_INT_H
@@ -60,6 +63,7 @@
 #define LMDB__DEFAULT_MAP (8ull << 30)
 #define LMDB__BATCH_MAX 1024                /* writes per group commit */
 #define LMDB__BATCH_BYTES (64u << 20)       /* value bytes per group commit */
+#define LMDB__GATHER_NS 200000              /* longest wait for a batch to fill */
 #define LMDB__WATCH_BATCH 256               /* events read per read txn */
 #define LMDB__WATCH_BYTES (4u << 20)        /* event bytes buffered per read txn */
 #define LMDB__WATCH_POLL_MS 250
@@ -99,7 +103,12 @@ typedef struct lmdb_store {
     pthread_cond_t watch_cv;    /* new revisions are visible; CLOCK_MONOTONIC */
     lmdb__wreq_t *pending;      /* queued writes, oldest first */
     lmdb__wreq_t **pending_tail;
-    int committing;             /* a leader is applying a batch */
+    size_t pending_n;           /* length of the pending queue */
+    int committing;             /* a leader is gathering or applying a batch */
+    int gathering;              /* the leader waits on gather_cv for writers */
+    size_t gather_target;       /* writers the next batch should wait for */
+    pthread_cond_t gather_cv;   /* a write was queued; CLOCK_MONOTONIC */
+    uint64_t commit_seq;        /* bumped as each batch starts */
     int poisoned;               /* rc of the failed commit, 0 if none */
     int closing;
     int64_t notify_rev;         /* newest revision announced to watches */
@@ -121,7 +130,6 @@ int lmdb__meta_put(MDB_txn *txn, lmdb_store_t *ls, const char *name, int64_t v);
 int lmdb__log_get(MDB_txn *txn, lmdb_store_t *ls, int64_t rev, lmdb__logrec_t *rec,
                   const char **key, const char **value, size_t *value_len);
 void lmdb__poison_locked(lmdb_store_t *ls, int rc); /* ls->mu held */
-void lmdb__notify(lmdb_store_t *ls, int64_t rev);
 
 /* lmdb_write.c */
 int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const void *value,

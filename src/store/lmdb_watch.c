@@ -99,6 +99,22 @@ static int add_event(lmdb_watch_t *w, MDB_txn *txn, int64_t rev, const lmdb__log
     return rc;
 }
 
+/* The newest revision a watch may deliver, given that a read transaction saw
+ * `visible`. Revisions this process committed count once their commit
+ * returned (notify_rev). A revision visible while no commit of this process
+ * ran, before and after the read, came from another process's commit. */
+static int64_t durable_limit(lmdb_store_t *ls, uint64_t seq_before, int busy_before,
+                             int64_t visible)
+{
+    pthread_mutex_lock(&ls->mu);
+    if (!busy_before && !ls->committing && ls->commit_seq == seq_before &&
+        visible > ls->notify_rev)
+        ls->notify_rev = visible;
+    int64_t limit = ls->notify_rev;
+    pthread_mutex_unlock(&ls->mu);
+    return limit;
+}
+
 /* Read the records after w->rev into the buffer. */
 static int fill(lmdb_watch_t *w)
 {
@@ -108,6 +124,11 @@ static int fill(lmdb_watch_t *w)
     int64_t cur, compact;
     w->n = w->pos = 0;
     buf_reset(&w->bytes);
+
+    pthread_mutex_lock(&ls->mu);
+    uint64_t seq = ls->commit_seq;
+    int busy = ls->committing;
+    pthread_mutex_unlock(&ls->mu);
 
     int rc = lmdb__rc(mdb_txn_begin(ls->env, NULL, MDB_RDONLY, &txn));
     if (rc) return rc;
@@ -119,6 +140,7 @@ static int fill(lmdb_watch_t *w)
         rc = KP_ECOMPACTED;
         goto out;
     }
+    cur = durable_limit(ls, seq, busy, cur);
     if (w->rev >= cur) goto out;
     if ((rc = lmdb__rc(mdb_cursor_open(txn, ls->log, &c)))) goto out;
 
@@ -128,6 +150,7 @@ static int fill(lmdb_watch_t *w)
     int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
     for (int seen = 0; mrc == 0 && seen < LMDB__WATCH_BATCH; seen++) {
         int64_t rev = lmdb__rev_from_key(&k);
+        if (rev > cur) break;
         if (rev != w->rev + 1) { /* invariant 1: no gaps above the compaction point */
             rc = KP_ECORRUPT;
             goto out;

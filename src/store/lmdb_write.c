@@ -134,9 +134,30 @@ fail_all:
     return rc;
 }
 
+/* Wait up to LMDB__GATHER_NS for the writers of the last batch to queue again.
+ *
+ * Without this, N busy writers split into two halves: while one half's batch
+ * commits, the other queues; the first half comes back during the second's
+ * commit, and so on. Every write then waits for two commits and each commit
+ * carries N/2 writes. Waiting a fraction of a commit for the writers that just
+ * got their answer makes one batch of N. A writer that does not come back
+ * costs at most one wait. Called with ls->mu held by the leader. */
+static void gather(lmdb_store_t *ls)
+{
+    size_t target = ls->gather_target < LMDB__BATCH_MAX ? ls->gather_target : LMDB__BATCH_MAX;
+    if (ls->pending_n >= target) return;
+    int64_t t = clock_mono_ns() + LMDB__GATHER_NS;
+    struct timespec deadline = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
+    ls->gathering = 1;
+    while (ls->pending_n < target &&
+           pthread_cond_timedwait(&ls->gather_cv, &ls->mu, &deadline) == 0)
+        ;
+    ls->gathering = 0;
+}
+
 /* Detach up to LMDB__BATCH_MAX requests (and LMDB__BATCH_BYTES of values)
- * from the pending queue. Called with ls->mu held. */
-static lmdb__wreq_t *take_batch(lmdb_store_t *ls)
+ * from the pending queue; *n gets their number. Called with ls->mu held. */
+static lmdb__wreq_t *take_batch(lmdb_store_t *ls, size_t *count)
 {
     lmdb__wreq_t *head = ls->pending, **tail = &ls->pending;
     size_t n = 0, bytes = 0;
@@ -148,6 +169,8 @@ static lmdb__wreq_t *take_batch(lmdb_store_t *ls)
     ls->pending = *tail;
     if (!ls->pending) ls->pending_tail = &ls->pending;
     *tail = NULL;
+    ls->pending_n -= n;
+    *count = n;
     return head;
 }
 
@@ -165,6 +188,8 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
     }
     *ls->pending_tail = &req;
     ls->pending_tail = &req.next;
+    ls->pending_n++;
+    if (ls->gathering) pthread_cond_signal(&ls->gather_cv);
 
     while (!req.done) {
         if (ls->committing) {
@@ -173,10 +198,13 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
         }
         /* Lead: commit everything queued so far (ours included, unless the
          * queue is longer than one batch). */
-        lmdb__wreq_t *batch = take_batch(ls);
+        ls->committing = 1;
+        ls->commit_seq++;
+        if (!ls->poisoned) gather(ls);
+        size_t n;
+        lmdb__wreq_t *batch = take_batch(ls, &n);
         int poisoned = ls->poisoned;
         int64_t last = 0;
-        ls->committing = 1;
         pthread_mutex_unlock(&ls->mu);
 
         int rc = 0;
@@ -188,6 +216,8 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
 
         pthread_mutex_lock(&ls->mu);
         ls->committing = 0;
+        /* Everyone now waiting, plus this batch's writers who will be back. */
+        ls->gather_target = n + ls->pending_n;
         if (rc) lmdb__poison_locked(ls, rc);
         if (last) {
             ls->commits++;

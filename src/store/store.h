@@ -194,7 +194,8 @@ int store_compact(store_t *s, int64_t rev);
 int store_backup(store_t *s, const char *path, int64_t *out_rev);
 
 /* Install a backup file as the store in directory `dir` (which must not hold
- * a store yet). Errors: KP_EEXIST, KP_ECORRUPT (not a backup), KP_EIO. */
+ * a store yet). Errors: KP_EEXIST, KP_ENOTFOUND (no such backup file),
+ * KP_ECORRUPT (not a backup, or truncated), KP_EIO. */
 int store_restore(const char *backup_path, const char *dir);
 
 #endif

@@ -432,7 +432,7 @@ static void test_compaction(void **state)
                 snprintf(snap[r][j], 16, "%s", kv->value);
                 free(kv);
             } else {
-                strcpy(snap[r][j], "-");
+                snprintf(snap[r][j], 16, "-");
             }
         }
     }
