@@ -233,7 +233,11 @@ static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_
 
 static int64_t lmdb_watch_revision(const store_watch_t *sw)
 {
-    return ((const lmdb_watch_t *)sw)->rev;
+    /* w->rev is how far fill() read; buffered events not yet handed out lie
+     * above what the caller has seen. */
+    const lmdb_watch_t *w = (const lmdb_watch_t *)sw;
+    if (w->pos < w->n) return w->evs[w->pos].kv.mod_rev - 1;
+    return w->rev;
 }
 
 static void lmdb_watch_cancel(store_watch_t *sw)

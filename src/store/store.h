@@ -190,7 +190,8 @@ int store_compact(store_t *s, int64_t rev);
 
 /* Write a consistent copy of the store, as of one revision, to `path` while
  * writes go on; *out_rev (may be NULL) gets that revision. The copy is
- * fsynced and then renamed into place. Errors: KP_EEXIST (path exists), KP_EIO. */
+ * fsynced and then linked into place. Errors: KP_EEXIST (path exists),
+ * KP_ENOTFOUND (its directory does not exist), KP_EIO. */
 int store_backup(store_t *s, const char *path, int64_t *out_rev);
 
 /* Install a backup file as the store in directory `dir` (which must not hold

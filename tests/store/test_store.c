@@ -381,6 +381,35 @@ static void test_watch_blocks_until_write_or_cancel(void **state)
     store_watch_close(w);
 }
 
+/* store_watch_revision() counts only what was handed out: a new watch from it
+ * continues exactly where the old one stopped, buffered events included. */
+static void test_watch_resume_from_revision(void **state)
+{
+    store_t *s = ((fixture_t *)*state)->s;
+    for (int i = 0; i < 10; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "/k/%d", i);
+        put(s, key, "v");
+        put(s, "/other", "x"); /* filtered out: revisions between the events */
+    }
+    store_watch_t *w, *w2;
+    const store_event_t *ev;
+    assert_int_equal(store_watch_open(s, "/k/", 0, &w), 0);
+    assert_int_equal(store_watch_revision(w), 0);
+    assert_int_equal(store_watch_next(w, 1000, &ev), 0);
+    assert_int_equal(ev->kv.mod_rev, 1);
+    assert_int_equal(store_watch_revision(w), 2); /* rev 2 (/other) is filtered */
+    assert_int_equal(store_watch_open(s, "/k/", store_watch_revision(w), &w2), 0);
+    for (int64_t rev = 3; rev <= 19; rev += 2) {
+        assert_int_equal(store_watch_next(w2, 1000, &ev), 0);
+        assert_int_equal(ev->kv.mod_rev, rev);
+    }
+    assert_int_equal(store_watch_next(w2, 0, &ev), KP_ETIMEDOUT);
+    assert_int_equal(store_watch_revision(w2), 20);
+    store_watch_close(w2);
+    store_watch_close(w);
+}
+
 static void test_durable_across_reopen(void **state)
 {
     fixture_t *f = *state;
@@ -595,6 +624,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_order_and_prev, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_blocks_until_write_or_cancel, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_watch_resume_from_revision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_across_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auto_compaction_by_count, setup, teardown),

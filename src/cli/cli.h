@@ -1,0 +1,46 @@
+/*
+ * cli.h -- the `kplane` command line: one entry point per subcommand, plus the
+ * few helpers that every subcommand shares (data dir, error and usage output).
+ *
+ * Exit codes of every subcommand: 0 on success, CLI_EXIT_FAIL (1) when the
+ * operation failed (the message went to stderr as "kplane: <what>: <err>"),
+ * CLI_EXIT_USAGE (2) for a bad command line.
+ */
+#ifndef KP_CLI_H
+#define KP_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define CLI_EXIT_OK    0
+#define CLI_EXIT_FAIL  1
+#define CLI_EXIT_USAGE 2
+
+/* The longest path the CLI builds (data dir, store dir, URLs). */
+#define CLI_PATH_MAX 4096
+
+/* Resolve the data directory into `out` (`size` bytes): `flag` (the value of
+ * --data-dir, may be NULL), else $KPLANE_DATA_DIR, else /var/lib/kplane when
+ * running as root, else ~/.local/share/kplane. Nothing is created.
+ * Errors: KP_EINVAL (empty flag, no home directory, or the path does not fit). */
+int cli_data_dir(const char *flag, char *out, size_t size);
+
+/* Create `path` and any missing parents (mode 0700 for new ones), like
+ * `mkdir -p`. Errors: KP_EIO (errno says why), KP_EINVAL (path too long). */
+int cli_mkdir_p(const char *path);
+
+/* Print "kplane: <what>: <err_str(rc)>" to stderr; returns CLI_EXIT_FAIL. */
+int cli_fail(int rc, const char *what_fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print "kplane: <msg>" and a hint to run `kplane [cmd] --help` to stderr
+ * (`cmd` may be NULL); returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- subcommands: argv[0] is the subcommand's own name ---- */
+
+/* `kplane store [--data-dir DIR | --store URL] SUBCOMMAND ...` */
+int cmd_store(int argc, char **argv);
+/* The store help text, written to `out`. */
+void cmd_store_usage(FILE *out);
+
+#endif
