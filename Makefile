@@ -1,7 +1,7 @@
 # kplane -- top-level entry points. The build itself is CMake (CMakeLists.txt).
 #
 #   make          build build/kplane (release build with debug info)
-#   make run      install missing packages, build, start kplane
+#   make run      install missing packages, build, start kplane server
 #   make test     install test packages, build under ASan+UBSan, run every test
 #   make bench    build, run the benchmarks (one BENCH line per case)
 
@@ -22,9 +22,8 @@ deps:
 test-deps:
 	@scripts/install-deps --test
 
-# Until the API server lands (issue 3), `make run` demonstrates the store.
 run: all
-	scripts/store-demo $(BUILD)/kplane $(DATA_DIR)
+	$(BUILD)/kplane server --data-dir $(DATA_DIR)
 
 test: test-deps
 	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKP_SANITIZE=ON >/dev/null

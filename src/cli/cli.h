@@ -38,6 +38,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 
 /* ---- subcommands: argv[0] is the subcommand's own name ---- */
 
+/* `kplane server ...` and `kplane apiserver ...` (cmd_server.c) */
+int cmd_server(int argc, char **argv);
+int cmd_apiserver(int argc, char **argv);
+
 /* `kplane store [--data-dir DIR | --store URL] SUBCOMMAND ...` */
 int cmd_store(int argc, char **argv);
 /* The store help text, written to `out`. */

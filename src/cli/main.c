@@ -29,6 +29,8 @@ static void usage(FILE *out)
           "A Kubernetes-compatible control plane.\n"
           "\n"
           "Commands:\n"
+          "  server    run the control plane (API server on the embedded store)\n"
+          "  apiserver run the API server alone on a given store\n"
           "  store     read, write, watch and maintain the local store\n"
           "  version   print the kplane version\n"
           "\n"
@@ -133,6 +135,8 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (!strcmp(cmd, "store")) return cmd_store(argc - 1, argv + 1);
+    if (!strcmp(cmd, "server")) return cmd_server(argc - 1, argv + 1);
+    if (!strcmp(cmd, "apiserver")) return cmd_apiserver(argc - 1, argv + 1);
 
     return cli_usage_error(NULL, "unknown command '%s'", cmd);
 }

@@ -1,0 +1,69 @@
+/*
+ * apiserver.h -- the only door to the history: Kubernetes REST over HTTP.
+ *
+ * The API server turns Kubernetes requests (discovery, get, list, watch,
+ * create, update, delete; later patch) into store calls and store revisions
+ * into resourceVersions. It runs no control loop. Clients (kubectl, client
+ * libraries, kplane's own controllers and nodes) see a Kubernetes API server.
+ *
+ * Lifecycle: apiserver_start() -> serve on its own threads -> apiserver_stop().
+ * Errors are KP_* codes (lib/err.h).
+ */
+#ifndef KP_APISERVER_H
+#define KP_APISERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store_t;
+typedef struct apiserver apiserver_t;
+
+typedef struct apiserver_config {
+    const char *listen;        /* "ADDR:PORT"; port 0 picks a free one */
+    store_t *store;            /* borrowed: must outlive the server */
+    const char *admin_token;   /* bearer token with full access; required */
+    size_t max_inflight;       /* requests in flight before 429 (0: 400) */
+    size_t max_watches;        /* open watches (0: 10000) */
+    const char *tls_cert_pem;  /* server certificate (PEM); NULL: plain HTTP */
+    const char *tls_key_pem;   /* its private key (PEM) */
+} apiserver_config_t;
+
+/* Start serving. Creates the default namespaces (default, kube-system,
+ * kube-public, kube-node-lease) if missing. *out is owned by the caller until
+ * apiserver_stop(). Errors: KP_EINVAL (bad listen address), KP_EBUSY (address
+ * in use), KP_EIO, store errors. */
+int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out);
+
+/* The port the server listens on (useful with port 0). */
+int apiserver_port(const apiserver_t *s);
+
+/* Stop accepting, end open watches, wait for requests in flight, free. */
+void apiserver_stop(apiserver_t *s);
+
+/* ---- first-start bootstrap (used by `kplane server` and `kplane apiserver`) ---- */
+
+/* Read the admin token from DIR/admin-token, or generate one (32 random bytes,
+ * hex) and write it there with mode 0600. *token is owned by the caller (free).
+ * Errors: KP_EIO. */
+int apiserver_admin_token(const char *data_dir, char **token);
+
+/* The server's TLS material, PEM, each string owned by the struct. */
+typedef struct apiserver_tls {
+    char *ca_pem;
+    char *cert_pem;
+    char *key_pem;
+} apiserver_tls_t;
+
+/* Load DIR/ca.crt, DIR/server.crt and DIR/server.key, creating them on first
+ * use: a self-signed CA and a server certificate it signs for 127.0.0.1, ::1,
+ * localhost and `host`. Free with apiserver_tls_free(). Errors: KP_EIO. */
+int apiserver_tls_load(const char *data_dir, const char *host, apiserver_tls_t *out);
+void apiserver_tls_free(apiserver_tls_t *t);
+
+/* Write DIR/kubeconfig (mode 0600, replaced atomically) pointing at
+ * https://HOST:PORT (trusting `ca_pem`; http:// when ca_pem is NULL) with
+ * `token` as the user's bearer token, current-context set. Errors: KP_EIO. */
+int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port,
+                               const char *token, const char *ca_pem);
+
+#endif

@@ -1,0 +1,165 @@
+/*
+ * apiserver_int.h -- what the API server's files share. Not for other components.
+ *
+ * REQUEST FLOW
+ *
+ *   libmicrohttpd thread -> http.c: collect headers and body (capped), authn
+ *     -> route.c: parse the path into an api_route_t (discovery, or a resource
+ *        request: group/version/namespace/resource/name/subresource)
+ *     -> discovery.c | rest.c: handle, reply once through api_reply_*()
+ *
+ * Every reply goes through api_reply_*(): exactly one per request. Errors are
+ * Kubernetes Status objects; status.c holds the one table mapping KP_* codes
+ * to HTTP codes and reasons.
+ */
+#ifndef KP_APISERVER_INT_H
+#define KP_APISERVER_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apiserver.h"
+#include "lib/buf.h"
+
+#define API_BODY_MAX (3u << 20) /* request body cap: 413 beyond */
+#define API_JSON_DEPTH_MAX 100  /* nesting cap: 400 beyond */
+#define API_NAME_MAX 253
+
+struct MHD_Connection;
+struct MHD_Daemon;
+typedef struct wc wc_t;
+
+/* Subresources a resource serves (bit set). */
+enum {
+    API_SUB_STATUS = 1u << 0,
+    API_SUB_SCALE = 1u << 1,
+    API_SUB_BINDING = 1u << 2,
+    API_SUB_LOG = 1u << 3,
+    API_SUB_EVICTION = 1u << 4,
+    API_SUB_FINALIZE = 1u << 5,
+};
+
+/* One served resource: a line of the registry table (registry.c). */
+typedef struct api_resource {
+    const char *group;     /* "" for core */
+    const char *version;
+    const char *resource;  /* plural, lower case */
+    const char *singular;
+    const char *kind;
+    const char *list_kind;
+    int namespaced;
+    const char *short_names[4]; /* NULL-terminated */
+    int category_all;      /* listed in the "all" category */
+    unsigned subresources;
+    const char *const *field_selectors; /* beyond metadata.name/namespace; NULL-terminated */
+} api_resource_t;
+
+/* The registry (registry.c). */
+size_t api_registry_count(void);
+const api_resource_t *api_registry_at(size_t i);
+const api_resource_t *api_registry_find(const char *group, const char *version,
+                                        const char *resource);
+/* "group/version", or "version" for core, into buf. */
+const char *api_group_version(const api_resource_t *r, char *buf, size_t n);
+/* Store key prefix of a resource: "/registry/<group|core>/<resource>/". */
+int api_key_prefix(const api_resource_t *r, char *buf, size_t n);
+/* Store key of an object; ns is ignored for cluster-scoped resources. */
+int api_object_key(const api_resource_t *r, const char *ns, const char *name, char *buf,
+                   size_t n);
+
+/* What a request path names (route.c). */
+typedef enum api_route_kind {
+    API_ROUTE_NONE = 0,
+    API_ROUTE_HEALTH,     /* /healthz /livez /readyz */
+    API_ROUTE_VERSION,    /* /version */
+    API_ROUTE_API,        /* /api */
+    API_ROUTE_APIS,       /* /apis */
+    API_ROUTE_GROUP,      /* /apis/<g> */
+    API_ROUTE_GROUP_VERSION, /* /api/v1, /apis/<g>/<v> */
+    API_ROUTE_RESOURCE,   /* a resource request */
+    API_ROUTE_OPENAPI,    /* /openapi/v2, /openapi/v3[/...] */
+    API_ROUTE_METRICS,    /* /metrics */
+} api_route_kind_t;
+
+typedef struct api_route {
+    api_route_kind_t kind;
+    char group[64];
+    char version[32];
+    char ns[64];          /* "" when not namespaced or all namespaces */
+    char resource[64];
+    char name[API_NAME_MAX + 1]; /* "" for collections */
+    char sub[32];         /* subresource, "" if none */
+    const api_resource_t *res; /* for API_ROUTE_RESOURCE; NULL if unknown */
+} api_route_t;
+
+/* Parse `path` (without the query). Returns 0 with *rt filled, KP_ENOTFOUND
+ * for a path that names nothing. */
+int api_route_parse(const char *path, api_route_t *rt);
+
+/* The server (http.c). */
+struct apiserver {
+    apiserver_config_t cfg;
+    char *admin_token;
+    struct MHD_Daemon *daemon;
+    int port;
+    pthread_mutex_t mu;
+    size_t inflight;
+    size_t watches;
+    int stopping;
+    wc_t **caches;          /* one per registry entry, same index */
+};
+
+/* One request: lives from the first call of the access handler to the reply. */
+typedef struct api_req {
+    apiserver_t *srv;
+    struct MHD_Connection *conn;
+    const char *method;     /* borrowed from libmicrohttpd */
+    const char *path;
+    buf_t body;
+    int body_too_large;
+    int replied;
+    api_route_t route;
+} api_req_t;
+
+/* Query parameter (NULL if absent); borrowed for the request's life. */
+const char *api_query(api_req_t *r, const char *name);
+/* Header value (NULL if absent). */
+const char *api_header(api_req_t *r, const char *name);
+
+/* Replies (http.c): each takes or copies its body, see there. */
+int api_reply_json(api_req_t *r, int code, json_t *doc);            /* steals doc */
+int api_reply_bytes(api_req_t *r, int code, const char *ctype, const char *body,
+                    size_t len);                                    /* copies */
+/* A Kubernetes Status for `rc` (status.c maps the code): `fmt` is the message. */
+int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A Status with an explicit HTTP code and reason. */
+int api_reply_status(api_req_t *r, int code, const char *reason, json_t *details,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A chunked streaming reply: `next` is called (on the connection's thread, may
+ * block) to produce the next piece into `out`; returning 0 with out->len == 0
+ * ends the stream. `free_fn` releases `arg` when the connection is done. */
+int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
+                     void (*free_fn)(void *arg));
+
+/* status.c: the one table from KP_* codes to HTTP code + reason. */
+int api_status_code(int rc, const char **reason);
+json_t *api_status_new(int code, const char *reason, const char *message, json_t *details);
+
+/* discovery.c */
+int api_serve_discovery(api_req_t *r);
+
+/* rest.c */
+int api_serve_resource(api_req_t *r);
+int api_ensure_namespaces(apiserver_t *s);
+
+/* object.c: metadata helpers. */
+int api_new_uid(char out[37]);
+void api_now_rfc3339(char out[32]);
+/* Validate a name: DNS-1123 subdomain (dns_label 0) or label (1). Returns NULL
+ * if valid, else a static message. */
+const char *api_name_invalid(const char *name, int dns_label);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * bootstrap.c -- first start: the admin token and the kubeconfig next to it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "apiserver.h"
+#include "lib/base64.h"
+#include "lib/err.h"
+
+/* Write `text` to `path` through a temporary file: mode 0600, fsynced, renamed. */
+static int write_file(const char *path, const char *text)
+{
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+        return KP_EINVAL;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return KP_EIO;
+    size_t n = strlen(text);
+    int rc = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0 ? 0 : KP_EIO;
+    if (close(fd)) rc = KP_EIO;
+    if (!rc && rename(tmp, path)) rc = KP_EIO;
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+int apiserver_admin_token(const char *data_dir, char **token)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/admin-token", data_dir);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        char buf[256];
+        int ok = fgets(buf, sizeof buf, f) != NULL;
+        fclose(f);
+        buf[strcspn(buf, "\r\n")] = '\0';
+        if (ok && strlen(buf) >= 16) return (*token = strdup(buf)) ? 0 : KP_ENOMEM;
+    }
+    unsigned char rnd[32];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return KP_EIO;
+    char hex[65];
+    for (size_t i = 0; i < sizeof rnd; i++) snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    char line[80];
+    snprintf(line, sizeof line, "%s\n", hex);
+    int rc = write_file(path, line);
+    if (rc) return rc;
+    return (*token = strdup(hex)) ? 0 : KP_ENOMEM;
+}
+
+int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port,
+                               const char *token, const char *ca_pem)
+{
+    char path[4096], text[8192], ca_line[6144] = "";
+    snprintf(path, sizeof path, "%s/kubeconfig", data_dir);
+    if (ca_pem) {
+        char *b64 = base64_encode(ca_pem, strlen(ca_pem));
+        if (!b64) return KP_ENOMEM;
+        snprintf(ca_line, sizeof ca_line, "    certificate-authority-data: %s\n", b64);
+        free(b64);
+    }
+    snprintf(text, sizeof text,
+             "apiVersion: v1\n"
+             "kind: Config\n"
+             "clusters:\n"
+             "- name: kplane\n"
+             "  cluster:\n"
+             "    server: %s://%s:%d\n"
+             "%s"
+             "users:\n"
+             "- name: admin\n"
+             "  user:\n"
+             "    token: %s\n"
+             "contexts:\n"
+             "- name: kplane\n"
+             "  context:\n"
+             "    cluster: kplane\n"
+             "    user: admin\n"
+             "    namespace: default\n"
+             "current-context: kplane\n",
+             ca_pem ? "https" : "http", host, port, ca_line, token);
+    return write_file(path, text);
+}

@@ -1,0 +1,248 @@
+/*
+ * discovery.c -- what the server serves, as clients discover it: health,
+ * /version, /api, /apis, the per group-version resource lists, and the
+ * minimal OpenAPI documents kubectl's default validation asks for.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "apiserver_int.h"
+#include "lib/err.h"
+
+#define KUBE_VERSION_MAJOR "1"
+#define KUBE_VERSION_MINOR "32"
+#define KUBE_GIT_VERSION "v1.32.0-kplane"
+
+static json_t *verbs_json(const char *const *verbs)
+{
+    json_t *a = json_array();
+    for (; *verbs; verbs++) json_array_append_new(a, json_string(*verbs));
+    return a;
+}
+
+static const char *const main_verbs[] = {"create", "delete", "deletecollection", "get",
+                                         "list", "patch", "update", "watch", NULL};
+static const char *const sub_verbs[] = {"get", "patch", "update", NULL};
+
+static json_t *sub_entry(const api_resource_t *r, const char *sub, const char *group,
+                         const char *version, const char *kind, const char *const *verbs)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s/%s", r->resource, sub);
+    json_t *e = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", name, "singularName", "",
+                          "namespaced", r->namespaced, "kind", kind, "verbs", verbs_json(verbs));
+    if (group) {
+        json_object_set_new(e, "group", json_string(group));
+        json_object_set_new(e, "version", json_string(version));
+    }
+    return e;
+}
+
+static json_t *resource_list(const char *group, const char *version)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; i < api_registry_count(); i++) {
+        const api_resource_t *r = api_registry_at(i);
+        if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
+        json_t *e = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", r->resource, "singularName",
+                              r->singular, "namespaced", r->namespaced, "kind", r->kind,
+                              "verbs", verbs_json(main_verbs));
+        if (r->short_names[0]) {
+            json_t *sn = json_array();
+            for (int k = 0; k < 4 && r->short_names[k]; k++)
+                json_array_append_new(sn, json_string(r->short_names[k]));
+            json_object_set_new(e, "shortNames", sn);
+        }
+        if (r->category_all) json_object_set_new(e, "categories", json_pack("[s]", "all"));
+        json_array_append_new(list, e);
+
+        static const char *const create[] = {"create", NULL};
+        static const char *const get[] = {"get", NULL};
+        static const char *const update[] = {"update", NULL};
+        if (r->subresources & API_SUB_STATUS)
+            json_array_append_new(list, sub_entry(r, "status", NULL, NULL, r->kind, sub_verbs));
+        if (r->subresources & API_SUB_SCALE)
+            json_array_append_new(list,
+                                  sub_entry(r, "scale", "autoscaling", "v1", "Scale", sub_verbs));
+        if (r->subresources & API_SUB_BINDING)
+            json_array_append_new(list, sub_entry(r, "binding", NULL, NULL, "Binding", create));
+        if (r->subresources & API_SUB_LOG)
+            json_array_append_new(list, sub_entry(r, "log", NULL, NULL, r->kind, get));
+        if (r->subresources & API_SUB_EVICTION)
+            json_array_append_new(list,
+                                  sub_entry(r, "eviction", "policy", "v1", "Eviction", create));
+        if (r->subresources & API_SUB_FINALIZE)
+            json_array_append_new(list, sub_entry(r, "finalize", NULL, NULL, r->kind, update));
+    }
+    if (json_array_size(list) == 0) {
+        json_decref(list);
+        return NULL;
+    }
+    char gv[128];
+    snprintf(gv, sizeof gv, "%s%s%s", group, *group ? "/" : "", version);
+    return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList", "apiVersion", "v1",
+                     "groupVersion", gv, "resources", list);
+}
+
+/* The API groups in registry order, each with its one version. */
+static json_t *group_json(const char *group)
+{
+    for (size_t i = 0; i < api_registry_count(); i++) {
+        const api_resource_t *r = api_registry_at(i);
+        if (strcmp(r->group, group)) continue;
+        char gv[128];
+        snprintf(gv, sizeof gv, "%s/%s", r->group, r->version);
+        json_t *v = json_pack("{s:s, s:s}", "groupVersion", gv, "version", r->version);
+        return json_pack("{s:s, s:s, s:s, s:[O], s:o}", "kind", "APIGroup", "apiVersion", "v1",
+                         "name", group, "versions", v, "preferredVersion", v);
+    }
+    return NULL;
+}
+
+static json_t *group_list(void)
+{
+    json_t *groups = json_array();
+    for (size_t i = 0; i < api_registry_count(); i++) {
+        const api_resource_t *r = api_registry_at(i);
+        if (!*r->group) continue;
+        int seen = 0;
+        for (size_t j = 0; j < i; j++) seen |= !strcmp(api_registry_at(j)->group, r->group);
+        if (seen) continue;
+        json_t *g = group_json(r->group);
+        json_object_del(g, "kind");
+        json_object_del(g, "apiVersion");
+        json_array_append_new(groups, g);
+    }
+    return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
+                     groups);
+}
+
+/* ---- OpenAPI: the minimum both kubectl versions need (reference 1.3) ---- */
+
+/* openapi_v2.Document{swagger: "2.0", info: {title, version}} in protobuf. */
+static const unsigned char openapi_v2_pb[] = {
+    0x0a, 0x03, '2', '.', '0',                               /* 1: swagger */
+    0x12, 0x15,                                              /* 2: info, 21 bytes */
+    0x0a, 0x0a, 'K', 'u', 'b', 'e', 'r', 'n', 'e', 't', 'e', 's', /* 1: title */
+    0x12, 0x07, 'v', '1', '.', '3', '2', '.', '0',           /* 2: version */
+};
+
+static void gv_path(const char *group, const char *version, char *buf, size_t n)
+{
+    if (*group) snprintf(buf, n, "apis/%s/%s", group, version);
+    else snprintf(buf, n, "api/%s", version);
+}
+
+static json_t *openapi_v3_root(void)
+{
+    json_t *paths = json_object();
+    for (size_t i = 0; i < api_registry_count(); i++) {
+        const api_resource_t *r = api_registry_at(i);
+        char p[128], url[192];
+        gv_path(r->group, r->version, p, sizeof p);
+        snprintf(url, sizeof url, "/openapi/v3/%s?hash=kplane1", p);
+        json_object_set_new(paths, p, json_pack("{s:s}", "serverRelativeURL", url));
+    }
+    return json_pack("{s:o}", "paths", paths);
+}
+
+/* One patch operation per kind, carrying the fieldValidation parameter: kubectl
+ * then leaves validation to the server. Full schemas come with issue 4. */
+static json_t *openapi_v3_gv(const char *group, const char *version)
+{
+    json_t *paths = json_object();
+    for (size_t i = 0; i < api_registry_count(); i++) {
+        const api_resource_t *r = api_registry_at(i);
+        if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
+        char gv[128], path[256];
+        gv_path(r->group, r->version, gv, sizeof gv);
+        if (r->namespaced)
+            snprintf(path, sizeof path, "/%s/namespaces/{namespace}/%s/{name}", gv, r->resource);
+        else
+            snprintf(path, sizeof path, "/%s/%s/{name}", gv, r->resource);
+        json_t *op = json_pack(
+            "{s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:{s:s}}], s:{s:{s:s}}}",
+            "x-kubernetes-group-version-kind", "group", r->group, "version", r->version,
+            "kind", r->kind, "parameters", "name", "fieldValidation", "in", "query", "schema",
+            "type", "string", "responses", "200", "description", "OK");
+        json_object_set_new(paths, path, json_pack("{s:o}", "patch", op));
+    }
+    if (json_object_size(paths) == 0) {
+        json_decref(paths);
+        return NULL;
+    }
+    return json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:{}}}", "openapi", "3.0.0", "info", "title",
+                     "Kubernetes", "version", KUBE_GIT_VERSION, "paths", paths, "components",
+                     "schemas");
+}
+
+static int serve_openapi(api_req_t *r)
+{
+    const char *p = r->path;
+    if (!strcmp(p, "/openapi/v2")) {
+        const char *accept = api_header(r, "Accept");
+        if (accept && strstr(accept, "protobuf"))
+            return api_reply_bytes(r, 200,
+                                   "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                                   (const char *)openapi_v2_pb, sizeof openapi_v2_pb);
+        return api_reply_json(r, 200,
+                              json_pack("{s:s, s:{s:s, s:s}, s:{}}", "swagger", "2.0", "info",
+                                        "title", "Kubernetes", "version", KUBE_GIT_VERSION,
+                                        "paths"));
+    }
+    if (!strcmp(p, "/openapi/v3") || !strcmp(p, "/openapi/v3/"))
+        return api_reply_json(r, 200, openapi_v3_root());
+    char group[64] = "", version[32] = "";
+    if (sscanf(p, "/openapi/v3/api/%31[^/]", version) == 1 ||
+        sscanf(p, "/openapi/v3/apis/%63[^/]/%31[^/]", group, version) == 2) {
+        json_t *doc = openapi_v3_gv(group, version);
+        if (doc) return api_reply_json(r, 200, doc);
+    }
+    return api_reply_status(r, 404, "NotFound", NULL,
+                            "the server could not find the requested resource");
+}
+
+int api_serve_discovery(api_req_t *r)
+{
+    const api_route_t *rt = &r->route;
+    if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
+        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
+                                "the server does not allow this method on the requested resource");
+    json_t *doc = NULL;
+    switch (rt->kind) {
+    case API_ROUTE_HEALTH:
+        return api_reply_bytes(r, 200, "text/plain; charset=utf-8", "ok", 2);
+    case API_ROUTE_VERSION:
+        doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "major",
+                        KUBE_VERSION_MAJOR, "minor", KUBE_VERSION_MINOR, "gitVersion",
+                        KUBE_GIT_VERSION, "gitCommit", "kplane", "gitTreeState", "clean",
+                        "buildDate", "2026-01-01T00:00:00Z", "goVersion", "none", "compiler",
+                        "gcc", "platform", "linux/amd64");
+        break;
+    case API_ROUTE_API: {
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", r->srv->port);
+        doc = json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions", "v1",
+                        "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
+                        "serverAddress", addr);
+        break;
+    }
+    case API_ROUTE_APIS:
+        doc = group_list();
+        break;
+    case API_ROUTE_GROUP:
+        doc = group_json(rt->group);
+        break;
+    case API_ROUTE_GROUP_VERSION:
+        doc = resource_list(rt->group, rt->version);
+        break;
+    case API_ROUTE_OPENAPI:
+        return serve_openapi(r);
+    default:
+        break;
+    }
+    if (!doc)
+        return api_reply_status(r, 404, "NotFound", NULL,
+                                "the server could not find the requested resource");
+    return api_reply_json(r, 200, doc);
+}

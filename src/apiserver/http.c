@@ -1,0 +1,348 @@
+/*
+ * http.c -- the API server on libmicrohttpd: request intake, limits, authn,
+ * dispatch and the reply helpers.
+ *
+ * Threading: thread per connection (MHD_USE_THREAD_PER_CONNECTION). A watch
+ * is a chunked reply whose reader callback blocks on its connection's own
+ * thread until the next event, so it never holds up another request.
+ *
+ * Limits: a body over API_BODY_MAX gets 413 (the rest of it is discarded);
+ * more than max_inflight concurrent non-watch requests get 429; more than
+ * max_watches open watches get 429.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiserver_int.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "watchcache.h"
+
+const char *api_query(api_req_t *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *api_header(api_req_t *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static int queue(api_req_t *r, int code, struct MHD_Response *resp, const char *ctype)
+{
+    if (!resp) return KP_ENOMEM;
+    if (ctype) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    r->replied = 1;
+    return ok == MHD_YES ? 0 : KP_EIO;
+}
+
+int api_reply_bytes(api_req_t *r, int code, const char *ctype, const char *body, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    return queue(r, code, resp, ctype);
+}
+
+int api_reply_json(api_req_t *r, int code, json_t *doc)
+{
+    if (!doc) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (!text) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) free(text);
+    return queue(r, code, resp, "application/json");
+}
+
+static int reply_status_v(api_req_t *r, int code, const char *reason, json_t *details,
+                          const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    json_t *st = api_status_new(code, reason, msg, details);
+    return api_reply_json(r, code, st);
+}
+
+int api_reply_status(api_req_t *r, int code, const char *reason, json_t *details,
+                     const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = reply_status_v(r, code, reason, details, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt, ...)
+{
+    const char *reason;
+    int code = api_status_code(rc, &reason);
+    va_list ap;
+    va_start(ap, fmt);
+    int out = reply_status_v(r, code, reason, (json_t *)details, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* ---- streaming ---- */
+
+typedef struct stream {
+    int (*next)(void *arg, buf_t *out);
+    void (*free_fn)(void *arg);
+    void *arg;
+    buf_t pending;
+    size_t off;
+    int done;
+} stream_t;
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    (void)pos;
+    stream_t *st = cls;
+    while (st->off == st->pending.len) {
+        if (st->done) return MHD_CONTENT_READER_END_OF_STREAM;
+        buf_reset(&st->pending);
+        st->off = 0;
+        if (st->next(st->arg, &st->pending) || st->pending.len == 0) st->done = 1;
+    }
+    size_t n = st->pending.len - st->off;
+    if (n > max) n = max;
+    memcpy(out, st->pending.p + st->off, n);
+    st->off += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    stream_t *st = cls;
+    if (st->free_fn) st->free_fn(st->arg);
+    buf_free(&st->pending);
+    free(st);
+}
+
+int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
+                     void (*free_fn)(void *arg))
+{
+    stream_t *st = calloc(1, sizeof *st);
+    if (!st) {
+        if (free_fn) free_fn(arg);
+        return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    }
+    st->next = next;
+    st->free_fn = free_fn;
+    st->arg = arg;
+    buf_init(&st->pending, 64u << 20);
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_read, st,
+                                          stream_free);
+    if (!resp) {
+        stream_free(st);
+        return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    }
+    return queue(r, 200, resp, "application/json");
+}
+
+/* ---- intake ---- */
+
+static int authorized(api_req_t *r)
+{
+    const char *h = api_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
+    const char *tok = h + 7, *want = r->srv->admin_token;
+    size_t n = strlen(want);
+    if (strlen(tok) != n) return 0;
+    unsigned char diff = 0; /* constant time: no early exit on the first mismatch */
+    for (size_t i = 0; i < n; i++) diff |= (unsigned char)(tok[i] ^ want[i]);
+    return diff == 0;
+}
+
+static int handle(api_req_t *r)
+{
+    apiserver_t *s = r->srv;
+    if (r->body_too_large)
+        return api_reply_status(r, 413, "RequestEntityTooLarge", NULL,
+                                "the request body is larger than %u bytes", API_BODY_MAX);
+
+    if (api_route_parse(r->path, &r->route))
+        return api_reply_status(r, 404, "NotFound", NULL,
+                                "the server could not find the requested resource");
+    switch (r->route.kind) {
+    case API_ROUTE_HEALTH:
+    case API_ROUTE_VERSION:
+        return api_serve_discovery(r);
+    default:
+        break;
+    }
+    if (!authorized(r)) return api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
+
+    pthread_mutex_lock(&s->mu);
+    int busy = s->inflight >= s->cfg.max_inflight;
+    if (!busy) s->inflight++;
+    pthread_mutex_unlock(&s->mu);
+    if (busy)
+        return api_reply_status(r, 429, "TooManyRequests", NULL,
+                                "too many requests in flight, please try again later");
+
+    int rc = r->route.kind == API_ROUTE_RESOURCE ? api_serve_resource(r)
+                                                 : api_serve_discovery(r);
+    pthread_mutex_lock(&s->mu);
+    s->inflight--;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    api_req_t *r = *con_cls;
+    if (!r) {
+        if (!(r = calloc(1, sizeof *r))) return MHD_NO;
+        r->srv = cls;
+        r->conn = conn;
+        r->method = method;
+        r->path = url;
+        buf_init(&r->body, API_BODY_MAX);
+        *con_cls = r;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (!r->body_too_large && buf_append(&r->body, upload_data, *upload_data_size))
+            r->body_too_large = 1;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r->replied) return MHD_YES;
+    handle(r);
+    /* A handler that could not queue a reply (out of memory) drops the connection. */
+    return r->replied ? MHD_YES : MHD_NO;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    api_req_t *r = *con_cls;
+    if (!r) return;
+    buf_free(&r->body);
+    free(r);
+    *con_cls = NULL;
+}
+
+static int parse_listen(const char *listen, struct sockaddr_in *sa)
+{
+    char host[64];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || (size_t)(colon - listen) >= sizeof host) return KP_EINVAL;
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535) return KP_EINVAL;
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (!*host || !strcmp(host, "localhost")) snprintf(host, sizeof host, "127.0.0.1");
+    if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) return KP_EINVAL;
+    return 0;
+}
+
+static void close_caches(apiserver_t *s)
+{
+    if (!s->caches) return;
+    for (size_t i = 0; i < api_registry_count(); i++) wc_close(s->caches[i]);
+    free(s->caches);
+    s->caches = NULL;
+}
+
+int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
+{
+    struct sockaddr_in sa;
+    int rc = parse_listen(cfg->listen ? cfg->listen : "127.0.0.1:6443", &sa);
+    if (rc) return rc;
+    if (!cfg->store || !cfg->admin_token || !*cfg->admin_token) return KP_EINVAL;
+
+    apiserver_t *s = calloc(1, sizeof *s);
+    if (!s) return KP_ENOMEM;
+    s->cfg = *cfg;
+    if (!s->cfg.max_inflight) s->cfg.max_inflight = 400;
+    if (!s->cfg.max_watches) s->cfg.max_watches = 10000;
+    if (!(s->admin_token = strdup(cfg->admin_token))) {
+        free(s);
+        return KP_ENOMEM;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    if ((rc = api_ensure_namespaces(s))) goto fail;
+    size_t nres = api_registry_count();
+    if (!(s->caches = calloc(nres, sizeof *s->caches))) {
+        rc = KP_ENOMEM;
+        goto fail;
+    }
+    for (size_t i = 0; i < nres; i++) {
+        char prefix[128];
+        api_key_prefix(api_registry_at(i), prefix, sizeof prefix);
+        if ((rc = wc_open(cfg->store, prefix, NULL, &s->caches[i]))) {
+            log_error("apiserver", "watch cache for %s: %s", prefix, err_str(rc));
+            goto fail;
+        }
+    }
+
+    unsigned flags =
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
+    if (tls) flags |= MHD_USE_TLS;
+    struct MHD_OptionItem tls_opts[3] = {{MHD_OPTION_END, 0, NULL}};
+    if (tls) {
+        tls_opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
+                                              (void *)cfg->tls_key_pem};
+        tls_opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+                                              (void *)cfg->tls_cert_pem};
+    }
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(s->cfg.max_watches + s->cfg.max_inflight + 64), MHD_OPTION_THREAD_STACK_SIZE,
+        (size_t)(256 * 1024), MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+    if (!s->daemon) {
+        rc = KP_EBUSY;
+        goto fail;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : ntohs(sa.sin_port);
+    *out = s;
+    return 0;
+fail:
+    close_caches(s);
+    pthread_mutex_destroy(&s->mu);
+    free(s->admin_token);
+    free(s);
+    return rc;
+}
+
+int apiserver_port(const apiserver_t *s) { return s->port; }
+
+void apiserver_stop(apiserver_t *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_mutex_unlock(&s->mu);
+    /* Closing the caches ends every watch stream, so that the connection
+     * threads MHD_stop_daemon() waits for can finish. */
+    close_caches(s);
+    MHD_stop_daemon(s->daemon);
+    pthread_mutex_destroy(&s->mu);
+    free(s->admin_token);
+    free(s);
+}

@@ -1,0 +1,468 @@
+/*
+ * rest.c -- the generic resource verbs: dispatch, and the reads (get, list,
+ * watch). Writes are in rest_write.c.
+ *
+ * Reads of the newest state and lists come from the resource's watch cache
+ * (every object version is encoded there once); a list's continuation pages
+ * and reads at an exact older revision come from the store at that revision,
+ * so that the pages of one list form one snapshot.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiserver_int.h"
+#include "lib/base64.h"
+#include "lib/err.h"
+#include "rest_int.h"
+#include "selector.h"
+#include "store/store.h"
+#include "watchcache.h"
+
+/* ---- shared helpers (rest_int.h) ---- */
+
+const char *rest_qualified(const api_resource_t *res, char *buf, size_t n)
+{
+    if (*res->group) snprintf(buf, n, "%s.%s", res->resource, res->group);
+    else snprintf(buf, n, "%s", res->resource);
+    return buf;
+}
+
+json_t *rest_details(const api_resource_t *res, const char *name)
+{
+    return json_pack("{s:s, s:s, s:s}", "name", name, "group", res->group, "kind",
+                     res->resource);
+}
+
+int rest_not_found(api_req_t *r, const char *name)
+{
+    char q[128];
+    json_t *d = rest_details(r->route.res, name);
+    int rc = api_reply_status(r, 404, "NotFound", d, "%s \"%s\" not found",
+                              rest_qualified(r->route.res, q, sizeof q), name);
+    json_decref(d);
+    return rc;
+}
+
+int rest_store_error(api_req_t *r, int rc, const char *name)
+{
+    char q[128];
+    rest_qualified(r->route.res, q, sizeof q);
+    json_t *d = rest_details(r->route.res, name);
+    int out;
+    switch (rc) {
+    case KP_ENOTFOUND:
+        out = api_reply_status(r, 404, "NotFound", d, "%s \"%s\" not found", q, name);
+        break;
+    case KP_EEXIST:
+        out = api_reply_status(r, 409, "AlreadyExists", d, "%s \"%s\" already exists", q, name);
+        break;
+    case KP_ECONFLICT:
+        out = api_reply_status(r, 409, "Conflict", d,
+                               "Operation cannot be fulfilled on %s \"%s\": the object has been "
+                               "modified; please apply your changes to the latest version and "
+                               "try again",
+                               q, name);
+        break;
+    default:
+        out = api_reply_error(r, rc, d, "%s", err_str(rc));
+    }
+    json_decref(d);
+    return out;
+}
+
+int rest_parse_rv(const char *s, int64_t *out)
+{
+    if (!s || !*s) {
+        *out = 0;
+        return 0;
+    }
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*end || v < 0) return KP_EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* Nesting depth of JSON text, counted outside strings. */
+static int json_depth_ok(const char *p, size_t n, int max)
+{
+    int depth = 0, in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max) return 0;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return 1;
+}
+
+int rest_body_object(api_req_t *r, json_t **out)
+{
+    *out = NULL;
+    const char *ct = api_header(r, "Content-Type");
+    if (ct && (strstr(ct, "protobuf") || strstr(ct, "yaml") || strstr(ct, "cbor")))
+        return api_reply_status(r, 415, "UnsupportedMediaType", NULL,
+                                "the body of the request was in an unknown format - accepted "
+                                "media types include: application/json, "
+                                "application/merge-patch+json");
+    if (!r->body.len)
+        return api_reply_status(r, 400, "BadRequest", NULL, "the request body is empty");
+    if (!json_depth_ok(r->body.p, r->body.len, API_JSON_DEPTH_MAX))
+        return api_reply_status(r, 400, "BadRequest", NULL,
+                                "the request body is nested deeper than %d levels",
+                                API_JSON_DEPTH_MAX);
+    json_error_t e;
+    json_t *doc = json_loadb(r->body.p, r->body.len, 0, &e);
+    if (!doc)
+        return api_reply_status(r, 400, "BadRequest", NULL,
+                                "the request body is not valid JSON: %s (line %d, column %d)",
+                                e.text, e.line, e.column);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return api_reply_status(r, 400, "BadRequest", NULL,
+                                "the request body must be a JSON object");
+    }
+    *out = doc;
+    return 0;
+}
+
+json_t *rest_meta(json_t *obj)
+{
+    json_t *m = json_object_get(obj, "metadata");
+    if (!json_is_object(m)) {
+        m = json_object();
+        json_object_set_new(obj, "metadata", m);
+    }
+    return m;
+}
+
+const char *rest_meta_str(const json_t *obj, const char *field)
+{
+    const json_t *m = json_object_get(obj, "metadata");
+    const char *s = json_string_value(json_object_get(m, field));
+    return s ? s : "";
+}
+
+void rest_set_rv(json_t *obj, int64_t rev)
+{
+    char b[24];
+    snprintf(b, sizeof b, "%lld", (long long)rev);
+    json_object_set_new(rest_meta(obj), "resourceVersion", json_string(b));
+}
+
+int rest_reply_object(api_req_t *r, int code, json_t *obj, int64_t rev)
+{
+    rest_set_rv(obj, rev);
+    return api_reply_json(r, code, obj);
+}
+
+wc_t *rest_cache(api_req_t *r)
+{
+    size_t i = (size_t)(r->route.res - api_registry_at(0));
+    return r->srv->caches[i];
+}
+
+int rest_query_bool(api_req_t *r, const char *name)
+{
+    const char *v = api_query(r, name);
+    if (!v) return 0;
+    return !strcmp(v, "1") || !strcasecmp(v, "t") || !strcasecmp(v, "true");
+}
+
+/* ---- selectors ---- */
+
+int rest_selectors(api_req_t *r, rest_filter_t *f)
+{
+    char err[512];
+    memset(f, 0, sizeof *f);
+    if (sel_label_parse(api_query(r, "labelSelector"), &f->labels, err, sizeof err))
+        return api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
+    if (sel_field_parse(api_query(r, "fieldSelector"), &f->fields, err, sizeof err)) {
+        sel_label_free(f->labels);
+        f->labels = NULL;
+        return api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
+    }
+    const char *base[16] = {"metadata.name", "metadata.namespace"};
+    size_t n = 2;
+    for (const char *const *p = r->route.res->field_selectors; p && *p && n < 15; p++)
+        base[n++] = *p;
+    base[n] = NULL;
+    if (sel_field_check(f->fields, base, err, sizeof err)) {
+        rest_filter_free(f);
+        return api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
+    }
+    return 0;
+}
+
+void rest_filter_free(rest_filter_t *f)
+{
+    sel_label_free(f->labels);
+    sel_field_free(f->fields);
+    f->labels = NULL;
+    f->fields = NULL;
+}
+
+int rest_filter_match(const rest_filter_t *f, const json_t *obj)
+{
+    const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+    return sel_label_match(f->labels, labels) && sel_field_match(f->fields, obj);
+}
+
+/* ---- get ---- */
+
+static int do_get(api_req_t *r)
+{
+    char key[STORE_KEY_MAX + 1];
+    if (api_object_key(r->route.res, r->route.ns, r->route.name, key, sizeof key))
+        return rest_not_found(r, r->route.name);
+    store_kv_t *kv;
+    int rc = store_get(r->srv->cfg.store, key, 0, &kv);
+    if (rc) return rest_store_error(r, rc, r->route.name);
+    json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+    int64_t rev = kv->mod_rev;
+    free(kv);
+    if (!obj) return api_reply_error(r, KP_ECORRUPT, NULL, "stored object is not JSON");
+    return rest_reply_object(r, 200, obj, rev);
+}
+
+/* ---- list ---- */
+
+/* Continue tokens: base64 of {"rv":N,"start":"<key after which to go on>"}. */
+static char *token_encode(int64_t rev, const char *last_key)
+{
+    json_t *t = json_pack("{s:I, s:s}", "rv", (json_int_t)rev, "start", last_key);
+    char *raw = json_dumps(t, JSON_COMPACT);
+    json_decref(t);
+    char *out = raw ? base64_encode(raw, strlen(raw)) : NULL;
+    free(raw);
+    return out;
+}
+
+static int token_decode(const char *tok, int64_t *rev, char *key, size_t keylen)
+{
+    char raw[3072];
+    size_t n;
+    if (base64_decode(tok, strlen(tok), raw, sizeof raw, &n)) return KP_EINVAL;
+    json_t *t = json_loadb(raw, n, 0, NULL);
+    json_int_t rv;
+    const char *start;
+    int rc = t && !json_unpack(t, "{s:I, s:s}", "rv", &rv, "start", &start) && rv > 0 &&
+                     strlen(start) < keylen
+                 ? 0
+                 : KP_EINVAL;
+    if (!rc) {
+        *rev = rv;
+        snprintf(key, keylen, "%s", start);
+    }
+    json_decref(t);
+    return rc;
+}
+
+/* The key prefix a request lists: the resource, or one namespace of it. */
+static int list_prefix(api_req_t *r, char *buf, size_t n)
+{
+    int rc = api_key_prefix(r->route.res, buf, n);
+    if (rc || !r->route.res->namespaced || !*r->route.ns) return rc;
+    size_t len = strlen(buf);
+    int w = snprintf(buf + len, n - len, "%s/", r->route.ns);
+    return w < 0 || (size_t)w >= n - len ? KP_EINVAL : 0;
+}
+
+/* Append one item's JSON to the list body being built. */
+static int add_item(buf_t *b, const char *json, size_t len, size_t *count)
+{
+    int rc = 0;
+    if (*count) rc = buf_append(b, ",", 1);
+    if (!rc) rc = buf_append(b, json, len);
+    if (!rc) (*count)++;
+    return rc;
+}
+
+static int finish_list(api_req_t *r, buf_t *b, int64_t rev, const char *cont)
+{
+    char gv[96], head[512];
+    const api_resource_t *res = r->route.res;
+    int n = snprintf(head, sizeof head,
+                     "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":"
+                     "\"%lld\"%s%s%s},\"items\":[",
+                     res->list_kind, api_group_version(res, gv, sizeof gv), (long long)rev,
+                     cont ? ",\"continue\":\"" : "", cont ? cont : "", cont ? "\"" : "");
+    buf_t out;
+    buf_init(&out, (size_t)-1);
+    int rc = buf_append(&out, head, (size_t)n);
+    if (!rc && b->len) rc = buf_append(&out, b->p, b->len);
+    if (!rc) rc = buf_append(&out, "]}", 2);
+    if (rc) {
+        buf_free(&out);
+        return api_reply_error(r, rc, NULL, "list too large");
+    }
+    rc = api_reply_bytes(r, 200, "application/json", out.p, out.len);
+    buf_free(&out);
+    return rc;
+}
+
+/* A continuation page: from the store, at the first page's revision. */
+static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *prefix,
+                           int64_t rev, const char *after, size_t limit)
+{
+    buf_t b;
+    buf_init(&b, (size_t)-1);
+    size_t count = 0;
+    char last[STORE_KEY_MAX + 1];
+    snprintf(last, sizeof last, "%s", after);
+    int more = 0, done = 0, rc = 0;
+    while (!done && !rc) {
+        store_range_t *page;
+        rc = store_range(r->srv->cfg.store, prefix, last, 500, rev, &page);
+        if (rc) break;
+        for (size_t i = 0; i < page->count && !rc; i++) {
+            const store_kv_t *kv = &page->kvs[i];
+            if (limit && count == limit) { /* an item beyond the page: say so */
+                more = done = 1;
+                break;
+            }
+            snprintf(last, sizeof last, "%s", kv->key);
+            json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+            if (obj && rest_filter_match(f, obj)) {
+                rest_set_rv(obj, kv->mod_rev);
+                char *js = json_dumps(obj, JSON_COMPACT);
+                rc = js ? add_item(&b, js, strlen(js), &count) : KP_ENOMEM;
+                free(js);
+            }
+            json_decref(obj);
+        }
+        if (!page->more) done = 1;
+        store_range_free(page);
+    }
+    if (rc == KP_ECOMPACTED) {
+        buf_free(&b);
+        return api_reply_status(r, 410, "Expired", NULL,
+                                "The provided continue parameter is too old to display a "
+                                "consistent list result. You can start a new list without the "
+                                "continue parameter.");
+    }
+    if (rc) {
+        buf_free(&b);
+        return api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
+    }
+    char *tok = more ? token_encode(rev, last) : NULL;
+    rc = finish_list(r, &b, rev, tok);
+    free(tok);
+    buf_free(&b);
+    return rc;
+}
+
+static int do_list(api_req_t *r)
+{
+    rest_filter_t f;
+    int rc = rest_selectors(r, &f);
+    if (rc || r->replied) return rc;
+    char prefix[STORE_KEY_MAX + 1];
+    if (list_prefix(r, prefix, sizeof prefix)) {
+        rest_filter_free(&f);
+        return rest_not_found(r, r->route.ns);
+    }
+    long long lim = 0;
+    const char *ls = api_query(r, "limit");
+    if (ls) lim = strtoll(ls, NULL, 10);
+    if (lim < 0) lim = 0;
+    const char *cont = api_query(r, "continue");
+    if (cont && *cont) {
+        int64_t rev;
+        char after[STORE_KEY_MAX + 1];
+        if (token_decode(cont, &rev, after, sizeof after) || strncmp(after, prefix, strlen(prefix))) {
+            rest_filter_free(&f);
+            return api_reply_status(r, 400, "BadRequest", NULL, "continue key is not valid");
+        }
+        rc = list_from_store(r, &f, prefix, rev, after, (size_t)lim);
+        rest_filter_free(&f);
+        return rc;
+    }
+
+    /* First page: from the cache, once it has caught up with the store
+     * (resourceVersion "" is a consistent read; "0" takes the cache as it is). */
+    int64_t min_rev = 0;
+    const char *rvs = api_query(r, "resourceVersion");
+    if (rest_parse_rv(rvs, &min_rev)) {
+        rest_filter_free(&f);
+        return api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion: %s", rvs);
+    }
+    if (!rvs || !*rvs) {
+        store_status_t st;
+        if (!store_status(r->srv->cfg.store, &st)) min_rev = st.revision;
+    }
+    wc_list_t *l;
+    rc = wc_list(rest_cache(r), prefix, NULL, 0, min_rev, 3000, &l);
+    if (rc) {
+        rest_filter_free(&f);
+        if (rc == KP_ETIMEDOUT)
+            return api_reply_status(r, 504, "Timeout", NULL, "Too large resource version: %lld",
+                                    (long long)min_rev);
+        return api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
+    }
+    buf_t b;
+    buf_init(&b, (size_t)-1);
+    size_t count = 0;
+    const char *last = NULL;
+    int more = 0;
+    for (size_t i = 0; i < l->count && !rc; i++) {
+        const wc_obj_t *o = l->objs[i];
+        if (!rest_filter_match(&f, o->doc)) continue;
+        if (lim && count == (size_t)lim) {
+            more = 1;
+            break;
+        }
+        rc = add_item(&b, o->json, o->json_len, &count);
+        last = o->key;
+    }
+    char *tok = more && last ? token_encode(l->rev, last) : NULL;
+    if (!rc) rc = finish_list(r, &b, l->rev, tok);
+    else rc = api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
+    free(tok);
+    buf_free(&b);
+    wc_list_free(l);
+    rest_filter_free(&f);
+    return rc;
+}
+
+/* ---- dispatch ---- */
+
+int api_serve_resource(api_req_t *r)
+{
+    const api_route_t *rt = &r->route;
+    const char *m = r->method;
+    if (!rt->res)
+        return api_reply_status(r, 404, "NotFound", NULL,
+                                "the server could not find the requested resource");
+    if (rt->res->namespaced && *rt->name && !*rt->ns)
+        return api_reply_status(r, 404, "NotFound", NULL,
+                                "the server could not find the requested resource");
+    if (*rt->sub && strcmp(rt->sub, "status"))
+        return api_reply_status(r, 404, "NotFound", NULL,
+                                "the server could not find the requested resource");
+    if (*rt->sub && !(rt->res->subresources & API_SUB_STATUS))
+        return api_reply_status(r, 404, "NotFound", NULL,
+                                "the server could not find the requested resource");
+
+    if (!*rt->name) {
+        if (!strcmp(m, "GET"))
+            return rest_query_bool(r, "watch") ? rest_watch(r) : do_list(r);
+        if (!strcmp(m, "POST")) return rest_create(r);
+        if (!strcmp(m, "DELETE")) return rest_delete_collection(r);
+    } else {
+        if (!strcmp(m, "GET")) return do_get(r);
+        if (!strcmp(m, "PUT")) return rest_update(r);
+        if (!strcmp(m, "PATCH")) return rest_patch(r);
+        if (!strcmp(m, "DELETE") && !*rt->sub) return rest_delete(r);
+    }
+    return api_reply_status(r, 405, "MethodNotAllowed", NULL,
+                            "the server does not allow this method on the requested resource");
+}

@@ -1,0 +1,207 @@
+/*
+ * rest_watch.c -- ?watch=true: newline-delimited events from the watch cache.
+ *
+ * resourceVersion "" or "0": ADDED for every current match, then the changes
+ * after that snapshot; N: the changes after N (410 Expired as an ERROR event
+ * when N is older than the cache's history). Selectors apply to both sides of
+ * a change: an object that starts matching arrives as ADDED, one that stops
+ * matching as DELETED. The stream ends at timeoutSeconds, when the watcher
+ * falls behind its backlog, or when the server stops.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiserver_int.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "rest_int.h"
+#include "store/store.h"
+#include "watchcache.h"
+
+#define WATCH_BACKLOG 10000
+#define WATCH_MAX_SECONDS 1800
+#define BOOKMARK_EVERY_MS 10000
+
+typedef struct watch_stream {
+    apiserver_t *srv;
+    wc_t *wc;
+    wc_watcher_t *w;
+    rest_filter_t filter;
+    wc_list_t *initial; /* snapshot for synthetic ADDED events, or NULL */
+    size_t next_initial;
+    int64_t deadline_ns;
+    int bookmarks;
+    int64_t last_rev;
+    char kind[64], api_version[96];
+    json_t *error;      /* an ERROR event to send, then end */
+} watch_stream_t;
+
+static int emit(buf_t *out, const char *type, const char *json, size_t len)
+{
+    char head[48];
+    int n = snprintf(head, sizeof head, "{\"type\":\"%s\",\"object\":", type);
+    int rc = buf_append(out, head, (size_t)n);
+    if (!rc) rc = buf_append(out, json, len);
+    if (!rc) rc = buf_append(out, "}\n", 2);
+    return rc;
+}
+
+/* Which event, if any, a change is for a watcher with this filter. */
+static const char *event_type(const watch_stream_t *ws, const wc_event_t *ev)
+{
+    int now = rest_filter_match(&ws->filter, ev->obj->doc);
+    int before = ev->prev && rest_filter_match(&ws->filter, ev->prev->doc);
+    switch (ev->type) {
+    case WC_ADDED: return now ? "ADDED" : NULL;
+    case WC_DELETED: return now || before ? "DELETED" : NULL;
+    case WC_MODIFIED:
+        if (now && before) return "MODIFIED";
+        if (now) return "ADDED";
+        return before ? "DELETED" : NULL;
+    }
+    return NULL;
+}
+
+static int watch_next(void *arg, buf_t *out)
+{
+    watch_stream_t *ws = arg;
+    if (ws->error) {
+        char *js = json_dumps(ws->error, JSON_COMPACT);
+        json_decref(ws->error);
+        ws->error = NULL;
+        int rc = js ? emit(out, "ERROR", js, strlen(js)) : KP_ENOMEM;
+        free(js);
+        return rc ? rc : 0;
+    }
+    if (!ws->w) return KP_ECLOSED; /* after an ERROR: end */
+
+    /* Synthetic ADDED events, in slices so that a huge snapshot streams. */
+    if (ws->initial) {
+        while (ws->next_initial < ws->initial->count && out->len < (256u << 10)) {
+            const wc_obj_t *o = ws->initial->objs[ws->next_initial++];
+            if (rest_filter_match(&ws->filter, o->doc) && emit(out, "ADDED", o->json, o->json_len))
+                return KP_ENOMEM;
+        }
+        if (ws->next_initial == ws->initial->count) {
+            wc_list_free(ws->initial);
+            ws->initial = NULL;
+        }
+        if (out->len) return 0;
+    }
+
+    for (;;) {
+        int64_t now = clock_mono_ns();
+        if (now >= ws->deadline_ns) return KP_ETIMEDOUT;
+        int64_t wait_ms = (ws->deadline_ns - now) / 1000000 + 1;
+        if (ws->bookmarks && wait_ms > BOOKMARK_EVERY_MS) wait_ms = BOOKMARK_EVERY_MS;
+        wc_event_t ev;
+        int rc = wc_watcher_next(ws->w, (int)wait_ms, &ev);
+        if (rc == KP_ETIMEDOUT) {
+            if (!ws->bookmarks || clock_mono_ns() >= ws->deadline_ns) continue;
+            char bm[256];
+            int n = snprintf(bm, sizeof bm,
+                             "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{"
+                             "\"resourceVersion\":\"%lld\"}}",
+                             ws->kind, ws->api_version,
+                             (long long)(ws->last_rev > wc_revision(ws->wc) ? ws->last_rev
+                                                                             : wc_revision(ws->wc)));
+            return emit(out, "BOOKMARK", bm, (size_t)n);
+        }
+        if (rc) return rc; /* closed, or fell behind: end the stream */
+        ws->last_rev = ev.rev;
+        const char *type = event_type(ws, &ev);
+        if (type) rc = emit(out, type, ev.obj->json, ev.obj->json_len);
+        wc_event_clear(&ev);
+        if (rc) return rc;
+        if (type) return 0;
+    }
+}
+
+static void watch_free(void *arg)
+{
+    watch_stream_t *ws = arg;
+    if (ws->w) wc_watcher_close(ws->w);
+    if (ws->initial) wc_list_free(ws->initial);
+    json_decref(ws->error);
+    rest_filter_free(&ws->filter);
+    pthread_mutex_lock(&ws->srv->mu);
+    ws->srv->watches--;
+    pthread_mutex_unlock(&ws->srv->mu);
+    free(ws);
+}
+
+int rest_watch(api_req_t *r)
+{
+    apiserver_t *s = r->srv;
+    const char *rvs = api_query(r, "resourceVersion");
+    int64_t rv = 0;
+    if (rest_parse_rv(rvs, &rv))
+        return api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion: %s", rvs);
+    long long timeout = WATCH_MAX_SECONDS;
+    const char *ts = api_query(r, "timeoutSeconds");
+    if (ts && *ts) {
+        char *end;
+        timeout = strtoll(ts, &end, 10);
+        if (*end || timeout < 0)
+            return api_reply_status(r, 400, "BadRequest", NULL, "invalid timeoutSeconds: %s", ts);
+        if (timeout == 0 || timeout > WATCH_MAX_SECONDS) timeout = WATCH_MAX_SECONDS;
+    }
+
+    pthread_mutex_lock(&s->mu);
+    int full = s->watches >= s->cfg.max_watches;
+    if (!full) s->watches++;
+    pthread_mutex_unlock(&s->mu);
+    if (full)
+        return api_reply_status(r, 429, "TooManyRequests", NULL,
+                                "too many open watches, please try again later");
+
+    watch_stream_t *ws = calloc(1, sizeof *ws);
+    if (!ws) {
+        pthread_mutex_lock(&s->mu);
+        s->watches--;
+        pthread_mutex_unlock(&s->mu);
+        return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    }
+    ws->srv = s;
+    ws->wc = rest_cache(r);
+    ws->deadline_ns = clock_mono_ns() + (int64_t)timeout * 1000000000;
+    ws->bookmarks = rest_query_bool(r, "allowWatchBookmarks");
+    snprintf(ws->kind, sizeof ws->kind, "%s", r->route.res->kind);
+    api_group_version(r->route.res, ws->api_version, sizeof ws->api_version);
+    int rc = rest_selectors(r, &ws->filter);
+    if (rc || r->replied) {
+        watch_free(ws);
+        return rc;
+    }
+
+    char prefix[STORE_KEY_MAX + 1];
+    api_key_prefix(r->route.res, prefix, sizeof prefix);
+    if (r->route.res->namespaced && *r->route.ns) {
+        size_t n = strlen(prefix);
+        snprintf(prefix + n, sizeof prefix - n, "%s/", r->route.ns);
+    }
+
+    int64_t after = rv;
+    if (!rvs || !*rvs || !strcmp(rvs, "0")) {
+        /* The current state as ADDED events, then what follows it. */
+        rc = wc_list(ws->wc, prefix, NULL, 0, 0, 0, &ws->initial);
+        if (rc) {
+            watch_free(ws);
+            return api_reply_error(r, rc, NULL, "watch: %s", err_str(rc));
+        }
+        after = ws->initial->rev;
+    }
+    rc = wc_watch(ws->wc, prefix, after, WATCH_BACKLOG, &ws->w);
+    if (rc == KP_ECOMPACTED) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "too old resource version: %lld (%lld)", (long long)rv,
+                 (long long)wc_revision(ws->wc));
+        ws->error = api_status_new(410, "Expired", msg, NULL);
+    } else if (rc) {
+        watch_free(ws);
+        return api_reply_error(r, rc, NULL, "watch: %s", err_str(rc));
+    }
+    ws->last_rev = after;
+    return api_reply_stream(r, watch_next, ws, watch_free);
+}

@@ -1,0 +1,593 @@
+/*
+ * rest_write.c -- the generic writes: create, update (PUT), merge patch,
+ * delete and deletecollection, each one compare-and-swap on the store.
+ *
+ * Rules every write follows (reference section 3):
+ *  - metadata.resourceVersion is the store's mod_revision; it is never stored
+ *    inside the object, and a stale one in a write is a 409 Conflict;
+ *  - an update without a resourceVersion is unconditional: it is retried on a
+ *    store conflict against the newer state;
+ *  - uid and creationTimestamp are the server's; generation moves with spec;
+ *  - the main resource keeps the stored status, /status keeps everything else;
+ *  - a write that changes nothing is not written (no new revision, no event).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "apiserver_int.h"
+#include "lib/err.h"
+#include "rest_int.h"
+#include "store/store.h"
+#include "watchcache.h"
+
+#define UNCONDITIONAL_RETRIES 16
+
+static int key_of(api_req_t *r, const char *name, char *key)
+{
+    return api_object_key(r->route.res, r->route.ns, name, key, STORE_KEY_MAX + 1);
+}
+
+/* 422 Invalid naming one field. */
+static int reply_invalid(api_req_t *r, const char *name, const char *field, const char *value,
+                         const char *msg)
+{
+    char m[1024], full[1400];
+    const api_resource_t *res = r->route.res;
+    snprintf(m, sizeof m, "Invalid value: \"%s\": %s", value, msg);
+    if (*res->group) snprintf(full, sizeof full, "%s.%s \"%s\" is invalid: %s: %s", res->kind,
+                              res->group, name, field, m);
+    else snprintf(full, sizeof full, "%s \"%s\" is invalid: %s: %s", res->kind, name, field, m);
+    json_t *d = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", name, "group",
+                          res->group, "kind", res->kind, "causes", "reason",
+                          "FieldValueInvalid", "message", m, "field", field);
+    int rc = api_reply_status(r, 422, "Invalid", d, "%s", full);
+    json_decref(d);
+    return rc;
+}
+
+/* kind and apiVersion in a body must name the URL's resource; missing ones
+ * are filled in. Replies 400 and returns -1 on a mismatch. */
+static int check_type(api_req_t *r, json_t *obj)
+{
+    const api_resource_t *res = r->route.res;
+    char gv[96];
+    api_group_version(res, gv, sizeof gv);
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+    if (av && *av && strcmp(av, gv)) {
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "the API version in the data (%s) does not match the expected API "
+                         "version (%s)",
+                         av, gv);
+        return -1;
+    }
+    if (kind && *kind && strcmp(kind, res->kind)) {
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "the kind in the data (%s) does not match the expected kind (%s)", kind,
+                         res->kind);
+        return -1;
+    }
+    json_object_set_new(obj, "kind", json_string(res->kind));
+    json_object_set_new(obj, "apiVersion", json_string(gv));
+    return 0;
+}
+
+/* The request's namespace must exist and not be terminating. Replies on
+ * failure and returns -1. */
+static int check_namespace(api_req_t *r, const char *name)
+{
+    if (!r->route.res->namespaced) return 0;
+    char key[STORE_KEY_MAX + 1];
+    snprintf(key, sizeof key, "/registry/core/namespaces/%s", r->route.ns);
+    store_kv_t *kv;
+    int rc = store_get(r->srv->cfg.store, key, 0, &kv);
+    if (rc == KP_ENOTFOUND) {
+        json_t *d = json_pack("{s:s, s:s, s:s}", "name", r->route.ns, "group", "", "kind",
+                              "namespaces");
+        api_reply_status(r, 404, "NotFound", d, "namespaces \"%s\" not found", r->route.ns);
+        json_decref(d);
+        return -1;
+    }
+    if (rc) {
+        api_reply_error(r, rc, NULL, "reading namespace: %s", err_str(rc));
+        return -1;
+    }
+    json_t *ns = json_loadb(kv->value, kv->value_len, 0, NULL);
+    free(kv);
+    const char *phase =
+        json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+    int terminating = phase && !strcmp(phase, "Terminating");
+    json_decref(ns);
+    if (terminating) {
+        char q[128];
+        json_t *d = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", name, "group",
+                              r->route.res->group, "kind", r->route.res->resource, "causes",
+                              "reason", "NamespaceTerminating", "message",
+                              "namespace is being terminated", "field", "metadata.namespace");
+        api_reply_status(r, 403, "Forbidden", d,
+                         "%s \"%s\" is forbidden: unable to create new content in namespace %s "
+                         "because it is being terminated",
+                         rest_qualified(r->route.res, q, sizeof q), name, r->route.ns);
+        json_decref(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* The body's metadata.namespace must match the URL's. */
+static int check_body_namespace(api_req_t *r, json_t *obj)
+{
+    json_t *meta = rest_meta(obj);
+    const char *ns = rest_meta_str(obj, "namespace");
+    if (!r->route.res->namespaced) {
+        json_object_del(meta, "namespace");
+        return 0;
+    }
+    if (*ns && strcmp(ns, r->route.ns)) {
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "the namespace of the provided object does not match the namespace "
+                         "sent on the request");
+        return -1;
+    }
+    json_object_set_new(meta, "namespace", json_string(r->route.ns));
+    return 0;
+}
+
+static void generate_name(const char *base, char *out, size_t n)
+{
+    static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    unsigned char rnd[5];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) memset(rnd, 0, sizeof rnd);
+    char suffix[6];
+    for (int i = 0; i < 5; i++) suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
+    suffix[5] = '\0';
+    /* Kubernetes keeps base + suffix within 63 characters. */
+    snprintf(out, n, "%.*s%s", 58, base, suffix);
+}
+
+int rest_create(api_req_t *r)
+{
+    const api_resource_t *res = r->route.res;
+    if (*r->route.sub)
+        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
+                                "the server does not allow this method on the requested resource");
+    if (res->namespaced && !*r->route.ns)
+        return api_reply_status(r, 404, "NotFound", NULL,
+                                "the server could not find the requested resource");
+    json_t *obj;
+    int rc = rest_body_object(r, &obj);
+    if (rc || !obj) return rc;
+    if (check_type(r, obj) || check_body_namespace(r, obj)) goto out;
+
+    json_t *meta = rest_meta(obj);
+    char name[API_NAME_MAX + 8];
+    snprintf(name, sizeof name, "%s", rest_meta_str(obj, "name"));
+    const char *gen = rest_meta_str(obj, "generateName");
+    if (!*name && *gen) generate_name(gen, name, sizeof name);
+    const char *bad = api_name_invalid(name, !strcmp(res->resource, "namespaces"));
+    if (bad) {
+        if (!*name) {
+            json_t *d = json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "group", res->group,
+                                  "kind", res->kind, "causes", "reason", "FieldValueRequired",
+                                  "message", "Required value: name or generateName is required",
+                                  "field", "metadata.name");
+            api_reply_status(r, 422, "Invalid",
+                             d, "%s \"\" is invalid: metadata.name: Required value: name or "
+                             "generateName is required",
+                             res->kind);
+            json_decref(d);
+        } else {
+            reply_invalid(r, name, "metadata.name", name, bad);
+        }
+        goto out;
+    }
+    if (*rest_meta_str(obj, "resourceVersion")) {
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "resourceVersion should not be set on objects to be created");
+        goto out;
+    }
+    if (check_namespace(r, name)) goto out;
+
+    char uid[37], now[32];
+    if ((rc = api_new_uid(uid))) {
+        api_reply_error(r, rc, NULL, "generating a uid: %s", err_str(rc));
+        goto out;
+    }
+    api_now_rfc3339(now);
+    json_object_set_new(meta, "name", json_string(name));
+    json_object_set_new(meta, "uid", json_string(uid));
+    json_object_set_new(meta, "creationTimestamp", json_string(now));
+    json_object_del(meta, "resourceVersion");
+    json_object_del(meta, "deletionTimestamp");
+    json_object_del(meta, "deletionGracePeriodSeconds");
+    json_object_del(meta, "selfLink");
+    if (json_object_get(obj, "spec")) json_object_set_new(meta, "generation", json_integer(1));
+    if (!strcmp(res->resource, "namespaces")) {
+        json_object_set_new(obj, "spec", json_pack("{s:[s]}", "finalizers", "kubernetes"));
+        json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
+    }
+
+    char key[STORE_KEY_MAX + 1];
+    if (key_of(r, name, key)) {
+        reply_invalid(r, name, "metadata.name", name, "name is too long");
+        goto out;
+    }
+    char *text = json_dumps(obj, JSON_COMPACT);
+    int64_t rev = 0;
+    rc = text ? store_create(r->srv->cfg.store, key, text, strlen(text), &rev) : KP_ENOMEM;
+    free(text);
+    if (rc) {
+        rest_store_error(r, rc, name);
+        goto out;
+    }
+    return rest_reply_object(r, 201, obj, rev);
+out:
+    json_decref(obj);
+    return 0;
+}
+
+/* Build the object to store from the current one and the request's new one.
+ * Returns the new object (a new reference) or NULL after replying. */
+static json_t *merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
+{
+    const api_resource_t *res = r->route.res;
+    int status_only = !strcmp(r->route.sub, "status");
+    json_t *out;
+    if (status_only) {
+        out = json_deep_copy(cur);
+        json_t *st = json_object_get(in, "status");
+        if (st) json_object_set(out, "status", st);
+        else json_object_del(out, "status");
+        return out;
+    }
+    out = json_deep_copy(in);
+    json_t *meta = rest_meta(out);
+    const json_t *cmeta = json_object_get(cur, "metadata");
+    const char *uid = rest_meta_str(in, "uid"), *cuid = rest_meta_str(cur, "uid");
+    if (*uid && strcmp(uid, cuid)) {
+        json_decref(out);
+        json_t *d = rest_details(res, r->route.name);
+        api_reply_status(r, 409, "Conflict", d,
+                         "Precondition failed: UID in precondition: %s, UID in object meta: %s",
+                         uid, cuid);
+        json_decref(d);
+        return NULL;
+    }
+    /* The server's metadata. */
+    static const char *const kept[] = {"uid", "creationTimestamp", "deletionTimestamp",
+                                       "deletionGracePeriodSeconds", "generation", NULL};
+    for (const char *const *k = kept; *k; k++) {
+        json_t *v = json_object_get(cmeta, *k);
+        if (v) json_object_set(meta, *k, v);
+        else json_object_del(meta, *k);
+    }
+    if (res->subresources & API_SUB_STATUS) {
+        json_t *st = json_object_get(cur, "status");
+        if (st) json_object_set(out, "status", st);
+        else json_object_del(out, "status");
+    }
+    if (!json_equal(json_object_get(cur, "spec"), json_object_get(out, "spec"))) {
+        json_int_t g = json_integer_value(json_object_get(cmeta, "generation"));
+        json_object_set_new(meta, "generation", json_integer(g + 1));
+    }
+    return out;
+}
+
+/* The update loop shared by PUT and PATCH: read, build with `make`, CAS.
+ * `make` returns the object to write (new reference) or NULL after replying;
+ * it also sets *precondition to the resourceVersion the client asked for. */
+typedef json_t *(*make_fn)(api_req_t *r, const json_t *cur, void *arg, int64_t *precondition);
+
+static int update_loop(api_req_t *r, make_fn make, void *arg)
+{
+    const char *name = r->route.name;
+    char key[STORE_KEY_MAX + 1];
+    if (key_of(r, name, key)) return rest_not_found(r, name);
+    store_t *st = r->srv->cfg.store;
+    for (int attempt = 0; attempt < UNCONDITIONAL_RETRIES; attempt++) {
+        store_kv_t *kv;
+        int rc = store_get(st, key, 0, &kv);
+        if (rc) return rest_store_error(r, rc, name);
+        int64_t cur_rev = kv->mod_rev;
+        json_t *cur = json_loadb(kv->value, kv->value_len, 0, NULL);
+        free(kv);
+        if (!cur) return api_reply_error(r, KP_ECORRUPT, NULL, "stored object is not JSON");
+        int64_t pre = 0;
+        json_t *next = make(r, cur, arg, &pre);
+        if (!next) {
+            json_decref(cur);
+            return 0;
+        }
+        if (pre && pre != cur_rev) {
+            json_decref(cur);
+            json_decref(next);
+            return rest_store_error(r, KP_ECONFLICT, name);
+        }
+        json_t *nm = rest_meta(next);
+        json_object_del(nm, "resourceVersion");
+        if (json_equal(cur, next)) { /* no change: no write, no new revision */
+            json_decref(next);
+            return rest_reply_object(r, 200, cur, cur_rev);
+        }
+        json_decref(cur);
+        /* A deleted object whose last finalizer went away is gone now. */
+        const json_t *fin = json_object_get(nm, "finalizers");
+        int finish = json_object_get(nm, "deletionTimestamp") && json_array_size(fin) == 0;
+        int64_t rev = 0;
+        if (finish) {
+            rc = store_delete(st, key, cur_rev, &rev);
+        } else {
+            char *text = json_dumps(next, JSON_COMPACT);
+            rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
+            free(text);
+        }
+        if (rc == KP_ECONFLICT && !pre) { /* unconditional: try again on the newer state */
+            json_decref(next);
+            continue;
+        }
+        if (rc) {
+            json_decref(next);
+            return rest_store_error(r, rc, name);
+        }
+        return rest_reply_object(r, 200, next, rev);
+    }
+    return rest_store_error(r, KP_ECONFLICT, name);
+}
+
+static json_t *make_put(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
+{
+    json_t *in = arg;
+    if (rest_parse_rv(rest_meta_str(in, "resourceVersion"), pre)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
+        return NULL;
+    }
+    return merge_for_write(r, cur, in);
+}
+
+int rest_update(api_req_t *r)
+{
+    json_t *in;
+    int rc = rest_body_object(r, &in);
+    if (rc || !in) return rc;
+    if (check_type(r, in) || check_body_namespace(r, in)) goto out;
+    const char *name = rest_meta_str(in, "name");
+    if (strcmp(name, r->route.name)) {
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "the name of the object (%s) does not match the name on the URL (%s)",
+                         name, r->route.name);
+        goto out;
+    }
+    rc = update_loop(r, make_put, in);
+out:
+    json_decref(in);
+    return rc;
+}
+
+/* RFC 7386 JSON merge patch, applied to `target` in place. */
+static void merge_patch(json_t *target, const json_t *patch)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)patch, k, v) {
+        if (json_is_null(v)) {
+            json_object_del(target, k);
+        } else if (json_is_object(v)) {
+            json_t *t = json_object_get(target, k);
+            if (!json_is_object(t)) {
+                t = json_object();
+                json_object_set_new(target, k, t);
+            }
+            merge_patch(t, v);
+        } else {
+            json_object_set(target, k, v);
+        }
+    }
+}
+
+static json_t *make_patch(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
+{
+    const json_t *patch = arg;
+    json_t *in = json_deep_copy(cur);
+    json_object_del(rest_meta(in), "resourceVersion");
+    merge_patch(in, patch);
+    const json_t *pm = json_object_get(patch, "metadata");
+    if (rest_parse_rv(json_string_value(json_object_get(pm, "resourceVersion")), pre)) {
+        json_decref(in);
+        api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
+        return NULL;
+    }
+    if (strcmp(rest_meta_str(in, "name"), r->route.name)) {
+        json_decref(in);
+        api_reply_status(r, 400, "BadRequest", NULL, "the patch changes metadata.name");
+        return NULL;
+    }
+    json_t *out = merge_for_write(r, cur, in);
+    json_decref(in);
+    return out;
+}
+
+int rest_patch(api_req_t *r)
+{
+    const char *ct = api_header(r, "Content-Type");
+    if (!ct || strncmp(ct, "application/merge-patch+json", 28))
+        return api_reply_status(r, 415, "UnsupportedMediaType", NULL,
+                                "the body of the request was in an unknown format - accepted "
+                                "media types include: application/merge-patch+json");
+    json_t *patch;
+    int rc = rest_body_object(r, &patch);
+    if (rc || !patch) return rc;
+    rc = update_loop(r, make_patch, patch);
+    json_decref(patch);
+    return rc;
+}
+
+/* DeleteOptions from the body (kubectl) or the query (Python). Returns -1
+ * after replying to a malformed body. */
+static int delete_options(api_req_t *r, int64_t *pre_rv, char *pre_uid, size_t uidlen)
+{
+    *pre_rv = 0;
+    pre_uid[0] = '\0';
+    if (!r->body.len) return 0;
+    json_t *opts;
+    if (rest_body_object(r, &opts) || !opts) return -1;
+    const json_t *pc = json_object_get(opts, "preconditions");
+    const char *uid = json_string_value(json_object_get(pc, "uid"));
+    if (uid) snprintf(pre_uid, uidlen, "%s", uid);
+    int rc = rest_parse_rv(json_string_value(json_object_get(pc, "resourceVersion")), pre_rv);
+    json_decref(opts);
+    if (rc) {
+        api_reply_status(r, 400, "BadRequest", NULL, "invalid preconditions.resourceVersion");
+        return -1;
+    }
+    return 0;
+}
+
+/* Delete `name` (or mark it deleted when finalizers hold it). On success
+ * *gone gets the object's last state (new reference) and its revision. */
+static int delete_one(api_req_t *r, const char *name, int64_t pre_rv, const char *pre_uid,
+                      json_t **gone, int64_t *gone_rev)
+{
+    char key[STORE_KEY_MAX + 1];
+    if (key_of(r, name, key)) return KP_ENOTFOUND;
+    store_t *st = r->srv->cfg.store;
+    for (int attempt = 0; attempt < UNCONDITIONAL_RETRIES; attempt++) {
+        store_kv_t *kv;
+        int rc = store_get(st, key, 0, &kv);
+        if (rc) return rc;
+        int64_t cur_rev = kv->mod_rev;
+        json_t *cur = json_loadb(kv->value, kv->value_len, 0, NULL);
+        free(kv);
+        if (!cur) return KP_ECORRUPT;
+        if ((pre_rv && pre_rv != cur_rev) ||
+            (*pre_uid && strcmp(pre_uid, rest_meta_str(cur, "uid")))) {
+            json_decref(cur);
+            return KP_ECONFLICT;
+        }
+        json_t *meta = rest_meta(cur);
+        int64_t rev = 0;
+        if (json_array_size(json_object_get(meta, "finalizers")) > 0) {
+            if (json_object_get(meta, "deletionTimestamp")) { /* already being deleted */
+                *gone = cur;
+                *gone_rev = cur_rev;
+                return 0;
+            }
+            char now[32];
+            api_now_rfc3339(now);
+            json_object_set_new(meta, "deletionTimestamp", json_string(now));
+            json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
+            char *text = json_dumps(cur, JSON_COMPACT);
+            rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
+            free(text);
+        } else {
+            rc = store_delete(st, key, cur_rev, &rev);
+        }
+        if (rc == KP_ECONFLICT && !pre_rv) {
+            json_decref(cur);
+            continue;
+        }
+        if (rc) {
+            json_decref(cur);
+            return rc;
+        }
+        *gone = cur;
+        *gone_rev = rev;
+        return 0;
+    }
+    return KP_ECONFLICT;
+}
+
+int rest_delete(api_req_t *r)
+{
+    int64_t pre_rv;
+    char pre_uid[64];
+    if (delete_options(r, &pre_rv, pre_uid, sizeof pre_uid)) return 0;
+    json_t *gone = NULL;
+    int64_t rev = 0;
+    int rc = delete_one(r, r->route.name, pre_rv, pre_uid, &gone, &rev);
+    if (rc == KP_ECONFLICT && (pre_rv || *pre_uid)) {
+        json_t *d = rest_details(r->route.res, r->route.name);
+        rc = api_reply_status(r, 409, "Conflict", d,
+                              "Operation cannot be fulfilled on %s \"%s\": the precondition "
+                              "failed",
+                              r->route.res->resource, r->route.name);
+        json_decref(d);
+        return rc;
+    }
+    if (rc) return rest_store_error(r, rc, r->route.name);
+    /* Still there (finalizers) or a pod: the object; otherwise a Status. */
+    if (json_object_get(rest_meta(gone), "deletionTimestamp") ||
+        !strcmp(r->route.res->resource, "pods"))
+        return rest_reply_object(r, 200, gone, rev);
+    json_t *d = rest_details(r->route.res, r->route.name);
+    json_object_set_new(d, "uid", json_string(rest_meta_str(gone, "uid")));
+    json_decref(gone);
+    json_t *s = api_status_new(200, "", "", d);
+    json_object_del(s, "reason");
+    json_object_del(s, "message");
+    json_decref(d);
+    return api_reply_json(r, 200, s);
+}
+
+int rest_delete_collection(api_req_t *r)
+{
+    rest_filter_t f;
+    int rc = rest_selectors(r, &f);
+    if (rc || r->replied) return rc;
+    char prefix[STORE_KEY_MAX + 1];
+    api_key_prefix(r->route.res, prefix, sizeof prefix);
+    if (r->route.res->namespaced && *r->route.ns) {
+        size_t n = strlen(prefix);
+        snprintf(prefix + n, sizeof prefix - n, "%s/", r->route.ns);
+    }
+    wc_list_t *l;
+    if ((rc = wc_list(rest_cache(r), prefix, NULL, 0, 0, 3000, &l))) {
+        rest_filter_free(&f);
+        return api_reply_error(r, rc, NULL, "listing: %s", err_str(rc));
+    }
+    char saved_ns[sizeof r->route.ns];
+    memcpy(saved_ns, r->route.ns, sizeof saved_ns);
+    for (size_t i = 0; i < l->count && !rc; i++) {
+        const wc_obj_t *o = l->objs[i];
+        if (!rest_filter_match(&f, o->doc)) continue;
+        snprintf(r->route.ns, sizeof r->route.ns, "%s", o->ns);
+        json_t *gone = NULL;
+        int64_t rev;
+        rc = delete_one(r, o->name, 0, "", &gone, &rev);
+        json_decref(gone);
+        if (rc == KP_ENOTFOUND) rc = 0;
+    }
+    memcpy(r->route.ns, saved_ns, sizeof saved_ns);
+    wc_list_free(l);
+    rest_filter_free(&f);
+    if (rc) return api_reply_error(r, rc, NULL, "deleting: %s", err_str(rc));
+    json_t *s = api_status_new(200, "", "", NULL);
+    json_object_del(s, "reason");
+    json_object_del(s, "message");
+    return api_reply_json(r, 200, s);
+}
+
+/* The namespaces every cluster starts with. */
+int api_ensure_namespaces(apiserver_t *s)
+{
+    static const char *const names[] = {"default", "kube-system", "kube-public",
+                                        "kube-node-lease", NULL};
+    for (const char *const *n = names; *n; n++) {
+        char key[128], uid[37], now[32];
+        snprintf(key, sizeof key, "/registry/core/namespaces/%s", *n);
+        if (api_new_uid(uid)) return KP_EIO;
+        api_now_rfc3339(now);
+        json_t *ns = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:{s:s}}, s:{s:[s]}, s:{s:s}}",
+                               "kind", "Namespace", "apiVersion", "v1", "metadata", "name", *n,
+                               "uid", uid, "creationTimestamp", now, "labels",
+                               "kubernetes.io/metadata.name", *n, "spec", "finalizers",
+                               "kubernetes", "status", "phase", "Active");
+        char *text = json_dumps(ns, JSON_COMPACT);
+        json_decref(ns);
+        int rc = text ? store_create(s->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
+        free(text);
+        if (rc && rc != KP_EEXIST) return rc;
+    }
+    return 0;
+}

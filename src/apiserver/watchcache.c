@@ -1,0 +1,877 @@
+/*
+ * watchcache.c -- one resource's objects in memory, following the store.
+ *
+ * A cache holds three structures under one mutex (wc->mu):
+ *
+ *   map      the current object of every key under the prefix: a skip list
+ *            ordered by key (O(log n) get, insert, delete; lists walk level 0);
+ *   ring     the last `history` events, oldest first, in revision order;
+ *   watchers each with a bounded queue of events not yet taken.
+ *
+ * One thread per cache (cache_run) reads the cache's single store watch,
+ * turns each store event into a wc_event_t outside the lock (prepare: parse,
+ * set resourceVersion, encode), and then applies it under the lock in one step
+ * (apply): map, ring, every watcher's queue, and wc->rev change together.
+ *
+ * Invariants (checked by wc_check() in debug builds where they are cheap):
+ *
+ *  1. Ring completeness. Every store event under the prefix with a revision in
+ *     (ring_floor, rev] is in the ring, once, in revision order. The ring
+ *     starts empty with ring_floor == rev == the revision of the initial
+ *     range; evicting the oldest event moves ring_floor up to its revision.
+ *     So a watch from after_rev >= ring_floor can be served from memory;
+ *     after_rev < ring_floor is KP_ECOMPACTED.
+ *  2. Exactly-once seam. wc_watch() replays ring events above after_rev and
+ *     links the watcher into the list in one hold of wc->mu; apply() pushes to
+ *     the ring and delivers to the linked watchers in one hold of wc->mu. So an
+ *     event is either in the replay (it was applied before) or delivered live
+ *     (after), never both, never neither.
+ *  3. Encode once. A wc_obj_t is built (parsed, resourceVersion set, encoded)
+ *     only in prepare(), once per object version, and never modified after it
+ *     is published; the map, the ring, watcher queues, lists and callers share
+ *     it by reference count. Its doc is read by many threads and so must never
+ *     be modified, nor json_incref'ed (jansson's refcount is not ours). Reads,
+ *     json_dumps and json_deep_copy leave a value untouched in jansson 2.14
+ *     (loop checks use a side table), so they may run on it concurrently.
+ *  4. The map mirrors the store at rev: for each key under the prefix that
+ *     exists at rev, exactly one node whose obj->rev is the key's mod_rev.
+ *     A store event that contradicts it (an update with no object, an object
+ *     whose revision differs from the event's previous one) is KP_ECORRUPT.
+ *  5. rev only grows. After each store event or idle timeout it becomes the
+ *     store watch's revision (store_watch_revision), which also counts the
+ *     revisions of writes outside the prefix.
+ *  6. Slow watchers never block. A watcher's queue holds at most `backlog`
+ *     live events (plus whatever its replay put there). apply() only enqueues;
+ *     a watcher it cannot enqueue to is ended with KP_ETOOLARGE and keeps its
+ *     queue, which it drains before seeing the error.
+ *  7. Lifetime. The cache struct is reference counted: one reference for the
+ *     owner (dropped by wc_close), one per open watcher, one per call blocked
+ *     in a wait. wc_close ends the thread and frees map and ring; the struct
+ *     (mutex, watcher list) goes with the last reference.
+ *
+ * States of a cache (wc->err, wc->closed):
+ *
+ *   FOLLOWING --store error, bad value (cache_fail)--> FAILED (err != 0)
+ *   FOLLOWING, FAILED --wc_close--> CLOSED (closed = 1) --last unref--> freed
+ *
+ * States of a watcher (w->end, w->cancelled):
+ *
+ *   ACTIVE --queue full (deliver) / cache failed (cache_fail)--> ENDED(end)
+ *   ENDED  --queue drained--> next() returns end
+ *   ACTIVE, ENDED --wc_watcher_cancel / wc_close--> next() returns KP_ECLOSED
+ */
+#include "apiserver/watchcache.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "store/store.h"
+
+#define WC__HISTORY_DEFAULT 10000
+#define WC__BACKLOG_DEFAULT 1000
+#define WC__PAGE 1000          /* keys per store_range page at open */
+#define WC__POLL_MS 250        /* how stale rev may be after writes elsewhere */
+#define WC__FUTURE_WAIT_MS 3000 /* wc_watch: how long to wait for the cache */
+#define WC__SKIP_MAX 24        /* skip list levels; p = 1/4 */
+
+/* A published object version: the public part, then its own memory. */
+typedef struct wc__obj {
+    wc_obj_t pub;
+    atomic_long refs;
+    json_t *doc;
+    char *json;   /* from json_dumps */
+    char str[];   /* key, ns, name, each NUL-terminated */
+} wc__obj_t;
+
+typedef struct wc__node {
+    const wc_obj_t *obj; /* holds one reference */
+    struct wc__node *next[];
+} wc__node_t;
+
+struct wc_watcher {
+    wc_t *wc;
+    char *prefix;
+    size_t plen;
+    wc_event_t *q;     /* ring buffer [qhead, qhead+qn) mod qcap */
+    size_t qcap, qhead, qn;
+    size_t qmax;       /* backlog + events of the replay */
+    size_t backlog;
+    size_t replay_left; /* replayed events still in q */
+    int end;           /* 0, or the error next() returns once q is empty */
+    int cancelled;
+    pthread_cond_t cv; /* with wc->mu */
+    struct wc_watcher *prev_w, *next_w;
+};
+
+struct wc {
+    store_t *store;
+    char *prefix;
+    store_watch_t *sw;
+    pthread_t thread;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;  /* rev advanced, failed, or closed */
+    int refs;           /* invariant 7 */
+    int64_t rev;
+    int err;            /* sticky: why the cache stopped following */
+    int closed;
+
+    wc__node_t *head;   /* skip list head, WC__SKIP_MAX levels */
+    int height;
+    uint64_t rng;       /* skip list levels; cache thread and wc_open only */
+
+    wc_event_t *ring;
+    size_t ring_cap, ring_head, ring_n;
+    int64_t ring_floor;
+
+    wc_watcher_t *watchers;
+};
+
+/* ---- objects ---- */
+
+const wc_obj_t *wc_obj_ref(const wc_obj_t *o)
+{
+    if (o) atomic_fetch_add_explicit(&((wc__obj_t *)o)->refs, 1, memory_order_relaxed);
+    return o;
+}
+
+void wc_obj_unref(const wc_obj_t *o)
+{
+    if (!o) return;
+    wc__obj_t *x = (wc__obj_t *)o;
+    if (atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel) != 1) return;
+    json_decref(x->doc);
+    free(x->json);
+    free(x);
+}
+
+void wc_event_clear(wc_event_t *ev)
+{
+    if (!ev) return;
+    wc_obj_unref(ev->obj);
+    wc_obj_unref(ev->prev);
+    memset(ev, 0, sizeof *ev);
+}
+
+static wc_event_t event_ref(const wc_event_t *ev)
+{
+    wc_event_t c = *ev;
+    wc_obj_ref(c.obj);
+    wc_obj_ref(c.prev);
+    return c;
+}
+
+static const char *meta_str(json_t *meta, const char *field)
+{
+    const char *s = json_string_value(json_object_get(meta, field));
+    return s ? s : "";
+}
+
+/* Publish `doc` (owned; consumed on every path) as the version `rev` of
+ * `key`: set metadata.resourceVersion, encode once (invariant 3). */
+static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev,
+                   const wc_obj_t **out)
+{
+    int rc = KP_ENOMEM;
+    char *json = NULL;
+    json_t *meta = json_object_get(doc, "metadata");
+    if (!meta) {
+        meta = json_object();
+        if (!meta || json_object_set_new(doc, "metadata", meta)) goto fail;
+    } else if (!json_is_object(meta)) {
+        rc = KP_ECORRUPT;
+        goto fail;
+    }
+    char rv[24];
+    snprintf(rv, sizeof rv, "%" PRId64, rev);
+    if (json_object_set_new(meta, "resourceVersion", json_string(rv))) goto fail;
+    if (!(json = json_dumps(doc, JSON_COMPACT))) goto fail;
+
+    const char *ns = meta_str(meta, "namespace"), *name = meta_str(meta, "name");
+    size_t nslen = strlen(ns), namelen = strlen(name);
+    wc__obj_t *o = malloc(sizeof *o + key_len + nslen + namelen + 3);
+    if (!o) goto fail;
+    char *p = o->str;
+    memcpy(p, key, key_len);
+    p[key_len] = '\0';
+    memcpy(p + key_len + 1, ns, nslen + 1);
+    memcpy(p + key_len + 1 + nslen + 1, name, namelen + 1);
+    atomic_init(&o->refs, 1);
+    o->doc = doc;
+    o->json = json;
+    o->pub = (wc_obj_t){.rev = rev, .key = p, .ns = p + key_len + 1,
+                        .name = p + key_len + 1 + nslen + 1, .doc = doc, .json = json,
+                        .json_len = strlen(json)};
+    *out = &o->pub;
+    return 0;
+fail:
+    free(json);
+    json_decref(doc);
+    return rc;
+}
+
+/* Parse a stored value into an object version. */
+static int obj_parse(const store_kv_t *kv, const wc_obj_t **out)
+{
+    json_error_t jerr;
+    json_t *doc = json_loadb(kv->value, kv->value_len, 0, &jerr);
+    if (!json_is_object(doc)) {
+        log_error("watchcache", "%s at revision %" PRId64 ": not a JSON object: %s", kv->key,
+                  kv->mod_rev, doc ? "wrong type" : jerr.text);
+        json_decref(doc);
+        return KP_ECORRUPT;
+    }
+    return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, out);
+}
+
+/* ---- the map: a skip list ordered by key ---- */
+
+/* The first node with key >= `key` (> when `after`); `upd` (may be NULL) gets
+ * the last node before it on every level. Needs wc->mu, or the cache thread. */
+static wc__node_t *map_seek(wc_t *wc, const char *key, int after, wc__node_t **upd)
+{
+    wc__node_t *x = wc->head;
+    for (int i = wc->height - 1; i >= 0; i--) {
+        while (x->next[i] && strcmp(x->next[i]->obj->key, key) < after) x = x->next[i];
+        if (upd) upd[i] = x;
+    }
+    return x->next[0];
+}
+
+static wc__node_t *map_find(wc_t *wc, const char *key)
+{
+    wc__node_t *n = map_seek(wc, key, 0, NULL);
+    return n && strcmp(n->obj->key, key) == 0 ? n : NULL;
+}
+
+static int map_random_height(wc_t *wc)
+{
+    uint64_t x = wc->rng; /* xorshift64 */
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    wc->rng = x;
+    int h = 1;
+    while (h < WC__SKIP_MAX && (x & 3) == 0) {
+        h++;
+        x >>= 2;
+    }
+    return h;
+}
+
+/* Insert `obj` (its reference moves to the map); the key must be absent. */
+static int map_insert(wc_t *wc, const wc_obj_t *obj)
+{
+    wc__node_t *upd[WC__SKIP_MAX];
+    map_seek(wc, obj->key, 0, upd);
+    int h = map_random_height(wc);
+    wc__node_t *n = malloc(sizeof *n + (size_t)h * sizeof n->next[0]);
+    if (!n) return KP_ENOMEM;
+    n->obj = obj;
+    for (int i = wc->height; i < h; i++) upd[i] = wc->head;
+    if (h > wc->height) wc->height = h;
+    for (int i = 0; i < h; i++) {
+        n->next[i] = upd[i]->next[i];
+        upd[i]->next[i] = n;
+    }
+    return 0;
+}
+
+/* Unlink the node of `key` and return its object reference. */
+static const wc_obj_t *map_remove(wc_t *wc, const char *key)
+{
+    wc__node_t *upd[WC__SKIP_MAX];
+    wc__node_t *n = map_seek(wc, key, 0, upd);
+    assert(n && strcmp(n->obj->key, key) == 0);
+    for (int i = 0; i < wc->height && upd[i]->next[i] == n; i++) upd[i]->next[i] = n->next[i];
+    while (wc->height > 1 && !wc->head->next[wc->height - 1]) wc->height--;
+    const wc_obj_t *obj = n->obj;
+    free(n);
+    return obj;
+}
+
+static void map_clear(wc_t *wc)
+{
+    wc__node_t *n = wc->head->next[0];
+    while (n) {
+        wc__node_t *next = n->next[0];
+        wc_obj_unref(n->obj);
+        free(n);
+        n = next;
+    }
+    memset(wc->head->next, 0, WC__SKIP_MAX * sizeof wc->head->next[0]);
+    wc->height = 1;
+}
+
+/* ---- the ring ---- */
+
+static wc_event_t *ring_at(wc_t *wc, size_t i)
+{
+    return &wc->ring[(wc->ring_head + i) % wc->ring_cap];
+}
+
+/* Append `ev` (its references move to the ring), evicting the oldest. */
+static void ring_push(wc_t *wc, const wc_event_t *ev)
+{
+    if (wc->ring_n == wc->ring_cap) {
+        wc_event_t *old = ring_at(wc, 0);
+        wc->ring_floor = old->rev; /* invariant 1 */
+        wc_event_clear(old);
+        wc->ring_head = (wc->ring_head + 1) % wc->ring_cap;
+        wc->ring_n--;
+    }
+    *ring_at(wc, wc->ring_n++) = *ev;
+}
+
+/* Index of the first ring event with rev > after_rev. */
+static size_t ring_search(wc_t *wc, int64_t after_rev)
+{
+    size_t lo = 0, hi = wc->ring_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ring_at(wc, mid)->rev <= after_rev)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+#ifndef NDEBUG
+static int wc_check(wc_t *wc)
+{
+    if (wc->ring_n > wc->ring_cap || wc->ring_floor > wc->rev) return 0;
+    if (wc->ring_n && (ring_at(wc, 0)->rev <= wc->ring_floor ||
+                       ring_at(wc, wc->ring_n - 1)->rev > wc->rev))
+        return 0;
+    return wc->height >= 1 && wc->height <= WC__SKIP_MAX;
+}
+#endif
+
+/* ---- watchers' queues ---- */
+
+static int key_matches(const char *key, const char *prefix, size_t plen)
+{
+    return strncmp(key, prefix, plen) == 0;
+}
+
+/* Append `ev` (its references move to the queue). The caller checked room. */
+static int q_push(wc_watcher_t *w, const wc_event_t *ev)
+{
+    if (w->qn == w->qcap) {
+        size_t cap = w->qcap ? w->qcap * 2 : 16;
+        if (cap > w->qmax) cap = w->qmax;
+        wc_event_t *q = malloc(cap * sizeof *q);
+        if (!q) return KP_ENOMEM;
+        for (size_t i = 0; i < w->qn; i++) q[i] = w->q[(w->qhead + i) % w->qcap];
+        free(w->q);
+        w->q = q;
+        w->qcap = cap;
+        w->qhead = 0;
+    }
+    w->q[(w->qhead + w->qn++) % w->qcap] = *ev;
+    return 0;
+}
+
+/* Give `ev` to `w` if it is under its prefix; never blocks (invariant 6). */
+static void deliver(wc_watcher_t *w, const wc_event_t *ev)
+{
+    if (w->end || w->cancelled || !key_matches(ev->obj->key, w->prefix, w->plen)) return;
+    if (w->qn >= w->backlog + w->replay_left) {
+        w->end = KP_ETOOLARGE;
+        log_debug("watchcache", "watcher on %s ended at revision %" PRId64 ": too slow",
+                  w->prefix, ev->rev);
+    } else {
+        wc_event_t c = event_ref(ev);
+        int rc = q_push(w, &c);
+        if (rc) {
+            w->end = rc; /* out of memory: end it like a slow one */
+            wc_event_clear(&c);
+        }
+    }
+    pthread_cond_signal(&w->cv);
+}
+
+/* ---- lifetime ---- */
+
+static void wc_free(wc_t *wc)
+{
+    pthread_mutex_destroy(&wc->mu);
+    pthread_cond_destroy(&wc->cv);
+    free(wc->ring);
+    free(wc->head);
+    free(wc->prefix);
+    free(wc);
+}
+
+/* Drop one reference taken under wc->mu; call with wc->mu held. Unlocks. */
+static void wc_unref_unlock(wc_t *wc)
+{
+    int last = --wc->refs == 0;
+    pthread_mutex_unlock(&wc->mu);
+    if (last) wc_free(wc);
+}
+
+static int cond_init_mono(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca)) return KP_ENOMEM;
+    int rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return rc ? KP_ENOMEM : 0;
+}
+
+/* Wait on `cv` (with wc->mu held) until `deadline`, or forever when
+ * timeout_ms < 0. Returns 1 once the deadline has passed. */
+static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_ms,
+                           const struct timespec *deadline)
+{
+    if (timeout_ms == 0) return 1;
+    if (timeout_ms < 0) {
+        pthread_cond_wait(cv, mu);
+        return 0;
+    }
+    return pthread_cond_timedwait(cv, mu, deadline) == ETIMEDOUT;
+}
+
+/* Wait with wc->mu held until wc->rev >= rev. The caller holds a reference
+ * of its own (invariant 7), so that wc_close() may run meanwhile. */
+static int wait_rev_locked(wc_t *wc, int64_t rev, int timeout_ms)
+{
+    struct timespec dl = clock_deadline_ms(timeout_ms > 0 ? timeout_ms : 0);
+    int rc = 0;
+    for (;;) {
+        if (wc->closed) {
+            rc = KP_ECLOSED;
+            break;
+        }
+        if (wc->rev >= rev) break;
+        if (wc->err) {
+            rc = wc->err;
+            break;
+        }
+        if (rc == KP_ETIMEDOUT) break;
+        if (cond_wait_until(&wc->cv, &wc->mu, timeout_ms, &dl)) rc = KP_ETIMEDOUT;
+    }
+    return rc;
+}
+
+/* ---- the cache thread ---- */
+
+/* Turn a store event into a cache event, outside wc->mu: only this thread
+ * changes the map, so it may read it unlocked (invariant 4). */
+static int prepare(wc_t *wc, const store_event_t *sev, wc_event_t *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->rev = sev->kv.mod_rev;
+    wc__node_t *n = map_find(wc, sev->kv.key);
+    if (!n != !sev->has_prev || (n && n->obj->rev != sev->prev.mod_rev)) {
+        log_error("watchcache", "%s at revision %" PRId64 ": the cache does not match the store",
+                  sev->kv.key, sev->kv.mod_rev);
+        return KP_ECORRUPT;
+    }
+    if (sev->type == STORE_PUT) {
+        ev->type = n ? WC_MODIFIED : WC_ADDED;
+        ev->prev = n ? n->obj : NULL; /* the map's reference moves here in apply() */
+        return obj_parse(&sev->kv, &ev->obj);
+    }
+    if (!n) return KP_ECORRUPT;
+    ev->type = WC_DELETED;
+    ev->prev = n->obj;
+    json_t *doc = json_deep_copy(n->obj->doc);
+    if (!doc) return KP_ENOMEM;
+    return obj_new(n->obj->key, strlen(n->obj->key), doc, ev->rev, &ev->obj);
+}
+
+/* Apply a prepared event: map, ring, watchers and rev in one lock hold. */
+static int apply(wc_t *wc, wc_event_t *ev, int64_t rev)
+{
+    pthread_mutex_lock(&wc->mu);
+    assert(wc_check(wc));
+    int rc = 0;
+    if (ev->type == WC_ADDED) {
+        rc = map_insert(wc, wc_obj_ref(ev->obj));
+        if (rc) wc_obj_unref(ev->obj);
+    } else if (ev->type == WC_MODIFIED) {
+        map_find(wc, ev->obj->key)->obj = wc_obj_ref(ev->obj);
+    } else {
+        map_remove(wc, ev->obj->key);
+    }
+    if (!rc) {
+        ring_push(wc, ev);
+        for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) deliver(w, ev);
+        wc->rev = rev > ev->rev ? rev : ev->rev;
+        pthread_cond_broadcast(&wc->cv);
+    }
+    pthread_mutex_unlock(&wc->mu);
+    if (rc) {
+        wc_obj_unref(ev->obj); /* prev stays the map's */
+        memset(ev, 0, sizeof *ev);
+    }
+    return rc;
+}
+
+static void advance(wc_t *wc, int64_t rev)
+{
+    pthread_mutex_lock(&wc->mu);
+    if (rev > wc->rev) {
+        wc->rev = rev;
+        pthread_cond_broadcast(&wc->cv);
+    }
+    pthread_mutex_unlock(&wc->mu);
+}
+
+/* Stop following for good: wake waiters and end every watcher with `rc`. */
+static void cache_fail(wc_t *wc, int rc)
+{
+    pthread_mutex_lock(&wc->mu);
+    if (!wc->closed && rc != KP_ECLOSED)
+        log_error("watchcache", "%s: stopped following the store at revision %" PRId64 ": %s",
+                  wc->prefix, wc->rev, err_str(rc));
+    wc->err = rc;
+    for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) {
+        if (!w->end) w->end = rc;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_cond_broadcast(&wc->cv);
+    pthread_mutex_unlock(&wc->mu);
+}
+
+static void *cache_run(void *arg)
+{
+    wc_t *wc = arg;
+    for (;;) {
+        const store_event_t *sev;
+        int rc = store_watch_next(wc->sw, WC__POLL_MS, &sev);
+        if (rc == KP_ETIMEDOUT) {
+            advance(wc, store_watch_revision(wc->sw));
+            continue;
+        }
+        wc_event_t ev;
+        if (!rc && !(rc = prepare(wc, sev, &ev)))
+            rc = apply(wc, &ev, store_watch_revision(wc->sw));
+        if (rc) { /* a failed prepare() or apply() holds no references */
+            cache_fail(wc, rc);
+            return NULL;
+        }
+    }
+}
+
+/* ---- the cache ---- */
+
+static int load(wc_t *wc)
+{
+    store_range_t *r = NULL;
+    char *after = NULL;
+    int64_t rev = 0;
+    int rc;
+    do {
+        if ((rc = store_range(wc->store, wc->prefix, after, WC__PAGE, rev, &r))) break;
+        rev = r->revision;
+        for (size_t i = 0; i < r->count && !rc; i++) {
+            const wc_obj_t *o;
+            if (!(rc = obj_parse(&r->kvs[i], &o)) && (rc = map_insert(wc, o))) wc_obj_unref(o);
+        }
+        free(after);
+        after = NULL;
+        if (!rc && r->more && !(after = strdup(r->kvs[r->count - 1].key))) rc = KP_ENOMEM;
+        int more = r->more;
+        store_range_free(r);
+        if (!more) break;
+    } while (!rc);
+    free(after);
+    wc->rev = wc->ring_floor = rev;
+    return rc;
+}
+
+int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **out)
+{
+    *out = NULL;
+    if (!store || !prefix) return KP_EINVAL;
+    size_t history = cfg && cfg->history ? cfg->history : WC__HISTORY_DEFAULT;
+    int rc = KP_ENOMEM;
+    wc_t *wc = calloc(1, sizeof *wc);
+    if (!wc) return KP_ENOMEM;
+    wc->store = store;
+    wc->refs = 1;
+    wc->height = 1;
+    wc->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)wc;
+    wc->ring_cap = history;
+    if (pthread_mutex_init(&wc->mu, NULL)) {
+        free(wc);
+        return KP_ENOMEM;
+    }
+    if (cond_init_mono(&wc->cv)) {
+        pthread_mutex_destroy(&wc->mu);
+        free(wc);
+        return KP_ENOMEM;
+    }
+    if (!(wc->prefix = strdup(prefix)) ||
+        !(wc->head = calloc(1, sizeof *wc->head + WC__SKIP_MAX * sizeof wc->head->next[0])) ||
+        !(wc->ring = calloc(history, sizeof *wc->ring)))
+        goto fail;
+    if ((rc = load(wc))) goto fail;
+    if ((rc = store_watch_open(store, prefix, wc->rev, &wc->sw))) goto fail;
+    if (pthread_create(&wc->thread, NULL, cache_run, wc)) {
+        rc = KP_ENOMEM;
+        goto fail;
+    }
+    *out = wc;
+    return 0;
+fail:
+    store_watch_close(wc->sw);
+    if (wc->head) map_clear(wc);
+    wc_free(wc);
+    return rc;
+}
+
+void wc_close(wc_t *wc)
+{
+    if (!wc) return;
+    store_watch_cancel(wc->sw);
+    pthread_join(wc->thread, NULL);
+    store_watch_close(wc->sw);
+    wc->sw = NULL;
+
+    pthread_mutex_lock(&wc->mu);
+    wc->closed = 1;
+    for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&wc->cv);
+    map_clear(wc);
+    for (size_t i = 0; i < wc->ring_n; i++) wc_event_clear(ring_at(wc, i));
+    wc->ring_n = 0;
+    wc_unref_unlock(wc);
+}
+
+int64_t wc_revision(wc_t *wc)
+{
+    pthread_mutex_lock(&wc->mu);
+    int64_t rev = wc->rev;
+    pthread_mutex_unlock(&wc->mu);
+    return rev;
+}
+
+int wc_wait(wc_t *wc, int64_t rev, int timeout_ms)
+{
+    pthread_mutex_lock(&wc->mu);
+    wc->refs++;
+    int rc = wait_rev_locked(wc, rev, timeout_ms);
+    wc_unref_unlock(wc);
+    return rc;
+}
+
+int wc_list(wc_t *wc, const char *key_prefix, const char *after_key, size_t limit,
+            int64_t min_rev, int timeout_ms, wc_list_t **out)
+{
+    *out = NULL;
+    if (!key_prefix) key_prefix = "";
+    size_t plen = strlen(key_prefix);
+    wc_list_t *l = calloc(1, sizeof *l);
+    if (!l) return KP_ENOMEM;
+
+    pthread_mutex_lock(&wc->mu);
+    wc->refs++;
+    int rc = wait_rev_locked(wc, min_rev, timeout_ms);
+    if (rc) goto out;
+    l->rev = wc->rev;
+    wc__node_t *n = after_key && strcmp(after_key, key_prefix) >= 0
+                        ? map_seek(wc, after_key, 1, NULL)
+                        : map_seek(wc, key_prefix, 0, NULL);
+    size_t cap = 0;
+    for (; n && key_matches(n->obj->key, key_prefix, plen); n = n->next[0]) {
+        if (limit && l->count == limit) {
+            l->more = 1;
+            break;
+        }
+        if (l->count == cap) {
+            cap = cap ? cap * 2 : 64;
+            if (limit && cap > limit) cap = limit;
+            const wc_obj_t **objs = realloc(l->objs, cap * sizeof *objs);
+            if (!objs) {
+                rc = KP_ENOMEM;
+                break;
+            }
+            l->objs = objs;
+        }
+        l->objs[l->count++] = wc_obj_ref(n->obj);
+    }
+out:
+    wc_unref_unlock(wc);
+    if (rc) {
+        wc_list_free(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+void wc_list_free(wc_list_t *l)
+{
+    if (!l) return;
+    for (size_t i = 0; i < l->count; i++) wc_obj_unref(l->objs[i]);
+    free(l->objs);
+    free(l);
+}
+
+int wc_get(wc_t *wc, const char *key, const wc_obj_t **out)
+{
+    *out = NULL;
+    if (!key) return KP_EINVAL;
+    pthread_mutex_lock(&wc->mu);
+    wc__node_t *n = wc->closed ? NULL : map_find(wc, key);
+    if (n) *out = wc_obj_ref(n->obj);
+    int closed = wc->closed;
+    pthread_mutex_unlock(&wc->mu);
+    return n ? 0 : closed ? KP_ECLOSED : KP_ENOTFOUND;
+}
+
+/* ---- watchers ---- */
+
+/* Queue the ring's events above after_rev under w's prefix (invariant 2). */
+static int replay(wc_t *wc, wc_watcher_t *w, int64_t after_rev)
+{
+    size_t first = ring_search(wc, after_rev), n = 0;
+    for (size_t i = first; i < wc->ring_n; i++)
+        n += key_matches(ring_at(wc, i)->obj->key, w->prefix, w->plen);
+    w->qmax = w->backlog + n;
+    w->replay_left = n;
+    for (size_t i = first; i < wc->ring_n && n; i++) {
+        const wc_event_t *ev = ring_at(wc, i);
+        if (!key_matches(ev->obj->key, w->prefix, w->plen)) continue;
+        wc_event_t c = event_ref(ev);
+        int rc = q_push(w, &c);
+        if (rc) {
+            wc_event_clear(&c);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void watcher_free(wc_watcher_t *w)
+{
+    for (size_t i = 0; i < w->qn; i++) wc_event_clear(&w->q[(w->qhead + i) % w->qcap]);
+    pthread_cond_destroy(&w->cv);
+    free(w->q);
+    free(w->prefix);
+    free(w);
+}
+
+int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, size_t backlog,
+             wc_watcher_t **out)
+{
+    *out = NULL;
+    if (!key_prefix) key_prefix = "";
+    wc_watcher_t *w = calloc(1, sizeof *w);
+    if (!w) return KP_ENOMEM;
+    if (!(w->prefix = strdup(key_prefix)) || cond_init_mono(&w->cv)) {
+        free(w->prefix);
+        free(w);
+        return KP_ENOMEM;
+    }
+    w->wc = wc;
+    w->plen = strlen(key_prefix);
+    w->backlog = backlog ? backlog : WC__BACKLOG_DEFAULT;
+    w->qmax = w->backlog;
+
+    /* A revision the store has not reached is not worth waiting for. The
+     * store's compaction point does not matter: the ring is complete above
+     * its floor (invariant 1), which is at or above the compaction point the
+     * initial range was read at. */
+    int rc = 0;
+    store_status_t st;
+    if (after_rev > wc_revision(wc) && !(rc = store_status(wc->store, &st)) &&
+        after_rev > st.revision)
+        rc = KP_EFUTURE;
+    if (rc) {
+        watcher_free(w);
+        return rc;
+    }
+
+    pthread_mutex_lock(&wc->mu);
+    assert(wc_check(wc));
+    wc->refs++;
+    if (after_rev >= 0) {
+        rc = wait_rev_locked(wc, after_rev, WC__FUTURE_WAIT_MS);
+        if (rc == KP_ETIMEDOUT) rc = KP_EFUTURE;
+        if (!rc && after_rev < wc->ring_floor) rc = KP_ECOMPACTED;
+        if (!rc) rc = replay(wc, w, after_rev);
+    }
+    if (!rc && wc->closed) rc = KP_ECLOSED;
+    if (!rc && wc->err) rc = wc->err;
+    if (!rc) {
+        w->next_w = wc->watchers;
+        if (wc->watchers) wc->watchers->prev_w = w;
+        wc->watchers = w;
+        wc->refs++; /* invariant 7: the watcher's own reference */
+    }
+    wc_unref_unlock(wc);
+    if (rc) {
+        watcher_free(w);
+        return rc;
+    }
+    *out = w;
+    return 0;
+}
+
+int wc_watcher_next(wc_watcher_t *w, int timeout_ms, wc_event_t *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    wc_t *wc = w->wc;
+    struct timespec dl = clock_deadline_ms(timeout_ms > 0 ? timeout_ms : 0);
+    int rc = 0;
+    pthread_mutex_lock(&wc->mu);
+    for (;;) {
+        if (w->cancelled || wc->closed) {
+            rc = KP_ECLOSED;
+            break;
+        }
+        if (w->qn) {
+            *ev = w->q[w->qhead];
+            w->qhead = (w->qhead + 1) % w->qcap;
+            w->qn--;
+            if (w->replay_left) w->replay_left--;
+            rc = 0;
+            break;
+        }
+        if (w->end) {
+            rc = w->end;
+            break;
+        }
+        if (rc == KP_ETIMEDOUT) break;
+        if (cond_wait_until(&w->cv, &wc->mu, timeout_ms, &dl)) rc = KP_ETIMEDOUT;
+    }
+    pthread_mutex_unlock(&wc->mu);
+    return rc;
+}
+
+void wc_watcher_cancel(wc_watcher_t *w)
+{
+    pthread_mutex_lock(&w->wc->mu);
+    w->cancelled = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->wc->mu);
+}
+
+void wc_watcher_close(wc_watcher_t *w)
+{
+    if (!w) return;
+    wc_t *wc = w->wc;
+    pthread_mutex_lock(&wc->mu);
+    if (w->prev_w)
+        w->prev_w->next_w = w->next_w;
+    else
+        wc->watchers = w->next_w;
+    if (w->next_w) w->next_w->prev_w = w->prev_w;
+    wc_unref_unlock(wc);
+    watcher_free(w);
+}

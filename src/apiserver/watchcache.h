@@ -1,0 +1,141 @@
+/*
+ * watchcache.h -- one resource's objects in memory, following the store.
+ *
+ * A watch cache serves LIST and WATCH of one resource (one store key prefix,
+ * e.g. "/registry/configmaps/") from memory. One store watch feeds it; every
+ * object version is parsed and encoded to JSON exactly once, here, and that
+ * one encoding is shared (by reference count) by every list and watcher that
+ * sends it.
+ *
+ * Stored values are object JSON without metadata.resourceVersion; the cache
+ * sets it to the version's mod_revision (as a decimal string) before encoding.
+ * A DELETED event carries the object's last state with resourceVersion set to
+ * the revision of the delete, as Kubernetes does.
+ *
+ * History: the cache keeps the last `history` events (a ring). A watch from a
+ * revision older than the ring's start (which is never older than the store's
+ * compaction point was when the cache loaded) fails with KP_ECOMPACTED (the API
+ * answers 410 Gone).
+ *
+ * Slow watchers: each watcher has a queue of at most `backlog` events. A
+ * watcher whose queue is full is ended (wc_watcher_next() then returns
+ * KP_ETOOLARGE once its queue is drained); it never blocks the cache, writers,
+ * or other watchers.
+ *
+ * Threads: all calls are safe from any thread; one wc_watcher_t is used by one
+ * thread at a time (wc_watcher_cancel() excepted). Errors are KP_* (lib/err.h).
+ */
+#ifndef KP_WATCHCACHE_H
+#define KP_WATCHCACHE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store_t;
+typedef struct wc wc_t;
+typedef struct wc_watcher wc_watcher_t;
+
+/* One object version. Immutable once published; shared by reference count.
+ * Borrowed pointers into it live as long as the reference the caller holds. */
+typedef struct wc_obj {
+    int64_t rev;          /* resourceVersion of this version */
+    const char *key;      /* store key, NUL-terminated */
+    const char *ns;       /* metadata.namespace, "" when cluster-scoped */
+    const char *name;     /* metadata.name */
+    const json_t *doc;    /* the object, read-only (never modify it) */
+    const char *json;     /* doc encoded once, compact, NUL-terminated */
+    size_t json_len;
+} wc_obj_t;
+
+/* Take and drop a reference. NULL is a no-op for both. */
+const wc_obj_t *wc_obj_ref(const wc_obj_t *o);
+void wc_obj_unref(const wc_obj_t *o);
+
+typedef enum wc_event_type { WC_ADDED = 1, WC_MODIFIED = 2, WC_DELETED = 3 } wc_event_type_t;
+
+/* A change. `obj` is the new state (for WC_DELETED the last state, see above),
+ * `prev` the state before (NULL for WC_ADDED). The event holds one reference
+ * to each; wc_event_clear() drops them. */
+typedef struct wc_event {
+    wc_event_type_t type;
+    int64_t rev;
+    const wc_obj_t *obj;
+    const wc_obj_t *prev;
+} wc_event_t;
+
+void wc_event_clear(wc_event_t *ev);
+
+typedef struct wc_config {
+    size_t history; /* events kept for watches from the past; 0 means 10000 */
+} wc_config_t;
+
+/* Load every object under `prefix` from `store` (borrowed; it must outlive the
+ * cache) at its newest revision, then follow it with a store watch on a thread
+ * of the cache's own. Errors: KP_ECORRUPT (a stored value is not a JSON
+ * object), store errors. */
+int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **out);
+
+/* Stop following, end every watcher (KP_ECLOSED), free the cache. Objects and
+ * events still referenced by callers stay valid until they are unreffed.
+ * Open watchers stay safe to use: their wc_watcher_next() returns KP_ECLOSED,
+ * and each must still be closed with wc_watcher_close(), which frees the last
+ * of the cache. Calls blocked in wc_wait() or wc_list() return KP_ECLOSED;
+ * no call on `wc` may start once wc_close() has begun. */
+void wc_close(wc_t *wc);
+
+/* The revision the cache reflects: every store change up to it is applied. */
+int64_t wc_revision(wc_t *wc);
+
+/* Wait until wc_revision() >= rev, up to `timeout_ms` (negative: forever).
+ * Writes outside the prefix count once the cache's store watch has read past
+ * them (within a fraction of a second). Errors: KP_ETIMEDOUT, KP_ECLOSED, or
+ * the error that stopped the cache's store watch (e.g. KP_ECORRUPT). */
+int wc_wait(wc_t *wc, int64_t rev, int timeout_ms);
+
+/* A snapshot of objects in key order. Holds one reference per object; free it
+ * with wc_list_free(). */
+typedef struct wc_list {
+    int64_t rev;             /* the snapshot's revision */
+    size_t count;
+    const wc_obj_t **objs;
+    int more;                /* objects under key_prefix follow the last one */
+} wc_list_t;
+
+/* Objects whose key starts with `key_prefix` and sorts after `after_key`
+ * (NULL: from the first), at most `limit` (0: all), as of the cache's current
+ * revision (after waiting, up to `timeout_ms`, for it to reach `min_rev`; see
+ * wc_wait()). Errors: KP_ETIMEDOUT, KP_ECLOSED, or the error that stopped the
+ * cache when it is below `min_rev`. */
+int wc_list(wc_t *wc, const char *key_prefix, const char *after_key, size_t limit,
+            int64_t min_rev, int timeout_ms, wc_list_t **out);
+void wc_list_free(wc_list_t *l);
+
+/* The object at `key` as the cache has it now; *out holds a reference.
+ * Errors: KP_ENOTFOUND. */
+int wc_get(wc_t *wc, const char *key, const wc_obj_t **out);
+
+/* Watch changes under `key_prefix` with a revision above `after_rev`.
+ * `after_rev` < 0: from now. `backlog` 0 means 1000; events replayed from
+ * the history do not count against it. *out is the caller's until
+ * wc_watcher_close(). Errors: KP_ECOMPACTED (older than the history
+ * ring; a revision the ring covers is served even if the store has been
+ * compacted past it, as Kubernetes does), KP_EFUTURE (after wc_revision(),
+ * once a short wait for the cache to catch up has not helped), the error that
+ * stopped the cache. */
+int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, size_t backlog,
+             wc_watcher_t **out);
+
+/* Wait up to `timeout_ms` (negative: forever) for the next event; on 0, *ev
+ * holds references the caller drops with wc_event_clear().
+ * Errors: KP_ETIMEDOUT; KP_ETOOLARGE (the watcher fell behind by more than its
+ * backlog and was ended); KP_ECLOSED (cancelled, or the cache closed); the
+ * error that stopped the cache. KP_ETOOLARGE and a stop error come once the
+ * events queued before them are taken; KP_ECLOSED comes at once. */
+int wc_watcher_next(wc_watcher_t *w, int timeout_ms, wc_event_t *ev);
+
+/* Make a blocked or later wc_watcher_next() return KP_ECLOSED; any thread. */
+void wc_watcher_cancel(wc_watcher_t *w);
+void wc_watcher_close(wc_watcher_t *w);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * cmd_server.c -- `kplane server` (everything in one process) and
+ * `kplane apiserver` (the API server alone).
+ *
+ *   kplane server    [--data-dir DIR] [--listen ADDR:PORT] [--store URL]
+ *   kplane apiserver  --store URL [--data-dir DIR] [--listen ADDR:PORT]
+ *
+ * Both open the store, start the API server, write DIR/kubeconfig for the
+ * admin token in DIR/admin-token (created on first start), print how to point
+ * kubectl at it, and run until SIGINT or SIGTERM. For now `server` is the API
+ * server on the embedded store; controllers, scheduler and nodes join it with
+ * the next issues.
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiserver/apiserver.h"
+#include "cli/cli.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "store/store.h"
+
+static void usage(FILE *out, const char *cmd)
+{
+    fprintf(out,
+            "Usage: kplane %s [--data-dir DIR] [--listen ADDR:PORT] [--store URL]\n"
+            "\n"
+            "  --data-dir DIR     state, admin token and kubeconfig (default: $KPLANE_DATA_DIR,\n"
+            "                     else /var/lib/kplane as root, else ~/.local/share/kplane)\n"
+            "  --listen ADDR:PORT where to serve (default 127.0.0.1:6443; port 0: any free)\n"
+            "  --store URL        lmdb:DIR (default lmdb:<data-dir>/store)\n",
+            cmd);
+}
+
+static int serve(const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {{"data-dir", required_argument, NULL, 'd'},
+                                         {"listen", required_argument, NULL, 'l'},
+                                         {"store", required_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': data_flag = optarg; break;
+        case 'l': listen = optarg; break;
+        case 's': url_flag = optarg; break;
+        case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
+        default: return cli_usage_error(cmd, "bad option");
+        }
+    }
+    if (optind != argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+
+    char dir[CLI_PATH_MAX], url[CLI_PATH_MAX + 16];
+    int rc = cli_data_dir(data_flag, dir, sizeof dir);
+    if (rc) return cli_fail(rc, "data dir");
+    if ((rc = cli_mkdir_p(dir))) return cli_fail(rc, "creating %s", dir);
+    if (url_flag) snprintf(url, sizeof url, "%s", url_flag);
+    else snprintf(url, sizeof url, "lmdb:%s/store", dir);
+
+    /* Signals are taken by sigwait() below, never by a handler: block them
+     * before any thread starts so that every thread inherits the mask. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char *token = NULL;
+    if ((rc = apiserver_admin_token(dir, &token))) return cli_fail(rc, "admin token in %s", dir);
+
+    /* Keep five minutes of history, as kube-apiserver compacts etcd. */
+    store_options_t sopt = {.keep_seconds = 300, .compact_interval_ms = 60000};
+    store_t *store = NULL;
+    if ((rc = store_open(url, &sopt, &store))) {
+        free(token);
+        return cli_fail(rc, "opening store %s", url);
+    }
+    const char *colon = strrchr(listen, ':');
+    char host[64];
+    snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
+    if (!*host || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
+    apiserver_tls_t tls;
+    if ((rc = apiserver_tls_load(dir, host, &tls))) {
+        store_close(store);
+        free(token);
+        return cli_fail(rc, "TLS certificates in %s", dir);
+    }
+    apiserver_config_t cfg = {.listen = listen, .store = store, .admin_token = token,
+                              .tls_cert_pem = tls.cert_pem, .tls_key_pem = tls.key_pem};
+    apiserver_t *api = NULL;
+    if ((rc = apiserver_start(&cfg, &api))) {
+        apiserver_tls_free(&tls);
+        store_close(store);
+        free(token);
+        return cli_fail(rc, "starting the API server on %s", listen);
+    }
+    int port = apiserver_port(api);
+    if ((rc = apiserver_write_kubeconfig(dir, host, port, token, tls.ca_pem)))
+        log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
+    printf("kplane %s is serving on https://%s:%d; point kubectl at it with: "
+           "export KUBECONFIG=%s/kubeconfig\n",
+           cmd, host, port, dir);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    log_info("server", "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    apiserver_stop(api);
+    apiserver_tls_free(&tls);
+    store_close(store);
+    free(token);
+    return CLI_EXIT_OK;
+}
+
+int cmd_server(int argc, char **argv) { return serve("server", argc, argv); }
+
+int cmd_apiserver(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], "--store", 7) || !strcmp(argv[i], "--help") ||
+            !strcmp(argv[i], "-h"))
+            return serve("apiserver", argc, argv);
+    return cli_usage_error("apiserver", "--store URL is required");
+}

@@ -1,0 +1,52 @@
+#include "base64.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *base64_encode(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        out[o++] = alphabet[(v >> 18) & 63];
+        out[o++] = alphabet[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? alphabet[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+int base64_decode(const char *text, size_t n, void *out, size_t cap, size_t *outlen)
+{
+    unsigned char *o = out;
+    size_t len = 0;
+    if (n % 4) return KP_EINVAL;
+    for (size_t i = 0; i < n; i += 4) {
+        unsigned v = 0;
+        int pad = 0;
+        for (int j = 0; j < 4; j++) {
+            char c = text[i + j];
+            const char *p = c && c != '=' ? strchr(alphabet, c) : NULL;
+            if (c == '=' && i + 4 == n && j >= 2) pad++;
+            else if (!p || pad) return KP_EINVAL;
+            v = (v << 6) | (p ? (unsigned)(p - alphabet) : 0);
+        }
+        size_t k = 3 - (size_t)pad;
+        if (len + k > cap) return KP_ETOOLARGE;
+        o[len++] = (unsigned char)(v >> 16);
+        if (k > 1) o[len++] = (unsigned char)(v >> 8);
+        if (k > 2) o[len++] = (unsigned char)v;
+    }
+    *outlen = len;
+    return 0;
+}

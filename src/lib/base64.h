@@ -1,0 +1,17 @@
+/*
+ * base64.h -- standard base64 (RFC 4648, with padding).
+ */
+#ifndef KP_BASE64_H
+#define KP_BASE64_H
+
+#include <stddef.h>
+
+/* Encode n bytes; the result is NUL-terminated and owned by the caller (free).
+ * NULL when out of memory. */
+char *base64_encode(const void *data, size_t n);
+
+/* Decode `text` (length n) into `out` (capacity cap); *outlen gets the byte
+ * count. Errors: KP_EINVAL (not base64), KP_ETOOLARGE (cap too small). */
+int base64_decode(const char *text, size_t n, void *out, size_t cap, size_t *outlen);
+
+#endif

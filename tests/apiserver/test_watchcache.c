@@ -1,0 +1,846 @@
+/*
+ * test_watchcache.c -- the contract of apiserver/watchcache.h on a real
+ * embedded store: the initial load (pages, resourceVersion, ns/name), lists
+ * with paging, following the store, watches (types, prev, DELETED's version,
+ * prefix filters), watches from the past (replay, the replay/live seam under
+ * concurrent writes, KP_ECOMPACTED, KP_EFUTURE), slow watchers, encode-once
+ * sharing, cancel and close, and a corrupt stored value.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apiserver/watchcache.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "store/store.h"
+#include "testutil.h"
+
+#define PFX "/registry/configmaps/"
+
+typedef struct fixture {
+    char *dir;
+    store_t *s;
+    wc_t *wc;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    f->dir = tu_tmpdir("watchcache");
+    char *url = tu_lmdb_url(f->dir);
+    assert_int_equal(store_open(url, NULL, &f->s), 0);
+    free(url);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    wc_close(f->wc);
+    store_close(f->s);
+    tu_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void open_cache(fixture_t *f, size_t history)
+{
+    wc_config_t cfg = {.history = history};
+    assert_int_equal(wc_open(f->s, PFX, &cfg, &f->wc), 0);
+}
+
+/* ---- helpers ---- */
+
+static const char *key_of(char *buf, size_t n, const char *ns, const char *name)
+{
+    snprintf(buf, n, PFX "%s/%s", ns, name);
+    return buf;
+}
+
+static const char *cm_json(char *buf, size_t n, const char *ns, const char *name,
+                           const char *val)
+{
+    snprintf(buf, n,
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"%s\"},\"data\":{\"v\":\"%s\"}}",
+             name, ns, val);
+    return buf;
+}
+
+/* Create or update ns/name with data.v = val; returns the revision. */
+static int64_t put(store_t *s, const char *ns, const char *name, const char *val)
+{
+    char key[256], js[512];
+    int64_t rev = 0;
+    key_of(key, sizeof key, ns, name);
+    cm_json(js, sizeof js, ns, name, val);
+    int rc = store_create(s, key, js, strlen(js), &rev);
+    if (rc == KP_EEXIST) rc = store_update(s, key, js, strlen(js), 0, &rev);
+    assert_int_equal(rc, 0);
+    return rev;
+}
+
+static int64_t del(store_t *s, const char *ns, const char *name)
+{
+    char key[256];
+    int64_t rev = 0;
+    assert_int_equal(store_delete(s, key_of(key, sizeof key, ns, name), 0, &rev), 0);
+    return rev;
+}
+
+static int64_t store_rev(store_t *s)
+{
+    store_status_t st;
+    assert_int_equal(store_status(s, &st), 0);
+    return st.revision;
+}
+
+/* o is version `rev`, carries it in doc and json, and json encodes doc. */
+static void check_obj(const wc_obj_t *o, const char *key, int64_t rev)
+{
+    assert_non_null(o);
+    assert_string_equal(o->key, key);
+    assert_int_equal(o->rev, rev);
+    char rv[32];
+    snprintf(rv, sizeof rv, "%" PRId64, rev);
+    json_t *meta = json_object_get(o->doc, "metadata");
+    assert_string_equal(json_string_value(json_object_get(meta, "resourceVersion")), rv);
+    assert_int_equal(o->json_len, strlen(o->json));
+    json_t *back = json_loads(o->json, 0, NULL);
+    assert_non_null(back);
+    assert_true(json_equal(back, (json_t *)o->doc));
+    json_decref(back);
+    assert_null(strchr(o->json, '\n'));
+}
+
+static const char *data_v(const wc_obj_t *o)
+{
+    return json_string_value(json_object_get(json_object_get(o->doc, "data"), "v"));
+}
+
+static void next_ok(wc_watcher_t *w, wc_event_t *ev)
+{
+    int rc = wc_watcher_next(w, 5000, ev);
+    assert_int_equal(rc, 0);
+}
+
+static void expect_event(wc_watcher_t *w, wc_event_type_t type, int64_t rev, const char *key)
+{
+    wc_event_t ev;
+    next_ok(w, &ev);
+    assert_int_equal(ev.type, type);
+    assert_int_equal(ev.rev, rev);
+    check_obj(ev.obj, key, rev);
+    if (type == WC_ADDED)
+        assert_null(ev.prev);
+    else
+        assert_non_null(ev.prev);
+    wc_event_clear(&ev);
+}
+
+/* ---- initial load ---- */
+
+typedef struct bulk {
+    store_t *s;
+    int from, to;
+} bulk_t;
+
+static void *bulk_run(void *arg)
+{
+    bulk_t *b = arg;
+    char name[32], ns[16];
+    for (int i = b->from; i < b->to; i++) {
+        snprintf(ns, sizeof ns, "ns%d", i % 3);
+        snprintf(name, sizeof name, "cm%05d", i);
+        put(b->s, ns, name, "x");
+    }
+    return NULL;
+}
+
+/* n objects through 8 writers at once (group commit keeps it fast). */
+static void bulk_create(store_t *s, int n)
+{
+    pthread_t t[8];
+    bulk_t b[8];
+    for (int i = 0; i < 8; i++) {
+        b[i] = (bulk_t){s, n * i / 8, n * (i + 1) / 8};
+        assert_int_equal(pthread_create(&t[i], NULL, bulk_run, &b[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+}
+
+static void test_initial_load(void **state)
+{
+    fixture_t *f = *state;
+    enum { N = 2500 }; /* more than one store_range page */
+    bulk_create(f->s, N);
+    /* Outside the prefix, and one without metadata. */
+    assert_int_equal(store_create(f->s, "/registry/secrets/ns0/s", "{}", 2, NULL), 0);
+    const char *bare = "{\"kind\":\"ConfigMap\"}";
+    int64_t bare_rev;
+    assert_int_equal(store_create(f->s, PFX "zz", bare, strlen(bare), &bare_rev), 0);
+    int64_t rev = store_rev(f->s);
+
+    int64_t t0 = clock_mono_ns();
+    open_cache(f, 0);
+    print_message("wc_open of %d objects: %.1f ms\n", N + 1, (clock_mono_ns() - t0) / 1e6);
+    assert_int_equal(wc_revision(f->wc), rev);
+
+    wc_list_t *l;
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, 0, 0, &l), 0);
+    assert_int_equal(l->count, N + 1);
+    assert_int_equal(l->rev, rev);
+    assert_false(l->more);
+    for (size_t i = 0; i < l->count; i++) {
+        const wc_obj_t *o = l->objs[i];
+        if (i) assert_true(strcmp(l->objs[i - 1]->key, o->key) < 0);
+        store_kv_t *kv;
+        assert_int_equal(store_get(f->s, o->key, 0, &kv), 0);
+        check_obj(o, kv->key, kv->mod_rev);
+        free(kv);
+        if (i < N) {
+            char want[64];
+            snprintf(want, sizeof want, PFX "%s/%s", o->ns, o->name);
+            assert_string_equal(o->key, want);
+            assert_true(strncmp(o->ns, "ns", 2) == 0);
+            assert_true(strncmp(o->name, "cm", 2) == 0);
+        }
+    }
+    const wc_obj_t *z = l->objs[N];
+    assert_string_equal(z->key, PFX "zz");
+    assert_string_equal(z->ns, "");
+    assert_string_equal(z->name, "");
+    char want[128];
+    snprintf(want, sizeof want, "{\"kind\":\"ConfigMap\",\"metadata\":{\"resourceVersion\":\"%" PRId64 "\"}}",
+             bare_rev);
+    assert_string_equal(z->json, want);
+    wc_list_free(l);
+
+    const wc_obj_t *o;
+    assert_int_equal(wc_get(f->wc, PFX "ns1/cm00001", &o), 0);
+    assert_string_equal(o->ns, "ns1");
+    assert_string_equal(o->name, "cm00001");
+    wc_obj_unref(o);
+    assert_int_equal(wc_get(f->wc, PFX "ns1/nope", &o), KP_ENOTFOUND);
+    assert_null(o);
+    assert_int_equal(wc_get(f->wc, "/registry/secrets/ns0/s", &o), KP_ENOTFOUND);
+}
+
+static void test_open_rejects_non_object(void **state)
+{
+    fixture_t *f = *state;
+    put(f->s, "a", "ok", "1");
+    assert_int_equal(store_create(f->s, PFX "b/arr", "[1,2]", 5, NULL), 0);
+    wc_t *wc = NULL;
+    assert_int_equal(wc_open(f->s, PFX, NULL, &wc), KP_ECORRUPT);
+    assert_null(wc);
+    assert_int_equal(store_create(f->s, "/registry/other/x", "nope", 4, NULL), 0);
+    assert_int_equal(wc_open(f->s, "/registry/other/", NULL, &wc), KP_ECORRUPT);
+}
+
+/* ---- lists ---- */
+
+static void test_paging(void **state)
+{
+    fixture_t *f = *state;
+    char name[16];
+    for (int i = 0; i < 25; i++) {
+        snprintf(name, sizeof name, "c%02d", i);
+        put(f->s, i < 15 ? "a" : "b", name, "v");
+    }
+    open_cache(f, 0);
+
+    size_t sizes[] = {10, 10, 5}, total = 0;
+    char after[256] = "";
+    for (int page = 0; page < 3; page++) {
+        wc_list_t *l;
+        assert_int_equal(wc_list(f->wc, PFX, page ? after : NULL, 10, 0, 0, &l), 0);
+        assert_int_equal(l->count, sizes[page]);
+        assert_int_equal(l->more, page < 2);
+        if (page) assert_true(strcmp(l->objs[0]->key, after) > 0);
+        snprintf(after, sizeof after, "%s", l->objs[l->count - 1]->key);
+        total += l->count;
+        wc_list_free(l);
+    }
+    assert_int_equal(total, 25);
+
+    /* A namespace: exactly its objects; a limit that ends at its last is not `more`. */
+    wc_list_t *l;
+    assert_int_equal(wc_list(f->wc, PFX "b/", NULL, 10, 0, 0, &l), 0);
+    assert_int_equal(l->count, 10);
+    assert_false(l->more);
+    assert_string_equal(l->objs[0]->key, PFX "b/c15");
+    wc_list_free(l);
+    assert_int_equal(wc_list(f->wc, PFX "a/", NULL, 15, 0, 0, &l), 0);
+    assert_int_equal(l->count, 15);
+    assert_false(l->more);
+    wc_list_free(l);
+    /* after_key before the prefix starts at the prefix; after it, at the next key. */
+    assert_int_equal(wc_list(f->wc, PFX "b/", PFX "a/c03", 0, 0, 0, &l), 0);
+    assert_int_equal(l->count, 10);
+    wc_list_free(l);
+    assert_int_equal(wc_list(f->wc, PFX "b/", PFX "b/c20", 2, 0, 0, &l), 0);
+    assert_int_equal(l->count, 2);
+    assert_string_equal(l->objs[0]->key, PFX "b/c21");
+    assert_true(l->more);
+    wc_list_free(l);
+    assert_int_equal(wc_list(f->wc, PFX "b/", PFX "b/c24", 0, 0, 0, &l), 0);
+    assert_int_equal(l->count, 0);
+    assert_false(l->more);
+    wc_list_free(l);
+    assert_int_equal(wc_list(f->wc, PFX "c/", NULL, 0, 0, 0, &l), 0);
+    assert_int_equal(l->count, 0);
+    wc_list_free(l);
+}
+
+/* ---- following the store ---- */
+
+static void test_follow(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    const wc_obj_t *o;
+    int64_t r1 = put(f->s, "ns", "a", "one");
+    assert_int_equal(wc_wait(f->wc, r1, 5000), 0);
+    assert_true(wc_revision(f->wc) >= r1);
+    assert_int_equal(wc_get(f->wc, PFX "ns/a", &o), 0);
+    check_obj(o, PFX "ns/a", r1);
+    assert_string_equal(data_v(o), "one");
+    wc_obj_unref(o);
+
+    int64_t r2 = put(f->s, "ns", "a", "two");
+    wc_list_t *l;
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, r2, 5000, &l), 0);
+    assert_true(l->rev >= r2);
+    assert_int_equal(l->count, 1);
+    check_obj(l->objs[0], PFX "ns/a", r2);
+    assert_string_equal(data_v(l->objs[0]), "two");
+    wc_list_free(l);
+
+    int64_t r3 = del(f->s, "ns", "a");
+    assert_int_equal(wc_wait(f->wc, r3, 5000), 0);
+    assert_int_equal(wc_get(f->wc, PFX "ns/a", &o), KP_ENOTFOUND);
+
+    /* A write elsewhere moves the cache's revision too, within a poll. */
+    int64_t r4;
+    assert_int_equal(store_create(f->s, "/registry/secrets/x", "{}", 2, &r4), 0);
+    int64_t t0 = clock_mono_ns();
+    assert_int_equal(wc_wait(f->wc, r4, 5000), 0);
+    print_message("caught up with a write outside the prefix in %.1f ms\n",
+                  (clock_mono_ns() - t0) / 1e6);
+
+    assert_int_equal(wc_wait(f->wc, r4 + 100, 50), KP_ETIMEDOUT);
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, r4 + 100, 50, &l), KP_ETIMEDOUT);
+    assert_null(l);
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, r4 + 100, 0, &l), KP_ETIMEDOUT);
+}
+
+typedef struct delayed_put {
+    store_t *s;
+    int delay_ms;
+    int64_t rev;
+} delayed_put_t;
+
+static void *delayed_put_run(void *arg)
+{
+    delayed_put_t *d = arg;
+    usleep((useconds_t)d->delay_ms * 1000);
+    d->rev = put(d->s, "ns", "later", "v");
+    return NULL;
+}
+
+static void test_list_waits_for_min_rev(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    int64_t next = store_rev(f->s) + 1;
+    delayed_put_t d = {f->s, 100, 0};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, delayed_put_run, &d), 0);
+    wc_list_t *l;
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, next, 5000, &l), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(d.rev, next);
+    assert_int_equal(l->count, 1);
+    assert_int_equal(l->objs[0]->rev, next);
+    wc_list_free(l);
+}
+
+/* ---- watches ---- */
+
+static void test_watch_events(void **state)
+{
+    fixture_t *f = *state;
+    put(f->s, "ns1", "before", "x"); /* not seen: before the watch */
+    open_cache(f, 0);
+    wc_watcher_t *all, *ns1;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &all), 0);
+    assert_int_equal(wc_watch(f->wc, PFX "ns1/", -1, 0, &ns1), 0);
+
+    int64_t r1 = put(f->s, "ns1", "a", "one");
+    int64_t r2 = put(f->s, "ns2", "b", "bee");
+    int64_t r3 = put(f->s, "ns1", "a", "two");
+    int64_t r4 = del(f->s, "ns1", "a");
+
+    wc_event_t e1, e2, e3, e4;
+    next_ok(all, &e1);
+    next_ok(all, &e2);
+    next_ok(all, &e3);
+    next_ok(all, &e4);
+    assert_int_equal(e1.type, WC_ADDED);
+    assert_int_equal(e1.rev, r1);
+    assert_null(e1.prev);
+    check_obj(e1.obj, PFX "ns1/a", r1);
+    assert_int_equal(e2.type, WC_ADDED);
+    check_obj(e2.obj, PFX "ns2/b", r2);
+    assert_int_equal(e3.type, WC_MODIFIED);
+    check_obj(e3.obj, PFX "ns1/a", r3);
+    assert_ptr_equal(e3.prev, e1.obj); /* the very version the ADDED carried */
+    assert_string_equal(data_v(e3.obj), "two");
+    assert_int_equal(e4.type, WC_DELETED);
+    assert_int_equal(e4.rev, r4);
+    check_obj(e4.obj, PFX "ns1/a", r4); /* the delete's resourceVersion */
+    assert_string_equal(data_v(e4.obj), "two"); /* the last state */
+    assert_string_equal(e4.obj->name, "a");
+    assert_string_equal(e4.obj->ns, "ns1");
+    assert_ptr_equal(e4.prev, e3.obj);
+
+    /* The namespace watcher sees ns1's events only, the same objects. */
+    wc_event_t ev;
+    next_ok(ns1, &ev);
+    assert_ptr_equal(ev.obj, e1.obj);
+    wc_event_clear(&ev);
+    next_ok(ns1, &ev);
+    assert_ptr_equal(ev.obj, e3.obj);
+    wc_event_clear(&ev);
+    next_ok(ns1, &ev);
+    assert_ptr_equal(ev.obj, e4.obj);
+    wc_event_clear(&ev);
+    assert_int_equal(wc_watcher_next(ns1, 0, &ev), KP_ETIMEDOUT);
+    assert_int_equal(wc_watcher_next(all, 20, &ev), KP_ETIMEDOUT);
+    assert_null(ev.obj);
+
+    wc_event_clear(&e1);
+    wc_event_clear(&e2);
+    wc_event_clear(&e3);
+    wc_event_clear(&e4);
+    wc_event_clear(&e4); /* cleared events are empty; clearing twice is fine */
+    wc_watcher_close(all);
+    wc_watcher_close(ns1);
+}
+
+static void test_watch_from_past(void **state)
+{
+    fixture_t *f = *state;
+    put(f->s, "ns", "pre", "x");
+    open_cache(f, 5);
+    int64_t r0 = wc_revision(f->wc);
+    wc_watcher_t *w;
+    /* The ring starts complete at the cache's revision. */
+    assert_int_equal(wc_watch(f->wc, PFX, r0, 0, &w), 0);
+    wc_watcher_t *w0;
+    assert_int_equal(wc_watch(f->wc, PFX, r0 - 1, 0, &w0), KP_ECOMPACTED);
+    assert_null(w0);
+
+    int64_t r[10];
+    for (int i = 0; i < 10; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "k%d", i);
+        r[i] = put(f->s, "ns", name, "v");
+    }
+    assert_int_equal(wc_wait(f->wc, r[9], 5000), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r0, 0, &w0), KP_ECOMPACTED); /* evicted */
+    assert_int_equal(wc_watch(f->wc, PFX, r[3], 0, &w0), KP_ECOMPACTED);
+    assert_int_equal(wc_watch(f->wc, PFX, r[4], 0, &w0), 0); /* ring: r[5..9] */
+    for (int i = 5; i < 10; i++) {
+        char key[64];
+        snprintf(key, sizeof key, PFX "ns/k%d", i);
+        expect_event(w0, WC_ADDED, r[i], key);
+    }
+    int64_t r10 = put(f->s, "ns", "k5", "again");
+    expect_event(w0, WC_MODIFIED, r10, PFX "ns/k5");
+    wc_event_t ev;
+    assert_int_equal(wc_watcher_next(w0, 0, &ev), KP_ETIMEDOUT);
+    wc_watcher_close(w0);
+
+    /* The first watch (from r0) was live all along: every event, in order. */
+    for (int i = 0; i < 10; i++) {
+        next_ok(w, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+    }
+    next_ok(w, &ev);
+    assert_int_equal(ev.rev, r10);
+    wc_event_clear(&ev);
+    wc_watcher_close(w);
+
+    /* From the cache's revision: nothing to replay. From now: only later events. */
+    assert_int_equal(wc_watch(f->wc, PFX, r10, 0, &w), 0);
+    assert_int_equal(wc_watcher_next(w, 0, &ev), KP_ETIMEDOUT);
+    wc_watcher_close(w);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    int64_t r11 = put(f->s, "ns", "k6", "again");
+    expect_event(w, WC_MODIFIED, r11, PFX "ns/k6");
+    wc_watcher_close(w);
+
+    /* The future: beyond the store at once; caught up with a write elsewhere. */
+    int64_t t0 = clock_mono_ns();
+    assert_int_equal(wc_watch(f->wc, PFX, store_rev(f->s) + 5, 0, &w), KP_EFUTURE);
+    assert_true(clock_mono_ns() - t0 < 1000000000);
+    int64_t r12;
+    assert_int_equal(store_create(f->s, "/registry/secrets/s", "{}", 2, &r12), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r12, 0, &w), 0);
+    assert_true(wc_revision(f->wc) >= r12);
+    int64_t r13 = put(f->s, "ns", "k7", "again");
+    expect_event(w, WC_MODIFIED, r13, PFX "ns/k7");
+    wc_watcher_close(w);
+}
+
+static void test_watch_after_store_compaction(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    int64_t r[6];
+    for (int i = 0; i < 6; i++) r[i] = put(f->s, "ns", "a", i % 2 ? "odd" : "even");
+    assert_int_equal(wc_wait(f->wc, r[5], 5000), 0);
+    assert_int_equal(store_compact(f->s, r[3]), 0);
+    /* The ring still holds everything above r[0]: served from memory. */
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, r[1], 0, &w), 0);
+    for (int i = 2; i < 6; i++) expect_event(w, WC_MODIFIED, r[i], PFX "ns/a");
+    wc_watcher_close(w);
+    /* A cache opened after the compaction starts at the store's newest
+     * revision: anything older is gone. */
+    wc_t *late;
+    assert_int_equal(wc_open(f->s, PFX, NULL, &late), 0);
+    assert_int_equal(wc_revision(late), r[5]);
+    assert_int_equal(wc_watch(late, PFX, r[2], 0, &w), KP_ECOMPACTED);
+    assert_int_equal(wc_watch(late, PFX, r[5], 0, &w), 0);
+    int64_t r6 = put(f->s, "ns", "a", "six");
+    expect_event(w, WC_MODIFIED, r6, PFX "ns/a");
+    wc_watcher_close(w);
+    wc_close(late);
+}
+
+/* The seam: watches opened from the past while a writer runs must see every
+ * revision after their start exactly once, in order. Every write goes under
+ * the prefix, so the revisions a watcher sees are consecutive. */
+typedef struct writer {
+    store_t *s;
+    int n;
+    atomic_int done;
+    int64_t last;
+} writer_t;
+
+static void *writer_run(void *arg)
+{
+    writer_t *wr = arg;
+    char name[16];
+    for (int i = 0; i < wr->n; i++) {
+        snprintf(name, sizeof name, "k%02d", i % 40);
+        wr->last = put(wr->s, "seam", name, "v");
+    }
+    atomic_store(&wr->done, 1);
+    return NULL;
+}
+
+static void test_watch_seam_concurrent(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    enum { MAXW = 256 };
+    wc_watcher_t *ws[MAXW];
+    int64_t from[MAXW];
+    int nw = 0;
+    writer_t wr = {.s = f->s, .n = 1500};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, writer_run, &wr), 0);
+    unsigned seed = 7;
+    while (!atomic_load(&wr.done) && nw < MAXW) {
+        int64_t rev = wc_revision(f->wc);
+        int back = rand_r(&seed) % 8;
+        from[nw] = back == 7 ? -1 : rev - back > 0 ? rev - back : 0;
+        assert_int_equal(wc_watch(f->wc, PFX, from[nw], 100000, &ws[nw]), 0);
+        nw++;
+        usleep(1000 + rand_r(&seed) % 3000);
+    }
+    int64_t last_open = wc_revision(f->wc);
+    pthread_join(t, NULL);
+    print_message("%d watches opened during writes 1..%" PRId64 " of %d\n", nw, last_open,
+                  wr.n);
+    assert_true(nw >= 4);
+    for (int i = 0; i < nw; i++) {
+        wc_event_t ev;
+        int64_t expect = from[i] + 1;
+        if (from[i] < 0) { /* from now: consecutive from its first event */
+            if (wc_watcher_next(ws[i], 1000, &ev) == KP_ETIMEDOUT) {
+                wc_watcher_close(ws[i]);
+                continue;
+            }
+            expect = ev.rev;
+            wc_event_clear(&ev);
+            expect++;
+        }
+        while (expect <= wr.last) {
+            next_ok(ws[i], &ev);
+            assert_int_equal(ev.rev, expect);
+            assert_int_equal(ev.obj->rev, expect);
+            assert_int_equal(ev.type, expect <= 40 ? WC_ADDED : WC_MODIFIED);
+            wc_event_clear(&ev);
+            expect++;
+        }
+        assert_int_equal(wc_watcher_next(ws[i], 0, &ev), KP_ETIMEDOUT);
+        wc_watcher_close(ws[i]);
+    }
+}
+
+/* ---- slow watchers ---- */
+
+static void test_slow_watcher(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    wc_watcher_t *slow, *fast1, *fast2;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 10, &slow), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &fast1), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 50, &fast2), 0);
+    int64_t r[50];
+    int64_t t0 = clock_mono_ns();
+    for (int i = 0; i < 50; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "k%d", i);
+        r[i] = put(f->s, "ns", name, "v");
+    }
+    print_message("50 writes with a stuck watcher: %.1f ms\n", (clock_mono_ns() - t0) / 1e6);
+    assert_int_equal(wc_wait(f->wc, r[49], 5000), 0);
+
+    wc_event_t ev;
+    for (int i = 0; i < 50; i++) {
+        next_ok(fast1, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+        next_ok(fast2, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+    }
+    for (int i = 0; i < 10; i++) {
+        next_ok(slow, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+    }
+    assert_int_equal(wc_watcher_next(slow, 0, &ev), KP_ETOOLARGE);
+    assert_int_equal(wc_watcher_next(slow, -1, &ev), KP_ETOOLARGE); /* sticky */
+    wc_watcher_close(slow);
+
+    /* A replay does not count against the backlog; live events do. */
+    assert_int_equal(wc_watch(f->wc, PFX, r[29], 5, &slow), 0); /* replays 20 */
+    int64_t more[6];
+    for (int i = 0; i < 6; i++) more[i] = put(f->s, "ns", "k0", "w");
+    assert_int_equal(wc_wait(f->wc, more[5], 5000), 0);
+    for (int i = 30; i < 50; i++) {
+        next_ok(slow, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+    }
+    for (int i = 0; i < 5; i++) {
+        next_ok(slow, &ev);
+        assert_int_equal(ev.rev, more[i]);
+        wc_event_clear(&ev);
+    }
+    assert_int_equal(wc_watcher_next(slow, 0, &ev), KP_ETOOLARGE);
+    wc_watcher_close(slow);
+    wc_watcher_close(fast1);
+    wc_watcher_close(fast2);
+}
+
+/* ---- encode once ---- */
+
+static void test_encode_once(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    wc_watcher_t *w1, *w2;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w1), 0);
+    assert_int_equal(wc_watch(f->wc, PFX "ns/", -1, 0, &w2), 0);
+    int64_t rev = put(f->s, "ns", "a", "v");
+    wc_event_t e1, e2;
+    next_ok(w1, &e1);
+    next_ok(w2, &e2);
+    wc_list_t *l;
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, rev, 5000, &l), 0);
+    const wc_obj_t *o;
+    assert_int_equal(wc_get(f->wc, PFX "ns/a", &o), 0);
+    assert_ptr_equal(e1.obj, e2.obj);
+    assert_ptr_equal(e1.obj, l->objs[0]);
+    assert_ptr_equal(e1.obj, o);
+    assert_ptr_equal(e1.obj->json, o->json);
+    /* A late watcher replaying from the ring gets it too. */
+    wc_watcher_t *w3;
+    wc_event_t e3;
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &w3), 0);
+    next_ok(w3, &e3);
+    assert_ptr_equal(e3.obj, o);
+    /* References outlive the cache's own use of the version. */
+    put(f->s, "ns", "a", "changed");
+    del(f->s, "ns", "a");
+    wc_list_free(l);
+    wc_event_clear(&e1);
+    wc_event_clear(&e2);
+    wc_event_clear(&e3);
+    assert_string_equal(data_v(o), "v");
+    assert_ptr_equal(wc_obj_ref(o), o);
+    wc_obj_unref(o);
+    wc_obj_unref(o);
+    wc_obj_ref(NULL);
+    wc_obj_unref(NULL);
+    wc_event_clear(NULL);
+    wc_list_free(NULL);
+    wc_watcher_close(w1);
+    wc_watcher_close(w2);
+    wc_watcher_close(w3);
+}
+
+/* ---- cancel and close ---- */
+
+typedef struct blocked {
+    wc_watcher_t *w;
+    wc_t *wc;
+    int64_t wait_rev;
+    int rc;
+} blocked_t;
+
+static void *blocked_next(void *arg)
+{
+    blocked_t *b = arg;
+    wc_event_t ev;
+    b->rc = wc_watcher_next(b->w, -1, &ev);
+    return NULL;
+}
+
+static void *blocked_wait(void *arg)
+{
+    blocked_t *b = arg;
+    b->rc = wc_wait(b->wc, b->wait_rev, -1);
+    return NULL;
+}
+
+static void test_cancel(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    blocked_t b = {0};
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, blocked_next, &b), 0);
+    usleep(100 * 1000);
+    wc_watcher_cancel(b.w);
+    pthread_join(t, NULL);
+    assert_int_equal(b.rc, KP_ECLOSED);
+    wc_event_t ev;
+    put(f->s, "ns", "a", "v"); /* queued or not, a cancelled watcher stays closed */
+    assert_int_equal(wc_watcher_next(b.w, 0, &ev), KP_ECLOSED);
+    wc_watcher_close(b.w);
+    wc_watcher_close(NULL);
+}
+
+static void test_close_with_watchers(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    int64_t rev = put(f->s, "ns", "a", "v");
+    const wc_obj_t *o;
+    assert_int_equal(wc_wait(f->wc, rev, 5000), 0);
+    assert_int_equal(wc_get(f->wc, PFX "ns/a", &o), 0);
+
+    blocked_t b = {0}, bw = {.wc = f->wc, .wait_rev = rev + 1000};
+    wc_watcher_t *idle, *queued;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &idle), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &queued), 0); /* holds an event */
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, blocked_next, &b), 0);
+    assert_int_equal(pthread_create(&t2, NULL, blocked_wait, &bw), 0);
+    usleep(200 * 1000);
+    wc_close(f->wc);
+    f->wc = NULL;
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    assert_int_equal(b.rc, KP_ECLOSED);
+    assert_int_equal(bw.rc, KP_ECLOSED);
+
+    wc_event_t ev;
+    assert_int_equal(wc_watcher_next(idle, 0, &ev), KP_ECLOSED);
+    assert_int_equal(wc_watcher_next(queued, 1000, &ev), KP_ECLOSED);
+    wc_watcher_cancel(idle);
+    wc_watcher_close(b.w);
+    wc_watcher_close(queued);
+    wc_watcher_close(idle); /* the last reference: frees the cache */
+    /* An object reference outlives the cache. */
+    check_obj(o, PFX "ns/a", rev);
+    wc_obj_unref(o);
+}
+
+/* ---- a corrupt value ---- */
+
+static void test_corrupt_value_stops(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    int64_t good = put(f->s, "ns", "good", "v");
+    int64_t bad;
+    assert_int_equal(store_create(f->s, PFX "ns/bad", "{not json", 9, &bad), 0);
+    put(f->s, "ns", "after", "v");
+
+    assert_int_equal(wc_wait(f->wc, bad, 5000), KP_ECORRUPT);
+    assert_int_equal(wc_wait(f->wc, good, 0), 0); /* applied before the bad one */
+    assert_int_equal(wc_revision(f->wc), good);
+    wc_event_t ev;
+    next_ok(w, &ev);
+    assert_int_equal(ev.rev, good);
+    wc_event_clear(&ev);
+    assert_int_equal(wc_watcher_next(w, 1000, &ev), KP_ECORRUPT);
+    wc_watcher_close(w);
+
+    wc_list_t *l;
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, bad, 5000, &l), KP_ECORRUPT);
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, 0, 0, &l), 0); /* what it has */
+    assert_int_equal(l->count, 1);
+    wc_list_free(l);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), KP_ECORRUPT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_initial_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_rejects_non_object, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_follow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_waits_for_min_rev, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_from_past, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_after_store_compaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_seam_concurrent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_watcher, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_encode_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_with_watchers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_value_stops, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,71 @@
+# lib.sh -- shared by the end-to-end tests: start a real `kplane server` on a
+# free loopback port in its own temp data dir, and always stop it (by pid).
+#
+#   . lib.sh; kp_start [extra server flags]; ...; (kp_stop runs on EXIT)
+#
+# After kp_start: $KP_DIR (data dir), $KP_PID, $KP_PORT, $KUBECONFIG, $KP_TOKEN.
+
+set -euo pipefail
+
+KP_BIN=${KP_BIN:?set KP_BIN to the kplane binary}
+KP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kp-e2e-XXXXXX")
+KP_PID=
+export HOME="$KP_DIR/home" # kubectl's discovery cache stays inside the test
+mkdir -p "$HOME"
+
+kp_stop() {
+  if [ -n "$KP_PID" ] && kill -0 "$KP_PID" 2>/dev/null; then
+    kill -TERM "$KP_PID" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$KP_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$KP_PID" 2>/dev/null || true
+    wait "$KP_PID" 2>/dev/null || true
+  fi
+  KP_PID=
+}
+
+kp_cleanup() {
+  local rc=$?
+  kp_stop
+  if [ $rc -ne 0 ] && [ -f "$KP_DIR/server.log" ]; then
+    echo "--- server log (last 40 lines)"; tail -n 40 "$KP_DIR/server.log"
+  fi
+  rm -rf "$KP_DIR"
+  exit $rc
+}
+trap kp_cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Start the server; wait until /readyz answers.
+kp_start() {
+  "$KP_BIN" server --data-dir "$KP_DIR/data" --listen 127.0.0.1:0 "$@" \
+    >"$KP_DIR/server.out" 2>>"$KP_DIR/server.log" &
+  KP_PID=$!
+  for _ in $(seq 200); do
+    if grep -q "serving on" "$KP_DIR/server.out" 2>/dev/null; then break; fi
+    kill -0 "$KP_PID" 2>/dev/null || fail "server exited: $(cat "$KP_DIR/server.log")"
+    sleep 0.05
+  done
+  KP_PORT=$(sed -n 's|.*https://127.0.0.1:\([0-9]*\);.*|\1|p' "$KP_DIR/server.out")
+  [ -n "$KP_PORT" ] || fail "server did not report its port"
+  export KUBECONFIG="$KP_DIR/data/kubeconfig"
+  KP_TOKEN=$(cat "$KP_DIR/data/admin-token")
+  for _ in $(seq 100); do
+    curl -fsS "http://127.0.0.1:$KP_PORT/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  fail "server not ready"
+}
+
+# curl with the admin token: kp_curl METHOD PATH [curl args...]
+kp_curl() {
+  local method=$1 path=$2
+  shift 2
+  curl -sS -X "$method" -H "Authorization: Bearer $KP_TOKEN" \
+    "http://127.0.0.1:$KP_PORT$path" "$@"
+}
+
+# expect_eq WHAT GOT WANT
+expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
+# expect_match WHAT TEXT REGEX
+expect_match() { printf '%s' "$2" | grep -Eq -- "$3" || fail "$1: '$2' does not match /$3/"; }
