@@ -504,7 +504,9 @@ static int apply(wc_t *wc, wc_event_t *ev, int64_t rev)
     } else if (ev->type == WC_MODIFIED) {
         map_find(wc, ev->obj->key)->obj = wc_obj_ref(ev->obj);
     } else {
-        map_remove(wc, ev->obj->key);
+        const wc_obj_t *old = map_remove(wc, ev->obj->key); /* its reference is ev->prev's */
+        assert(old == ev->prev);
+        (void)old;
     }
     if (!rc) {
         ring_push(wc, ev);
@@ -557,8 +559,8 @@ static void *cache_run(void *arg)
             continue;
         }
         wc_event_t ev;
-        if (!rc && !(rc = prepare(wc, sev, &ev)))
-            rc = apply(wc, &ev, store_watch_revision(wc->sw));
+        if (!rc) rc = prepare(wc, sev, &ev);
+        if (!rc) rc = apply(wc, &ev, store_watch_revision(wc->sw));
         if (rc) { /* a failed prepare() or apply() holds no references */
             cache_fail(wc, rc);
             return NULL;
@@ -579,7 +581,11 @@ static int load(wc_t *wc)
         rev = r->revision;
         for (size_t i = 0; i < r->count && !rc; i++) {
             const wc_obj_t *o;
-            if (!(rc = obj_parse(&r->kvs[i], &o)) && (rc = map_insert(wc, o))) wc_obj_unref(o);
+            rc = obj_parse(&r->kvs[i], &o);
+            if (!rc) {
+                rc = map_insert(wc, o);
+                if (rc) wc_obj_unref(o);
+            }
         }
         free(after);
         after = NULL;

@@ -185,7 +185,7 @@ static void bulk_create(store_t *s, int n)
 static void test_initial_load(void **state)
 {
     fixture_t *f = *state;
-    enum { N = 2500 }; /* more than one store_range page */
+    enum { N = 1500 }; /* more than one store_range page */
     bulk_create(f->s, N);
     /* Outside the prefix, and one without metadata. */
     assert_int_equal(store_create(f->s, "/registry/secrets/ns0/s", "{}", 2, NULL), 0);
@@ -565,7 +565,7 @@ static void test_watch_seam_concurrent(void **state)
     wc_watcher_t *ws[MAXW];
     int64_t from[MAXW];
     int nw = 0;
-    writer_t wr = {.s = f->s, .n = 1500};
+    writer_t wr = {.s = f->s, .n = 1000};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, writer_run, &wr), 0);
     unsigned seed = 7;
@@ -719,6 +719,7 @@ typedef struct blocked {
     wc_watcher_t *w;
     wc_t *wc;
     int64_t wait_rev;
+    atomic_int started;
     int rc;
 } blocked_t;
 
@@ -726,6 +727,7 @@ static void *blocked_next(void *arg)
 {
     blocked_t *b = arg;
     wc_event_t ev;
+    atomic_store(&b->started, 1);
     b->rc = wc_watcher_next(b->w, -1, &ev);
     return NULL;
 }
@@ -733,6 +735,7 @@ static void *blocked_next(void *arg)
 static void *blocked_wait(void *arg)
 {
     blocked_t *b = arg;
+    atomic_store(&b->started, 1);
     b->rc = wc_wait(b->wc, b->wait_rev, -1);
     return NULL;
 }
@@ -773,7 +776,9 @@ static void test_close_with_watchers(void **state)
     pthread_t t1, t2;
     assert_int_equal(pthread_create(&t1, NULL, blocked_next, &b), 0);
     assert_int_equal(pthread_create(&t2, NULL, blocked_wait, &bw), 0);
-    usleep(200 * 1000);
+    /* wc_close() may only overlap calls already blocked (watchcache.h). */
+    while (!atomic_load(&b.started) || !atomic_load(&bw.started)) usleep(1000);
+    usleep(300 * 1000);
     wc_close(f->wc);
     f->wc = NULL;
     pthread_join(t1, NULL);

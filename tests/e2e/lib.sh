@@ -51,7 +51,7 @@ kp_start() {
   export KUBECONFIG="$KP_DIR/data/kubeconfig"
   KP_TOKEN=$(cat "$KP_DIR/data/admin-token")
   for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$KP_PORT/readyz" >/dev/null 2>&1 && return 0
+    curl -fsS --cacert "$KP_DIR/data/ca.crt" "https://127.0.0.1:$KP_PORT/readyz" >/dev/null 2>&1 && return 0
     sleep 0.05
   done
   fail "server not ready"
@@ -61,8 +61,8 @@ kp_start() {
 kp_curl() {
   local method=$1 path=$2
   shift 2
-  curl -sS -X "$method" -H "Authorization: Bearer $KP_TOKEN" \
-    "http://127.0.0.1:$KP_PORT$path" "$@"
+  curl -sS --cacert "$KP_DIR/data/ca.crt" -X "$method" -H "Authorization: Bearer $KP_TOKEN" \
+    "https://127.0.0.1:$KP_PORT$path" "$@"
 }
 
 # expect_eq WHAT GOT WANT
