@@ -98,6 +98,24 @@ typedef struct api_route {
  * for a path that names nothing. */
 int api_route_parse(const char *path, api_route_t *rt);
 
+/* metrics.c: request counters and latency histograms for /metrics. */
+enum {
+    API_VERB_GET, API_VERB_LIST, API_VERB_WATCH, API_VERB_CREATE, API_VERB_UPDATE,
+    API_VERB_PATCH, API_VERB_DELETE, API_VERB_DELETECOLLECTION, API_VERB_OTHER,
+    API_VERB_COUNT
+};
+#define API_RES_SLOTS 64    /* registry entries, the last slot for everything else */
+#define API_CODE_COUNT 17   /* the codes metrics.c names, and "other" */
+#define API_BUCKET_COUNT 11 /* latency histogram bounds */
+typedef struct api_metrics api_metrics_t;
+api_metrics_t *api_metrics_new(void);
+void api_metrics_free(api_metrics_t *m);
+struct api_req;
+int api_verb_of(const struct api_req *r);
+void api_metrics_record(api_metrics_t *m, const struct api_req *r, int verb, int code,
+                        double seconds);
+int api_serve_metrics(struct api_req *r);
+
 /* The server (http.c). */
 struct apiserver {
     apiserver_config_t cfg;
@@ -109,6 +127,7 @@ struct apiserver {
     size_t watches;
     int stopping;
     wc_t **caches;          /* one per registry entry, same index */
+    api_metrics_t *metrics;
 };
 
 /* One request: lives from the first call of the access handler to the reply. */
@@ -120,6 +139,8 @@ typedef struct api_req {
     buf_t body;
     int body_too_large;
     int replied;
+    int code;               /* HTTP status of the reply */
+    int64_t start_ns;       /* monotonic, for the latency histogram */
     api_route_t route;
 } api_req_t;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "apiserver_int.h"
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "watchcache.h"
@@ -40,6 +41,7 @@ static int queue(api_req_t *r, int code, struct MHD_Response *resp, const char *
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
     r->replied = 1;
+    r->code = code;
     return ok == MHD_YES ? 0 : KP_EIO;
 }
 
@@ -191,8 +193,9 @@ static int handle(api_req_t *r)
         return api_reply_status(r, 429, "TooManyRequests", NULL,
                                 "too many requests in flight, please try again later");
 
-    int rc = r->route.kind == API_ROUTE_RESOURCE ? api_serve_resource(r)
-                                                 : api_serve_discovery(r);
+    int rc = r->route.kind == API_ROUTE_RESOURCE  ? api_serve_resource(r)
+             : r->route.kind == API_ROUTE_METRICS ? api_serve_metrics(r)
+                                                  : api_serve_discovery(r);
     pthread_mutex_lock(&s->mu);
     s->inflight--;
     pthread_mutex_unlock(&s->mu);
@@ -212,6 +215,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->conn = conn;
         r->method = method;
         r->path = url;
+        r->start_ns = clock_mono_ns();
         buf_init(&r->body, API_BODY_MAX);
         *con_cls = r;
         return MHD_YES;
@@ -234,6 +238,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)cls, (void)conn, (void)toe;
     api_req_t *r = *con_cls;
     if (!r) return;
+    /* Watches count when they end, with the time they were open. */
+    if (r->replied)
+        api_metrics_record(r->srv->metrics, r, api_verb_of(r), r->code,
+                           (double)(clock_mono_ns() - r->start_ns) / 1e9);
     buf_free(&r->body);
     free(r);
     *con_cls = NULL;
@@ -282,6 +290,10 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         return KP_ENOMEM;
     }
     pthread_mutex_init(&s->mu, NULL);
+    if (!(s->metrics = api_metrics_new())) {
+        rc = KP_ENOMEM;
+        goto fail;
+    }
     if ((rc = api_ensure_namespaces(s))) goto fail;
     size_t nres = api_registry_count();
     if (!(s->caches = calloc(nres, sizeof *s->caches))) {
@@ -324,6 +336,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     return 0;
 fail:
     close_caches(s);
+    api_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->mu);
     free(s->admin_token);
     free(s);
@@ -342,6 +355,7 @@ void apiserver_stop(apiserver_t *s)
      * threads MHD_stop_daemon() waits for can finish. */
     close_caches(s);
     MHD_stop_daemon(s->daemon);
+    api_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->mu);
     free(s->admin_token);
     free(s);

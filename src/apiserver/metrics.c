@@ -1,0 +1,168 @@
+/*
+ * metrics.c -- /metrics in the Prometheus text format.
+ *
+ *   apiserver_request_total{verb,resource,code}             counter
+ *   apiserver_request_duration_seconds{verb,resource}       histogram
+ *   apiserver_registered_watchers                           gauge
+ *   apiserver_storage_revision                              gauge
+ *
+ * Counters live in fixed arrays indexed by (resource, verb[, code]), so
+ * recording a request is a few atomic adds and never allocates. Resources
+ * are the registry's index, plus one slot for everything else (discovery,
+ * health, unknown paths).
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "apiserver_int.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "store/store.h"
+
+static const char *const verbs[API_VERB_COUNT] = {"GET", "LIST", "WATCH", "CREATE", "UPDATE",
+                                                  "PATCH", "DELETE", "DELETECOLLECTION",
+                                                  "OTHER"};
+static const int codes[API_CODE_COUNT] = {200, 201, 400, 401, 403, 404, 405, 409, 410,
+                                          413, 415, 422, 429, 500, 503, 504, 0};
+static const double bounds[API_BUCKET_COUNT] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                0.5,   1,    2.5,   5,    10};
+
+struct api_metrics {
+    atomic_ulong count[API_RES_SLOTS][API_VERB_COUNT][API_CODE_COUNT];
+    atomic_ulong bucket[API_RES_SLOTS][API_VERB_COUNT][API_BUCKET_COUNT];
+    atomic_ulong total[API_RES_SLOTS][API_VERB_COUNT];
+    atomic_ulong sum_us[API_RES_SLOTS][API_VERB_COUNT];
+};
+
+api_metrics_t *api_metrics_new(void) { return calloc(1, sizeof(api_metrics_t)); }
+void api_metrics_free(api_metrics_t *m) { free(m); }
+
+int api_verb_of(const api_req_t *r)
+{
+    const char *m = r->method;
+    int collection = !*r->route.name;
+    if (r->route.kind != API_ROUTE_RESOURCE) return API_VERB_OTHER;
+    if (!strcmp(m, "GET")) {
+        if (!collection) return API_VERB_GET;
+        const char *w = api_query((api_req_t *)r, "watch");
+        int watch = w && (!strcmp(w, "1") || !strcasecmp(w, "t") || !strcasecmp(w, "true"));
+        return watch ? API_VERB_WATCH : API_VERB_LIST;
+    }
+    if (!strcmp(m, "POST")) return API_VERB_CREATE;
+    if (!strcmp(m, "PUT")) return API_VERB_UPDATE;
+    if (!strcmp(m, "PATCH")) return API_VERB_PATCH;
+    if (!strcmp(m, "DELETE")) return collection ? API_VERB_DELETECOLLECTION : API_VERB_DELETE;
+    return API_VERB_OTHER;
+}
+
+void api_metrics_record(api_metrics_t *m, const api_req_t *r, int verb, int code,
+                        double seconds)
+{
+    const api_resource_t *res = r->route.kind == API_ROUTE_RESOURCE ? r->route.res : NULL;
+    size_t slot = res ? (size_t)(res - api_registry_at(0)) : API_RES_SLOTS - 1;
+    if (slot >= API_RES_SLOTS) slot = API_RES_SLOTS - 1;
+    int c = API_CODE_COUNT - 1;
+    for (int i = 0; i < API_CODE_COUNT - 1; i++)
+        if (codes[i] == code) c = i;
+    atomic_fetch_add(&m->count[slot][verb][c], 1);
+    for (int i = 0; i < API_BUCKET_COUNT; i++)
+        if (seconds <= bounds[i]) atomic_fetch_add(&m->bucket[slot][verb][i], 1);
+    atomic_fetch_add(&m->total[slot][verb], 1);
+    atomic_fetch_add(&m->sum_us[slot][verb], (unsigned long)(seconds * 1e6));
+}
+
+static int put(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int put(buf_t *b, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return KP_EINVAL;
+    return buf_append(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static const char *slot_name(size_t slot, char *buf, size_t n)
+{
+    const api_resource_t *res = slot < api_registry_count() ? api_registry_at(slot) : NULL;
+    if (!res) return "";
+    if (*res->group) snprintf(buf, n, "%s.%s", res->resource, res->group);
+    else snprintf(buf, n, "%s", res->resource);
+    return buf;
+}
+
+int api_serve_metrics(api_req_t *r)
+{
+    api_metrics_t *m = r->srv->metrics;
+    buf_t b;
+    buf_init(&b, 16u << 20);
+    int rc = put(&b, "# HELP apiserver_request_total Requests by verb, resource and HTTP code.\n"
+                     "# TYPE apiserver_request_total counter\n");
+    char name[128];
+    size_t slots = api_registry_count() + 1 < API_RES_SLOTS ? api_registry_count() + 1
+                                                             : API_RES_SLOTS;
+    for (size_t s = 0; s < slots && !rc; s++) {
+        size_t slot = s == slots - 1 ? API_RES_SLOTS - 1 : s;
+        for (int v = 0; v < API_VERB_COUNT && !rc; v++)
+            for (int c = 0; c < API_CODE_COUNT && !rc; c++) {
+                unsigned long n = atomic_load(&m->count[slot][v][c]);
+                if (n)
+                    rc = put(&b, "apiserver_request_total{verb=\"%s\",resource=\"%s\",code=\"%s%d\"} %lu\n",
+                             verbs[v], slot_name(slot, name, sizeof name), codes[c] ? "" : "other",
+                             codes[c] ? codes[c] : 0, n);
+            }
+    }
+    if (!rc)
+        rc = put(&b, "# HELP apiserver_request_duration_seconds Request latency.\n"
+                     "# TYPE apiserver_request_duration_seconds histogram\n");
+    for (size_t s = 0; s < slots && !rc; s++) {
+        size_t slot = s == slots - 1 ? API_RES_SLOTS - 1 : s;
+        for (int v = 0; v < API_VERB_COUNT && !rc; v++) {
+            unsigned long total = atomic_load(&m->total[slot][v]);
+            if (!total) continue;
+            const char *res = slot_name(slot, name, sizeof name);
+            for (int i = 0; i < API_BUCKET_COUNT && !rc; i++)
+                rc = put(&b,
+                         "apiserver_request_duration_seconds_bucket{verb=\"%s\",resource=\"%s\","
+                         "le=\"%g\"} %lu\n",
+                         verbs[v], res, bounds[i], atomic_load(&m->bucket[slot][v][i]));
+            if (!rc)
+                rc = put(&b,
+                         "apiserver_request_duration_seconds_bucket{verb=\"%s\",resource=\"%s\","
+                         "le=\"+Inf\"} %lu\n"
+                         "apiserver_request_duration_seconds_sum{verb=\"%s\",resource=\"%s\"} %.6f\n"
+                         "apiserver_request_duration_seconds_count{verb=\"%s\",resource=\"%s\"} %lu\n",
+                         verbs[v], res, total, verbs[v], res,
+                         (double)atomic_load(&m->sum_us[slot][v]) / 1e6, verbs[v], res, total);
+        }
+    }
+    pthread_mutex_lock(&r->srv->mu);
+    size_t watches = r->srv->watches;
+    pthread_mutex_unlock(&r->srv->mu);
+    store_status_t st = {0};
+    store_status(r->srv->cfg.store, &st);
+    if (!rc)
+        rc = put(&b,
+                 "# HELP apiserver_registered_watchers Open watch streams.\n"
+                 "# TYPE apiserver_registered_watchers gauge\n"
+                 "apiserver_registered_watchers %zu\n"
+                 "# HELP apiserver_storage_revision The store's newest revision.\n"
+                 "# TYPE apiserver_storage_revision gauge\n"
+                 "apiserver_storage_revision %lld\n"
+                 "# HELP apiserver_storage_compacted_revision The store's compaction revision.\n"
+                 "# TYPE apiserver_storage_compacted_revision gauge\n"
+                 "apiserver_storage_compacted_revision %lld\n",
+                 watches, (long long)st.revision, (long long)st.compact_revision);
+    if (rc) {
+        buf_free(&b);
+        return api_reply_error(r, rc, NULL, "metrics: %s", err_str(rc));
+    }
+    rc = api_reply_bytes(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.len);
+    buf_free(&b);
+    return rc;
+}
