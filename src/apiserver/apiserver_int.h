@@ -54,6 +54,7 @@ typedef struct api_resource {
     int category_all;      /* listed in the "all" category */
     unsigned subresources;
     const char *const *field_selectors; /* beyond metadata.name/namespace; NULL-terminated */
+    const struct api_strategy *strategy; /* per-kind rules, NULL for storage-only kinds */
 } api_resource_t;
 
 /* The registry (registry.c). */

@@ -10,6 +10,7 @@
 
 #include "apiserver_int.h"
 #include "lib/err.h"
+#include "strategy.h"
 
 static const char *const pod_fields[] = {
     "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
@@ -29,32 +30,34 @@ static const api_resource_t registry[] = {
     /* group, version, resource, singular, kind, list kind, scope, short names,
      * category all, subresources, field selectors */
     {"", "v1", "namespaces", "namespace", "Namespace", "NamespaceList", CLUSTER, {"ns"}, 0,
-     API_SUB_STATUS | API_SUB_FINALIZE, namespace_fields},
+     API_SUB_STATUS | API_SUB_FINALIZE, namespace_fields, NULL},
     {"", "v1", "pods", "pod", "Pod", "PodList", NS, {"po"}, 1,
-     API_SUB_STATUS | API_SUB_BINDING | API_SUB_LOG | API_SUB_EVICTION, pod_fields},
+     API_SUB_STATUS | API_SUB_BINDING | API_SUB_LOG | API_SUB_EVICTION, pod_fields,
+     &api_strategy_pod},
     {"", "v1", "nodes", "node", "Node", "NodeList", CLUSTER, {"no"}, 0, API_SUB_STATUS,
-     node_fields},
-    {"", "v1", "events", "event", "Event", "EventList", NS, {"ev"}, 0, 0, event_fields},
-    {"", "v1", "configmaps", "configmap", "ConfigMap", "ConfigMapList", NS, {"cm"}, 0, 0, NULL},
-    {"", "v1", "secrets", "secret", "Secret", "SecretList", NS, {NULL}, 0, 0, secret_fields},
+     node_fields, NULL},
+    {"", "v1", "events", "event", "Event", "EventList", NS, {"ev"}, 0, 0, event_fields, NULL},
+    {"", "v1", "configmaps", "configmap", "ConfigMap", "ConfigMapList", NS, {"cm"}, 0, 0, NULL, NULL},
+    {"", "v1", "secrets", "secret", "Secret", "SecretList", NS, {NULL}, 0, 0, secret_fields, NULL},
     {"", "v1", "services", "service", "Service", "ServiceList", NS, {"svc"}, 1, API_SUB_STATUS,
-     NULL},
+     NULL, &api_strategy_service},
     {"", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", "ServiceAccountList", NS,
-     {"sa"}, 0, 0, NULL},
-    {"", "v1", "endpoints", "endpoints", "Endpoints", "EndpointsList", NS, {"ep"}, 0, 0, NULL},
+     {"sa"}, 0, 0, NULL, NULL},
+    {"", "v1", "endpoints", "endpoints", "Endpoints", "EndpointsList", NS, {"ep"}, 0, 0, NULL, NULL},
     {"apps", "v1", "deployments", "deployment", "Deployment", "DeploymentList", NS, {"deploy"},
-     1, API_SUB_STATUS | API_SUB_SCALE, NULL},
+     1, API_SUB_STATUS | API_SUB_SCALE, NULL, &api_strategy_deployment},
     {"apps", "v1", "replicasets", "replicaset", "ReplicaSet", "ReplicaSetList", NS, {"rs"}, 1,
-     API_SUB_STATUS | API_SUB_SCALE, NULL},
+     API_SUB_STATUS | API_SUB_SCALE, NULL, &api_strategy_replicaset},
     {"apps", "v1", "statefulsets", "statefulset", "StatefulSet", "StatefulSetList", NS, {"sts"},
-     1, API_SUB_STATUS | API_SUB_SCALE, NULL},
+     1, API_SUB_STATUS | API_SUB_SCALE, NULL, &api_strategy_statefulset},
     {"apps", "v1", "daemonsets", "daemonset", "DaemonSet", "DaemonSetList", NS, {"ds"}, 1,
-     API_SUB_STATUS, NULL},
+     API_SUB_STATUS, NULL, &api_strategy_daemonset},
     {"apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision",
-     "ControllerRevisionList", NS, {NULL}, 0, 0, NULL},
-    {"batch", "v1", "jobs", "job", "Job", "JobList", NS, {NULL}, 1, API_SUB_STATUS, job_fields},
+     "ControllerRevisionList", NS, {NULL}, 0, 0, NULL, NULL},
+    {"batch", "v1", "jobs", "job", "Job", "JobList", NS, {NULL}, 1, API_SUB_STATUS, job_fields,
+     &api_strategy_job},
     {"coordination.k8s.io", "v1", "leases", "lease", "Lease", "LeaseList", NS, {NULL}, 0, 0,
-     NULL},
+     NULL, NULL},
 };
 
 size_t api_registry_count(void) { return sizeof registry / sizeof registry[0]; }

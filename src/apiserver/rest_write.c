@@ -20,6 +20,7 @@
 #include "lib/err.h"
 #include "rest_int.h"
 #include "store/store.h"
+#include "strategy.h"
 #include "watchcache.h"
 
 #define UNCONDITIONAL_RETRIES 16
@@ -44,6 +45,51 @@ static int reply_invalid(api_req_t *r, const char *name, const char *field, cons
                           "FieldValueInvalid", "message", m, "field", field);
     int rc = api_reply_status(r, 422, "Invalid", d, "%s", full);
     json_decref(d);
+    return rc;
+}
+
+/* 422 Invalid listing every cause, as Kubernetes words it. Returns -1 after
+ * replying, 0 if there were no causes. */
+static int reply_causes(api_req_t *r, const char *name, json_t *causes)
+{
+    size_t n = json_array_size(causes);
+    if (!n) return 0;
+    const api_resource_t *res = r->route.res;
+    char list[2048] = "";
+    size_t len = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(causes, i, c) {
+        int w = snprintf(list + len, sizeof list - len, "%s%s: %s", i ? ", " : "",
+                         json_string_value(json_object_get(c, "field")),
+                         json_string_value(json_object_get(c, "message")));
+        if (w < 0 || (size_t)w >= sizeof list - len) break;
+        len += (size_t)w;
+    }
+    char kind[160];
+    if (*res->group) snprintf(kind, sizeof kind, "%s.%s", res->kind, res->group);
+    else snprintf(kind, sizeof kind, "%s", res->kind);
+    json_t *d = json_pack("{s:s, s:s, s:s, s:O}", "name", name, "group", res->group, "kind",
+                          res->kind, "causes", causes);
+    api_reply_status(r, 422, "Invalid", d, n > 1 ? "%s \"%s\" is invalid: [%s]" : "%s \"%s\" is invalid: %s",
+                     kind, name, list);
+    json_decref(d);
+    return -1;
+}
+
+/* Apply the kind's strategy to a main-resource write; replies 422 and
+ * returns -1 when validation fails. `old` is NULL on create. */
+static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const char *name)
+{
+    const api_strategy_t *st = r->route.res->strategy;
+    if (!st) return 0;
+    if (!old && st->prepare_create) st->prepare_create(obj);
+    if (st->defaults) st->defaults(obj);
+    if (!st->validate) return 0;
+    json_t *causes = json_array();
+    st->validate(obj, old, causes);
+    int rc = reply_causes(r, name, causes);
+    json_decref(causes);
     return rc;
 }
 
@@ -208,6 +254,7 @@ int rest_create(api_req_t *r)
         json_object_set_new(obj, "spec", json_pack("{s:[s]}", "finalizers", "kubernetes"));
         json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
     }
+    if (apply_strategy(r, obj, NULL, name)) goto out;
 
     char key[STORE_KEY_MAX + 1];
     if (key_of(r, name, key)) {
@@ -267,6 +314,10 @@ static json_t *merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
         json_t *st = json_object_get(cur, "status");
         if (st) json_object_set(out, "status", st);
         else json_object_del(out, "status");
+    }
+    if (apply_strategy(r, out, cur, r->route.name)) {
+        json_decref(out);
+        return NULL;
     }
     if (!json_equal(json_object_get(cur, "spec"), json_object_get(out, "spec"))) {
         json_int_t g = json_integer_value(json_object_get(cmeta, "generation"));

@@ -1,0 +1,40 @@
+/*
+ * strategy.h -- per-kind rules: defaulting, server-owned fields, validation.
+ *
+ * A registry line may point at a strategy; storage-only kinds have none. The
+ * generic write path (rest_write.c) calls, for the main resource:
+ *   create: prepare_create -> defaults -> validate(obj, NULL)
+ *   update: defaults -> validate(obj, old)
+ * Validation appends Kubernetes field causes to `causes` (a JSON array); any
+ * cause makes the write a 422 Invalid that names every bad field.
+ */
+#ifndef KP_STRATEGY_H
+#define KP_STRATEGY_H
+
+#include <jansson.h>
+
+typedef struct api_strategy {
+    void (*prepare_create)(json_t *obj);
+    void (*defaults)(json_t *obj);
+    void (*validate)(const json_t *obj, const json_t *old, json_t *causes);
+} api_strategy_t;
+
+extern const api_strategy_t api_strategy_pod;
+extern const api_strategy_t api_strategy_deployment;
+extern const api_strategy_t api_strategy_replicaset;
+extern const api_strategy_t api_strategy_statefulset;
+extern const api_strategy_t api_strategy_daemonset;
+extern const api_strategy_t api_strategy_job;
+extern const api_strategy_t api_strategy_service;
+
+/* Append a cause: reason is Kubernetes' (FieldValueRequired, FieldValueInvalid,
+ * FieldValueNotSupported, FieldValueDuplicate, FieldValueForbidden,
+ * FieldValueTypeInvalid); `fmt` gives the message. */
+void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Shared by kinds that embed a pod template (strategy_apps.c). */
+void api_pod_spec_defaults(json_t *spec);
+void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes);
+
+#endif

@@ -1,0 +1,361 @@
+/*
+ * strategy_apps.c -- workloads that embed a pod template (apps/v1 Deployment,
+ * ReplicaSet, StatefulSet, DaemonSet; batch/v1 Job) and core Services:
+ * Kubernetes' defaults, and validation of replicas, selectors (required,
+ * matching the template's labels, immutable) and strategies.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "apiserver_int.h"
+#include "selector.h"
+#include "strategy.h"
+
+static void set_default(json_t *obj, const char *key, json_t *value)
+{
+    if (!json_object_get(obj, key)) json_object_set_new(obj, key, value);
+    else json_decref(value);
+}
+
+static json_t *child(json_t *obj, const char *key)
+{
+    json_t *c = json_object_get(obj, key);
+    if (!json_is_object(c)) {
+        c = json_object();
+        json_object_set_new(obj, key, c);
+    }
+    return c;
+}
+
+static void template_defaults(json_t *spec)
+{
+    json_t *tmpl = json_object_get(spec, "template");
+    if (json_is_object(tmpl)) api_pod_spec_defaults(child(tmpl, "spec"));
+}
+
+static void check_count(const json_t *spec, const char *key, json_t *causes)
+{
+    const json_t *v = json_object_get(spec, key);
+    char field[64];
+    snprintf(field, sizeof field, "spec.%s", key);
+    if (!v || json_is_null(v)) return;
+    if (!json_is_integer(v))
+        api_cause(causes, "FieldValueTypeInvalid", field, "Invalid value: must be an integer");
+    else if (json_integer_value(v) < 0)
+        api_cause(causes, "FieldValueInvalid", field,
+                  "Invalid value: %lld: must be greater than or equal to 0",
+                  (long long)json_integer_value(v));
+}
+
+/* spec.selector: required and non-empty, matching the template's labels,
+ * unchanged by an update. */
+static void check_selector(const json_t *obj, const json_t *old, int required, json_t *causes)
+{
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *sel = json_object_get(spec, "selector");
+    char err[256];
+    if (!sel || json_is_null(sel)) {
+        if (required) api_cause(causes, "FieldValueRequired", "spec.selector", "Required value");
+        return;
+    }
+    sel_label_t *s = NULL;
+    if (sel_label_from_json(sel, &s, err, sizeof err)) {
+        api_cause(causes, "FieldValueInvalid", "spec.selector", "Invalid value: %s", err);
+        return;
+    }
+    if (sel_label_empty(s)) {
+        api_cause(causes, "FieldValueInvalid", "spec.selector",
+                  "Invalid value: empty selector is invalid for deployment");
+    } else {
+        const json_t *labels = json_object_get(
+            json_object_get(json_object_get(spec, "template"), "metadata"), "labels");
+        if (!sel_label_match(s, labels))
+            api_cause(causes, "FieldValueInvalid", "spec.template.metadata.labels",
+                      "Invalid value: `selector` does not match template `labels`");
+    }
+    sel_label_free(s);
+    if (old && !json_equal(sel, json_object_get(json_object_get(old, "spec"), "selector")))
+        api_cause(causes, "FieldValueInvalid", "spec.selector",
+                  "Invalid value: field is immutable");
+}
+
+static void check_template(const json_t *obj, json_t *causes, const char *const *restart)
+{
+    const json_t *tmpl = json_object_get(json_object_get(obj, "spec"), "template");
+    if (!json_is_object(tmpl)) {
+        api_cause(causes, "FieldValueRequired", "spec.template", "Required value");
+        return;
+    }
+    const json_t *pspec = json_object_get(tmpl, "spec");
+    api_pod_spec_validate(pspec, "spec.template.spec", causes);
+    const char *rp = json_string_value(json_object_get(pspec, "restartPolicy"));
+    for (const char *const *a = restart; rp && *a; a++)
+        if (!strcmp(rp, *a)) return;
+    if (!rp && !restart[1]) return; /* defaulted to Always */
+    char list[64] = "";
+    for (const char *const *a = restart; *a; a++) {
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s\"%s\"", n ? ", " : "", *a);
+    }
+    api_cause(causes, rp ? "FieldValueNotSupported" : "FieldValueRequired",
+              "spec.template.spec.restartPolicy",
+              rp ? "Unsupported value: \"%s\": supported values: %s" : "Required value%s%s",
+              rp ? rp : "", rp ? list : "");
+}
+
+static const char *const always[] = {"Always", NULL};
+
+/* ---- Deployment ---- */
+
+static void deployment_defaults(json_t *d)
+{
+    json_t *spec = child(d, "spec");
+    set_default(spec, "replicas", json_integer(1));
+    json_t *strategy = child(spec, "strategy");
+    set_default(strategy, "type", json_string("RollingUpdate"));
+    const char *type = json_string_value(json_object_get(strategy, "type"));
+    if (type && !strcmp(type, "RollingUpdate")) {
+        json_t *ru = child(strategy, "rollingUpdate");
+        set_default(ru, "maxUnavailable", json_string("25%"));
+        set_default(ru, "maxSurge", json_string("25%"));
+    }
+    set_default(spec, "revisionHistoryLimit", json_integer(10));
+    set_default(spec, "progressDeadlineSeconds", json_integer(600));
+    template_defaults(spec);
+}
+
+static int is_zero(const json_t *v)
+{
+    return !v || (json_is_integer(v) && json_integer_value(v) == 0) ||
+           (json_is_string(v) && !strcmp(json_string_value(v), "0%"));
+}
+
+static void deployment_validate(const json_t *d, const json_t *old, json_t *causes)
+{
+    const json_t *spec = json_object_get(d, "spec");
+    check_count(spec, "replicas", causes);
+    check_selector(d, old, 1, causes);
+    check_template(d, causes, always);
+    const json_t *strategy = json_object_get(spec, "strategy");
+    const char *type = json_string_value(json_object_get(strategy, "type"));
+    if (type && strcmp(type, "RollingUpdate") && strcmp(type, "Recreate"))
+        api_cause(causes, "FieldValueNotSupported", "spec.strategy.type",
+                  "Unsupported value: \"%s\": supported values: \"Recreate\", \"RollingUpdate\"",
+                  type);
+    const json_t *ru = json_object_get(strategy, "rollingUpdate");
+    if (type && !strcmp(type, "Recreate") && ru && !json_is_null(ru))
+        api_cause(causes, "FieldValueForbidden", "spec.strategy.rollingUpdate",
+                  "Forbidden: may not be specified when strategy `type` is 'Recreate'");
+    if (ru && is_zero(json_object_get(ru, "maxSurge")) &&
+        is_zero(json_object_get(ru, "maxUnavailable")))
+        api_cause(causes, "FieldValueInvalid", "spec.strategy.rollingUpdate.maxUnavailable",
+                  "Invalid value: may not be 0 when `maxSurge` is 0");
+}
+
+const api_strategy_t api_strategy_deployment = {
+    .defaults = deployment_defaults,
+    .validate = deployment_validate,
+};
+
+/* ---- ReplicaSet ---- */
+
+static void replicaset_defaults(json_t *rs)
+{
+    json_t *spec = child(rs, "spec");
+    set_default(spec, "replicas", json_integer(1));
+    template_defaults(spec);
+}
+
+static void replicaset_validate(const json_t *rs, const json_t *old, json_t *causes)
+{
+    check_count(json_object_get(rs, "spec"), "replicas", causes);
+    check_selector(rs, old, 1, causes);
+    check_template(rs, causes, always);
+}
+
+const api_strategy_t api_strategy_replicaset = {
+    .defaults = replicaset_defaults,
+    .validate = replicaset_validate,
+};
+
+/* ---- StatefulSet ---- */
+
+static void statefulset_defaults(json_t *sts)
+{
+    json_t *spec = child(sts, "spec");
+    set_default(spec, "replicas", json_integer(1));
+    set_default(spec, "podManagementPolicy", json_string("OrderedReady"));
+    json_t *us = child(spec, "updateStrategy");
+    set_default(us, "type", json_string("RollingUpdate"));
+    const char *type = json_string_value(json_object_get(us, "type"));
+    if (type && !strcmp(type, "RollingUpdate"))
+        set_default(child(us, "rollingUpdate"), "partition", json_integer(0));
+    set_default(spec, "revisionHistoryLimit", json_integer(10));
+    template_defaults(spec);
+}
+
+static void statefulset_validate(const json_t *sts, const json_t *old, json_t *causes)
+{
+    const json_t *spec = json_object_get(sts, "spec");
+    check_count(spec, "replicas", causes);
+    check_selector(sts, old, 1, causes);
+    check_template(sts, causes, always);
+    const char *pmp = json_string_value(json_object_get(spec, "podManagementPolicy"));
+    if (pmp && strcmp(pmp, "OrderedReady") && strcmp(pmp, "Parallel"))
+        api_cause(causes, "FieldValueNotSupported", "spec.podManagementPolicy",
+                  "Unsupported value: \"%s\": supported values: \"OrderedReady\", \"Parallel\"",
+                  pmp);
+    const char *ut =
+        json_string_value(json_object_get(json_object_get(spec, "updateStrategy"), "type"));
+    if (ut && strcmp(ut, "RollingUpdate") && strcmp(ut, "OnDelete"))
+        api_cause(causes, "FieldValueNotSupported", "spec.updateStrategy.type",
+                  "Unsupported value: \"%s\": supported values: \"OnDelete\", \"RollingUpdate\"",
+                  ut);
+}
+
+const api_strategy_t api_strategy_statefulset = {
+    .defaults = statefulset_defaults,
+    .validate = statefulset_validate,
+};
+
+/* ---- DaemonSet ---- */
+
+static void daemonset_defaults(json_t *ds)
+{
+    json_t *spec = child(ds, "spec");
+    json_t *us = child(spec, "updateStrategy");
+    set_default(us, "type", json_string("RollingUpdate"));
+    const char *type = json_string_value(json_object_get(us, "type"));
+    if (type && !strcmp(type, "RollingUpdate")) {
+        json_t *ru = child(us, "rollingUpdate");
+        set_default(ru, "maxUnavailable", json_integer(1));
+        set_default(ru, "maxSurge", json_integer(0));
+    }
+    set_default(spec, "revisionHistoryLimit", json_integer(10));
+    template_defaults(spec);
+}
+
+static void daemonset_validate(const json_t *ds, const json_t *old, json_t *causes)
+{
+    check_selector(ds, old, 1, causes);
+    check_template(ds, causes, always);
+}
+
+const api_strategy_t api_strategy_daemonset = {
+    .defaults = daemonset_defaults,
+    .validate = daemonset_validate,
+};
+
+/* ---- Job ---- */
+
+/* Unless spec.manualSelector, the server picks the selector: the Job's uid,
+ * which the template's labels then carry (with the Job's name). */
+static void job_prepare_create(json_t *job)
+{
+    json_t *spec = child(job, "spec");
+    if (json_is_true(json_object_get(spec, "manualSelector"))) return;
+    const char *uid = json_string_value(json_object_get(json_object_get(job, "metadata"), "uid"));
+    const char *name =
+        json_string_value(json_object_get(json_object_get(job, "metadata"), "name"));
+    if (!uid || !name) return;
+    json_object_set_new(spec, "selector",
+                        json_pack("{s:{s:s}}", "matchLabels", "batch.kubernetes.io/controller-uid",
+                                  uid));
+    json_t *labels = child(child(child(spec, "template"), "metadata"), "labels");
+    json_object_set_new(labels, "batch.kubernetes.io/controller-uid", json_string(uid));
+    json_object_set_new(labels, "batch.kubernetes.io/job-name", json_string(name));
+    json_object_set_new(labels, "controller-uid", json_string(uid));
+    json_object_set_new(labels, "job-name", json_string(name));
+}
+
+static void job_defaults(json_t *job)
+{
+    json_t *spec = child(job, "spec");
+    if (!json_object_get(spec, "completions") && !json_object_get(spec, "parallelism")) {
+        json_object_set_new(spec, "completions", json_integer(1));
+        json_object_set_new(spec, "parallelism", json_integer(1));
+    }
+    set_default(spec, "parallelism", json_integer(1));
+    set_default(spec, "backoffLimit", json_integer(6));
+    set_default(spec, "completionMode", json_string("NonIndexed"));
+    set_default(spec, "suspend", json_false());
+    template_defaults(spec);
+}
+
+static void job_validate(const json_t *job, const json_t *old, json_t *causes)
+{
+    static const char *const restart[] = {"OnFailure", "Never", NULL};
+    const json_t *spec = json_object_get(job, "spec");
+    check_count(spec, "parallelism", causes);
+    check_count(spec, "completions", causes);
+    check_count(spec, "backoffLimit", causes);
+    check_selector(job, old, 1, causes);
+    check_template(job, causes, restart);
+    const char *mode = json_string_value(json_object_get(spec, "completionMode"));
+    if (mode && strcmp(mode, "NonIndexed") && strcmp(mode, "Indexed"))
+        api_cause(causes, "FieldValueNotSupported", "spec.completionMode",
+                  "Unsupported value: \"%s\": supported values: \"NonIndexed\", \"Indexed\"",
+                  mode);
+    if (mode && !strcmp(mode, "Indexed") && !json_is_integer(json_object_get(spec, "completions")))
+        api_cause(causes, "FieldValueRequired", "spec.completions",
+                  "Required value: when completion mode is Indexed");
+    if (old) {
+        const json_t *ospec = json_object_get(old, "spec");
+        if (!json_equal(json_object_get(spec, "completions"), json_object_get(ospec, "completions")))
+            api_cause(causes, "FieldValueInvalid", "spec.completions",
+                      "Invalid value: field is immutable");
+    }
+}
+
+const api_strategy_t api_strategy_job = {
+    .prepare_create = job_prepare_create,
+    .defaults = job_defaults,
+    .validate = job_validate,
+};
+
+/* ---- Service ---- */
+
+static void service_defaults(json_t *svc)
+{
+    json_t *spec = child(svc, "spec");
+    set_default(spec, "type", json_string("ClusterIP"));
+    set_default(spec, "sessionAffinity", json_string("None"));
+    set_default(spec, "internalTrafficPolicy", json_string("Cluster"));
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(spec, "ports"), i, p) {
+        if (!json_is_object(p)) continue;
+        set_default(p, "protocol", json_string("TCP"));
+        json_t *port = json_object_get(p, "port");
+        if (port) set_default(p, "targetPort", json_deep_copy(port));
+    }
+}
+
+static void service_validate(const json_t *svc, const json_t *old, json_t *causes)
+{
+    (void)old;
+    const json_t *spec = json_object_get(svc, "spec");
+    const char *type = json_string_value(json_object_get(spec, "type"));
+    if (type && strcmp(type, "ClusterIP") && strcmp(type, "NodePort") &&
+        strcmp(type, "LoadBalancer") && strcmp(type, "ExternalName"))
+        api_cause(causes, "FieldValueNotSupported", "spec.type",
+                  "Unsupported value: \"%s\": supported values: \"ClusterIP\", \"ExternalName\", "
+                  "\"LoadBalancer\", \"NodePort\"",
+                  type);
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(spec, "ports"), i, p) {
+        const json_t *port = json_object_get(p, "port");
+        char field[64];
+        snprintf(field, sizeof field, "spec.ports[%zu].port", i);
+        if (!json_is_integer(port) || json_integer_value(port) < 1 ||
+            json_integer_value(port) > 65535)
+            api_cause(causes, "FieldValueInvalid", field,
+                      "Invalid value: must be between 1 and 65535, inclusive");
+    }
+}
+
+const api_strategy_t api_strategy_service = {
+    .defaults = service_defaults,
+    .validate = service_validate,
+};

@@ -1,0 +1,249 @@
+/*
+ * strategy_pod.c -- pods: the defaults clients rely on, the status the server
+ * owns at creation, validation of the pod spec, and what an update may change.
+ * Also the cause helper every strategy uses.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "apiserver_int.h"
+#include "strategy.h"
+
+void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_array_append_new(causes,
+                          json_pack("{s:s, s:s, s:s}", "reason", reason, "message", msg, "field",
+                                    field));
+}
+
+static void set_default(json_t *obj, const char *key, json_t *value)
+{
+    if (!json_object_get(obj, key)) json_object_set_new(obj, key, value);
+    else json_decref(value);
+}
+
+static json_t *child_object(json_t *obj, const char *key)
+{
+    json_t *c = json_object_get(obj, key);
+    if (!json_is_object(c)) {
+        c = json_object();
+        json_object_set_new(obj, key, c);
+    }
+    return c;
+}
+
+/* Always for ":latest" or no tag, else IfNotPresent. */
+static const char *pull_policy(const char *image)
+{
+    const char *slash = strrchr(image, '/');
+    const char *name = slash ? slash + 1 : image;
+    if (strchr(name, '@')) return "IfNotPresent";
+    const char *colon = strrchr(name, ':');
+    return !colon || !strcmp(colon, ":latest") ? "Always" : "IfNotPresent";
+}
+
+static void container_defaults(json_t *c)
+{
+    const char *image = json_string_value(json_object_get(c, "image"));
+    if (image) set_default(c, "imagePullPolicy", json_string(pull_policy(image)));
+    set_default(c, "terminationMessagePath", json_string("/dev/termination-log"));
+    set_default(c, "terminationMessagePolicy", json_string("File"));
+    set_default(c, "resources", json_object());
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(c, "ports"), i, p) {
+        if (json_is_object(p)) set_default(p, "protocol", json_string("TCP"));
+    }
+}
+
+void api_pod_spec_defaults(json_t *spec)
+{
+    set_default(spec, "restartPolicy", json_string("Always"));
+    set_default(spec, "dnsPolicy", json_string("ClusterFirst"));
+    set_default(spec, "schedulerName", json_string("default-scheduler"));
+    set_default(spec, "terminationGracePeriodSeconds", json_integer(30));
+    set_default(spec, "securityContext", json_object());
+    set_default(spec, "enableServiceLinks", json_true());
+    const char *sa = json_string_value(json_object_get(spec, "serviceAccountName"));
+    set_default(spec, "serviceAccountName", json_string(sa ? sa : "default"));
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(spec, "containers"), i, c) {
+        if (json_is_object(c)) container_defaults(c);
+    }
+    json_array_foreach(json_object_get(spec, "initContainers"), i, c) {
+        if (json_is_object(c)) container_defaults(c);
+    }
+}
+
+static int dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
+        if (!ok || ((i == 0 || i == n - 1) && ch == '-')) return 0;
+    }
+    return 1;
+}
+
+static void validate_containers(const json_t *list, const char *path, int required,
+                                json_t *causes, json_t *names)
+{
+    char field[256];
+    if (!list || json_is_null(list)) {
+        if (required) api_cause(causes, "FieldValueRequired", path, "Required value");
+        return;
+    }
+    if (!json_is_array(list)) {
+        api_cause(causes, "FieldValueTypeInvalid", path, "Invalid value: must be a list");
+        return;
+    }
+    if (required && json_array_size(list) == 0)
+        api_cause(causes, "FieldValueRequired", path, "Required value");
+    size_t i;
+    json_t *c;
+    json_array_foreach(list, i, c) {
+        if (!json_is_object(c)) {
+            snprintf(field, sizeof field, "%s[%zu]", path, i);
+            api_cause(causes, "FieldValueTypeInvalid", field, "Invalid value: must be an object");
+            continue;
+        }
+        const json_t *nm = json_object_get(c, "name");
+        const char *name = json_string_value(nm);
+        snprintf(field, sizeof field, "%s[%zu].name", path, i);
+        if (!name || !*name) {
+            api_cause(causes, "FieldValueRequired", field, "Required value");
+        } else if (!dns_label(name)) {
+            api_cause(causes, "FieldValueInvalid", field,
+                      "Invalid value: \"%s\": a lowercase RFC 1123 label must consist of lower "
+                      "case alphanumeric characters or '-', and must start and end with an "
+                      "alphanumeric character",
+                      name);
+        } else if (json_object_get(names, name)) {
+            api_cause(causes, "FieldValueDuplicate", field, "Duplicate value: \"%s\"", name);
+        } else {
+            json_object_set_new(names, name, json_true());
+        }
+        const json_t *img = json_object_get(c, "image");
+        snprintf(field, sizeof field, "%s[%zu].image", path, i);
+        if (img && !json_is_string(img))
+            api_cause(causes, "FieldValueTypeInvalid", field, "Invalid value: must be a string");
+        else if (!img || !*json_string_value(img))
+            api_cause(causes, "FieldValueRequired", field, "Required value");
+        size_t j;
+        json_t *p;
+        json_array_foreach(json_object_get(c, "ports"), j, p) {
+            const json_t *cp = json_object_get(p, "containerPort");
+            snprintf(field, sizeof field, "%s[%zu].ports[%zu].containerPort", path, i, j);
+            if (!json_is_integer(cp) || json_integer_value(cp) < 1 ||
+                json_integer_value(cp) > 65535)
+                api_cause(causes, "FieldValueInvalid", field,
+                          "Invalid value: must be between 1 and 65535, inclusive");
+        }
+    }
+}
+
+static void one_of(const json_t *spec, const char *key, const char *path,
+                   const char *const *allowed, json_t *causes)
+{
+    const json_t *v = json_object_get(spec, key);
+    if (!v) return;
+    char field[256];
+    snprintf(field, sizeof field, "%s.%s", path, key);
+    const char *s = json_string_value(v);
+    for (const char *const *a = allowed; s && *a; a++)
+        if (!strcmp(s, *a)) return;
+    char list[256] = "";
+    for (const char *const *a = allowed; *a; a++) {
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s\"%s\"", n ? ", " : "", *a);
+    }
+    api_cause(causes, "FieldValueNotSupported", field,
+              "Unsupported value: \"%s\": supported values: %s", s ? s : "?", list);
+}
+
+void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
+{
+    char field[256];
+    if (!json_is_object(spec)) {
+        api_cause(causes, "FieldValueRequired", path, "Required value");
+        return;
+    }
+    json_t *names = json_object();
+    snprintf(field, sizeof field, "%s.containers", path);
+    validate_containers(json_object_get(spec, "containers"), field, 1, causes, names);
+    snprintf(field, sizeof field, "%s.initContainers", path);
+    validate_containers(json_object_get(spec, "initContainers"), field, 0, causes, names);
+    json_decref(names);
+    static const char *const restart[] = {"Always", "OnFailure", "Never", NULL};
+    static const char *const dns[] = {"ClusterFirstWithHostNet", "ClusterFirst", "Default",
+                                      "None", NULL};
+    one_of(spec, "restartPolicy", path, restart, causes);
+    one_of(spec, "dnsPolicy", path, dns, causes);
+    const json_t *grace = json_object_get(spec, "terminationGracePeriodSeconds");
+    snprintf(field, sizeof field, "%s.terminationGracePeriodSeconds", path);
+    if (grace && (!json_is_integer(grace) || json_integer_value(grace) < 0))
+        api_cause(causes, "FieldValueInvalid", field,
+                  "Invalid value: must be greater than or equal to 0");
+}
+
+/* ---- pods ---- */
+
+static void pod_prepare_create(json_t *pod)
+{
+    json_t *status = json_pack("{s:s, s:s}", "phase", "Pending", "qosClass", "BestEffort");
+    json_object_set_new(pod, "status", status);
+}
+
+static void pod_defaults(json_t *pod) { api_pod_spec_defaults(child_object(pod, "spec")); }
+
+/* What an update may change in a pod's spec: images, activeDeadlineSeconds,
+ * tolerations (additions), terminationGracePeriodSeconds (on delete). Compare
+ * with those masked out. nodeName is set once, through pods/binding. */
+static json_t *masked_spec(const json_t *spec)
+{
+    json_t *m = json_deep_copy(spec);
+    if (!m) return NULL;
+    static const char *const lists[] = {"containers", "initContainers", NULL};
+    for (const char *const *l = lists; *l; l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(m, *l), i, c) json_object_del(c, "image");
+    }
+    json_object_del(m, "activeDeadlineSeconds");
+    json_object_del(m, "tolerations");
+    json_object_del(m, "terminationGracePeriodSeconds");
+    return m;
+}
+
+static void pod_validate(const json_t *pod, const json_t *old, json_t *causes)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    api_pod_spec_validate(spec, "spec", causes);
+    if (!old) return;
+    const json_t *ospec = json_object_get(old, "spec");
+    json_t *a = masked_spec(spec), *b = masked_spec(ospec);
+    if (!json_equal(a, b))
+        api_cause(causes, "FieldValueForbidden", "spec",
+                  "Forbidden: pod updates may not change fields other than "
+                  "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                  "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
+                  "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if "
+                  "it was previously negative)");
+    json_decref(a);
+    json_decref(b);
+}
+
+const api_strategy_t api_strategy_pod = {
+    .prepare_create = pod_prepare_create,
+    .defaults = pod_defaults,
+    .validate = pod_validate,
+};
