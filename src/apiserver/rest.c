@@ -445,12 +445,17 @@ int api_serve_resource(api_req_t *r)
     if (rt->res->namespaced && *rt->name && !*rt->ns)
         return api_reply_status(r, 404, "NotFound", NULL,
                                 "the server could not find the requested resource");
-    if (*rt->sub && strcmp(rt->sub, "status"))
-        return api_reply_status(r, 404, "NotFound", NULL,
-                                "the server could not find the requested resource");
-    if (*rt->sub && !(rt->res->subresources & API_SUB_STATUS))
-        return api_reply_status(r, 404, "NotFound", NULL,
-                                "the server could not find the requested resource");
+    if (*rt->sub) {
+        unsigned sub = !strcmp(rt->sub, "status")    ? API_SUB_STATUS
+                       : !strcmp(rt->sub, "scale")   ? API_SUB_SCALE
+                       : !strcmp(rt->sub, "binding") ? API_SUB_BINDING
+                                                     : 0;
+        if (!(rt->res->subresources & sub) || !*rt->name)
+            return api_reply_status(r, 404, "NotFound", NULL,
+                                    "the server could not find the requested resource");
+        if (sub == API_SUB_SCALE) return rest_scale(r);
+        if (sub == API_SUB_BINDING) return rest_binding(r);
+    }
 
     if (!*rt->name) {
         if (!strcmp(m, "GET"))

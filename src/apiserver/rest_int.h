@@ -46,11 +46,27 @@ void rest_filter_free(rest_filter_t *f);
 int rest_filter_match(const rest_filter_t *f, const json_t *obj);
 
 /* rest_write.c */
+/* Build the object to write from the current one: a new reference, or NULL
+ * after replying. *precondition gets a resourceVersion the client required. */
+typedef json_t *(*rest_make_fn)(api_req_t *r, const json_t *cur, void *arg,
+                                int64_t *precondition);
+/* Reply with the written (or unchanged) object; steals obj. */
+typedef int (*rest_reply_fn)(api_req_t *r, json_t *obj, int64_t rev);
+/* Read the route's object, make the new one, compare-and-swap; retried on a
+ * conflict unless the client gave a resourceVersion. `reply` NULL: the object. */
+int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn reply);
+void rest_merge_patch(json_t *target, const json_t *patch);
+/* The body of a PATCH as a JSON object, or a 415/400 reply (*patch NULL). */
+int rest_patch_body(api_req_t *r, json_t **patch);
 int rest_create(api_req_t *r);
 int rest_update(api_req_t *r);
 int rest_patch(api_req_t *r);
 int rest_delete(api_req_t *r);
 int rest_delete_collection(api_req_t *r);
+
+/* rest_sub.c: scale and binding */
+int rest_scale(api_req_t *r);
+int rest_binding(api_req_t *r);
 
 /* rest_watch.c */
 int rest_watch(api_req_t *r);

@@ -326,12 +326,8 @@ static json_t *merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
     return out;
 }
 
-/* The update loop shared by PUT and PATCH: read, build with `make`, CAS.
- * `make` returns the object to write (new reference) or NULL after replying;
- * it also sets *precondition to the resourceVersion the client asked for. */
-typedef json_t *(*make_fn)(api_req_t *r, const json_t *cur, void *arg, int64_t *precondition);
-
-static int update_loop(api_req_t *r, make_fn make, void *arg)
+/* The update loop shared by PUT, PATCH and the subresources (rest_int.h). */
+int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn reply)
 {
     const char *name = r->route.name;
     char key[STORE_KEY_MAX + 1];
@@ -360,7 +356,7 @@ static int update_loop(api_req_t *r, make_fn make, void *arg)
         json_object_del(nm, "resourceVersion");
         if (json_equal(cur, next)) { /* no change: no write, no new revision */
             json_decref(next);
-            return rest_reply_object(r, 200, cur, cur_rev);
+            return reply ? reply(r, cur, cur_rev) : rest_reply_object(r, 200, cur, cur_rev);
         }
         json_decref(cur);
         /* A deleted object whose last finalizer went away is gone now. */
@@ -382,7 +378,7 @@ static int update_loop(api_req_t *r, make_fn make, void *arg)
             json_decref(next);
             return rest_store_error(r, rc, name);
         }
-        return rest_reply_object(r, 200, next, rev);
+        return reply ? reply(r, next, rev) : rest_reply_object(r, 200, next, rev);
     }
     return rest_store_error(r, KP_ECONFLICT, name);
 }
@@ -410,14 +406,14 @@ int rest_update(api_req_t *r)
                          name, r->route.name);
         goto out;
     }
-    rc = update_loop(r, make_put, in);
+    rc = rest_update_loop(r, make_put, in, NULL);
 out:
     json_decref(in);
     return rc;
 }
 
 /* RFC 7386 JSON merge patch, applied to `target` in place. */
-static void merge_patch(json_t *target, const json_t *patch)
+void rest_merge_patch(json_t *target, const json_t *patch)
 {
     const char *k;
     json_t *v;
@@ -430,7 +426,7 @@ static void merge_patch(json_t *target, const json_t *patch)
                 t = json_object();
                 json_object_set_new(target, k, t);
             }
-            merge_patch(t, v);
+            rest_merge_patch(t, v);
         } else {
             json_object_set(target, k, v);
         }
@@ -442,7 +438,7 @@ static json_t *make_patch(api_req_t *r, const json_t *cur, void *arg, int64_t *p
     const json_t *patch = arg;
     json_t *in = json_deep_copy(cur);
     json_object_del(rest_meta(in), "resourceVersion");
-    merge_patch(in, patch);
+    rest_merge_patch(in, patch);
     const json_t *pm = json_object_get(patch, "metadata");
     if (rest_parse_rv(json_string_value(json_object_get(pm, "resourceVersion")), pre)) {
         json_decref(in);
@@ -459,17 +455,23 @@ static json_t *make_patch(api_req_t *r, const json_t *cur, void *arg, int64_t *p
     return out;
 }
 
-int rest_patch(api_req_t *r)
+int rest_patch_body(api_req_t *r, json_t **patch)
 {
+    *patch = NULL;
     const char *ct = api_header(r, "Content-Type");
     if (!ct || strncmp(ct, "application/merge-patch+json", 28))
         return api_reply_status(r, 415, "UnsupportedMediaType", NULL,
                                 "the body of the request was in an unknown format - accepted "
                                 "media types include: application/merge-patch+json");
+    return rest_body_object(r, patch);
+}
+
+int rest_patch(api_req_t *r)
+{
     json_t *patch;
-    int rc = rest_body_object(r, &patch);
+    int rc = rest_patch_body(r, &patch);
     if (rc || !patch) return rc;
-    rc = update_loop(r, make_patch, patch);
+    rc = rest_update_loop(r, make_patch, patch, NULL);
     json_decref(patch);
     return rc;
 }

@@ -1,0 +1,241 @@
+/*
+ * rest_sub.c -- the scale and binding subresources.
+ *
+ * <workload>/scale reads and writes spec.replicas of its parent as an
+ * autoscaling/v1 Scale; the Scale's resourceVersion is the parent's, so a
+ * stale one is a 409. pods/binding sets a pending pod's spec.nodeName once
+ * (and its PodScheduled condition), as the scheduler's only write to a pod.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiserver_int.h"
+#include "lib/err.h"
+#include "rest_int.h"
+#include "store/store.h"
+
+/* A metav1.LabelSelector as the string form Scale.status.selector carries. */
+static void selector_string(const json_t *sel, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)json_object_get(sel, "matchLabels"), k, v) {
+        int w = snprintf(buf + len, n - len, "%s%s=%s", len ? "," : "", k, json_string_value(v));
+        if (w < 0 || (size_t)w >= n - len) return;
+        len += (size_t)w;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(sel, "matchExpressions"), i, e) {
+        const char *key = json_string_value(json_object_get(e, "key"));
+        const char *op = json_string_value(json_object_get(e, "operator"));
+        if (!key || !op) continue;
+        char vals[512] = "";
+        size_t vl = 0, j;
+        json_t *x;
+        json_array_foreach(json_object_get(e, "values"), j, x) {
+            int w = snprintf(vals + vl, sizeof vals - vl, "%s%s", j ? "," : "",
+                             json_string_value(x));
+            if (w > 0 && (size_t)w < sizeof vals - vl) vl += (size_t)w;
+        }
+        int w;
+        if (!strcmp(op, "In")) w = snprintf(buf + len, n - len, "%s%s in (%s)", len ? "," : "", key, vals);
+        else if (!strcmp(op, "NotIn")) w = snprintf(buf + len, n - len, "%s%s notin (%s)", len ? "," : "", key, vals);
+        else if (!strcmp(op, "Exists")) w = snprintf(buf + len, n - len, "%s%s", len ? "," : "", key);
+        else w = snprintf(buf + len, n - len, "%s!%s", len ? "," : "", key);
+        if (w < 0 || (size_t)w >= n - len) return;
+        len += (size_t)w;
+    }
+}
+
+static json_t *scale_of(const json_t *obj, int64_t rev)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const json_t *spec = json_object_get(obj, "spec");
+    char sel[1024], rv[24];
+    selector_string(json_object_get(spec, "selector"), sel, sizeof sel);
+    snprintf(rv, sizeof rv, "%lld", (long long)rev);
+    json_t *m = json_object();
+    static const char *const keep[] = {"name", "namespace", "uid", "creationTimestamp", NULL};
+    for (const char *const *k = keep; *k; k++) {
+        json_t *v = json_object_get(meta, *k);
+        if (v) json_object_set(m, *k, v);
+    }
+    json_object_set_new(m, "resourceVersion", json_string(rv));
+    json_int_t want = json_integer_value(json_object_get(spec, "replicas"));
+    json_int_t have = json_integer_value(json_object_get(json_object_get(obj, "status"), "replicas"));
+    return json_pack("{s:s, s:s, s:o, s:{s:I}, s:{s:I, s:s}}", "kind", "Scale", "apiVersion",
+                     "autoscaling/v1", "metadata", m, "spec", "replicas", want, "status",
+                     "replicas", have, "selector", sel);
+}
+
+static int reply_scale(api_req_t *r, json_t *obj, int64_t rev)
+{
+    json_t *scale = scale_of(obj, rev);
+    json_decref(obj);
+    return api_reply_json(r, 200, scale);
+}
+
+/* Write `scale` (a Scale the client sent, or the patched current one) into
+ * the parent. */
+static json_t *make_scaled(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
+{
+    json_t *scale = arg;
+    int patch = !strcmp(r->method, "PATCH");
+    json_t *in = scale;
+    if (patch) { /* merge the patch into the Scale the parent has now */
+        in = scale_of(cur, 0);
+        json_object_del(json_object_get(in, "metadata"), "resourceVersion");
+        rest_merge_patch(in, scale);
+    }
+    const json_t *rep = json_object_get(json_object_get(in, "spec"), "replicas");
+    const char *rvs = json_string_value(json_object_get(json_object_get(in, "metadata"),
+                                                        "resourceVersion"));
+    json_t *out = NULL;
+    if (!json_is_integer(rep) || json_integer_value(rep) < 0) {
+        json_t *d = json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", r->route.name, "kind",
+                              "Scale", "causes", "reason", "FieldValueInvalid", "message",
+                              "Invalid value: must be greater than or equal to 0", "field",
+                              "spec.replicas");
+        api_reply_status(r, 422, "Invalid", d,
+                         "Scale.autoscaling \"%s\" is invalid: spec.replicas: Invalid value: "
+                         "must be greater than or equal to 0",
+                         r->route.name);
+        json_decref(d);
+    } else if (rest_parse_rv(rvs, pre)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
+    } else {
+        out = json_deep_copy(cur);
+        json_t *spec = json_object_get(out, "spec");
+        if (!json_is_object(spec)) {
+            spec = json_object();
+            json_object_set_new(out, "spec", spec);
+        }
+        json_object_set(spec, "replicas", (json_t *)rep);
+        json_int_t g = json_integer_value(json_object_get(json_object_get(cur, "metadata"),
+                                                          "generation"));
+        if (!json_equal(json_object_get(cur, "spec"), spec))
+            json_object_set_new(rest_meta(out), "generation", json_integer(g + 1));
+    }
+    if (patch) json_decref(in);
+    return out;
+}
+
+int rest_scale(api_req_t *r)
+{
+    const char *m = r->method;
+    if (!strcmp(m, "GET")) {
+        char key[512];
+        if (api_object_key(r->route.res, r->route.ns, r->route.name, key, sizeof key))
+            return rest_not_found(r, r->route.name);
+        store_kv_t *kv;
+        int rc = store_get(r->srv->cfg.store, key, 0, &kv);
+        if (rc) return rest_store_error(r, rc, r->route.name);
+        json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+        int64_t rev = kv->mod_rev;
+        free(kv);
+        if (!obj) return api_reply_error(r, KP_ECORRUPT, NULL, "stored object is not JSON");
+        return reply_scale(r, obj, rev);
+    }
+    if (strcmp(m, "PUT") && strcmp(m, "PATCH"))
+        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
+                                "the server does not allow this method on the requested resource");
+    json_t *body;
+    int rc = !strcmp(m, "PATCH") ? rest_patch_body(r, &body) : rest_body_object(r, &body);
+    if (rc || !body) return rc;
+    rc = rest_update_loop(r, make_scaled, body, reply_scale);
+    json_decref(body);
+    return rc;
+}
+
+/* ---- pods/binding ---- */
+
+static json_t *make_bound(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
+{
+    const char *node = arg;
+    (void)pre;
+    const json_t *spec = json_object_get(cur, "spec");
+    const char *bound = json_string_value(json_object_get(spec, "nodeName"));
+    if (bound && *bound) {
+        json_t *d = rest_details(r->route.res, r->route.name);
+        api_reply_status(r, 409, "Conflict", d,
+                         "Operation cannot be fulfilled on pods/binding \"%s\": pod %s is "
+                         "already assigned to node \"%s\"",
+                         r->route.name, r->route.name, bound);
+        json_decref(d);
+        return NULL;
+    }
+    if (json_object_get(json_object_get(cur, "metadata"), "deletionTimestamp")) {
+        api_reply_status(r, 409, "Conflict", NULL, "pod %s is being deleted, cannot be assigned",
+                         r->route.name);
+        return NULL;
+    }
+    json_t *out = json_deep_copy(cur);
+    json_object_set_new(json_object_get(out, "spec"), "nodeName", json_string(node));
+    json_t *status = json_object_get(out, "status");
+    if (!json_is_object(status)) {
+        status = json_object();
+        json_object_set_new(out, "status", status);
+    }
+    json_t *conds = json_object_get(status, "conditions");
+    if (!json_is_array(conds)) {
+        conds = json_array();
+        json_object_set_new(status, "conditions", conds);
+    }
+    char now[32];
+    api_now_rfc3339(now);
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c) {
+        if (!strcmp(json_string_value(json_object_get(c, "type")) ? json_string_value(json_object_get(c, "type")) : "", "PodScheduled")) {
+            json_array_remove(conds, i);
+            break;
+        }
+    }
+    json_array_append_new(conds, json_pack("{s:s, s:s, s:n, s:s}", "type", "PodScheduled",
+                                           "status", "True", "lastProbeTime",
+                                           "lastTransitionTime", now));
+    return out;
+}
+
+static int reply_bound(api_req_t *r, json_t *obj, int64_t rev)
+{
+    (void)rev;
+    json_decref(obj);
+    json_t *s = api_status_new(201, "", "", NULL);
+    json_object_del(s, "reason");
+    json_object_del(s, "message");
+    return api_reply_json(r, 201, s);
+}
+
+int rest_binding(api_req_t *r)
+{
+    if (strcmp(r->method, "POST"))
+        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
+                                "the server does not allow this method on the requested resource");
+    json_t *b;
+    int rc = rest_body_object(r, &b);
+    if (rc || !b) return rc;
+    const char *name = json_string_value(json_object_get(json_object_get(b, "metadata"), "name"));
+    const char *node = json_string_value(json_object_get(json_object_get(b, "target"), "name"));
+    if (name && *name && strcmp(name, r->route.name)) {
+        rc = api_reply_status(r, 400, "BadRequest", NULL,
+                              "the name of the binding (%s) does not match the pod (%s)", name,
+                              r->route.name);
+    } else if (!node || !*node) {
+        json_t *d = json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", r->route.name, "kind",
+                              "Binding", "causes", "reason", "FieldValueRequired", "message",
+                              "Required value", "field", "target.name");
+        rc = api_reply_status(r, 422, "Invalid", d,
+                              "Binding \"%s\" is invalid: target.name: Required value",
+                              r->route.name);
+        json_decref(d);
+    } else {
+        rc = rest_update_loop(r, make_bound, (void *)node, reply_bound);
+    }
+    json_decref(b);
+    return rc;
+}
