@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "apiserver_int.h"
 #include "lib/err.h"
@@ -476,19 +477,37 @@ int rest_patch(api_req_t *r)
     return rc;
 }
 
+/* What a DELETE asks for: preconditions and a grace period (-1: the object's). */
+typedef struct delete_opts {
+    int64_t pre_rv;
+    char pre_uid[64];
+    long long grace;
+} delete_opts_t;
+
 /* DeleteOptions from the body (kubectl) or the query (Python). Returns -1
- * after replying to a malformed body. */
-static int delete_options(api_req_t *r, int64_t *pre_rv, char *pre_uid, size_t uidlen)
+ * after replying to a malformed one. */
+static int delete_options(api_req_t *r, delete_opts_t *o)
 {
-    *pre_rv = 0;
-    pre_uid[0] = '\0';
+    memset(o, 0, sizeof *o);
+    o->grace = -1;
+    const char *q = api_query(r, "gracePeriodSeconds");
+    if (q && *q) {
+        char *end;
+        o->grace = strtoll(q, &end, 10);
+        if (*end || o->grace < 0) {
+            api_reply_status(r, 400, "BadRequest", NULL, "invalid gracePeriodSeconds: %s", q);
+            return -1;
+        }
+    }
     if (!r->body.len) return 0;
     json_t *opts;
     if (rest_body_object(r, &opts) || !opts) return -1;
     const json_t *pc = json_object_get(opts, "preconditions");
     const char *uid = json_string_value(json_object_get(pc, "uid"));
-    if (uid) snprintf(pre_uid, uidlen, "%s", uid);
-    int rc = rest_parse_rv(json_string_value(json_object_get(pc, "resourceVersion")), pre_rv);
+    if (uid) snprintf(o->pre_uid, sizeof o->pre_uid, "%s", uid);
+    const json_t *g = json_object_get(opts, "gracePeriodSeconds");
+    if (json_is_integer(g) && json_integer_value(g) >= 0) o->grace = json_integer_value(g);
+    int rc = rest_parse_rv(json_string_value(json_object_get(pc, "resourceVersion")), &o->pre_rv);
     json_decref(opts);
     if (rc) {
         api_reply_status(r, 400, "BadRequest", NULL, "invalid preconditions.resourceVersion");
@@ -497,10 +516,54 @@ static int delete_options(api_req_t *r, int64_t *pre_rv, char *pre_uid, size_t u
     return 0;
 }
 
-/* Delete `name` (or mark it deleted when finalizers hold it). On success
- * *gone gets the object's last state (new reference) and its revision. */
-static int delete_one(api_req_t *r, const char *name, int64_t pre_rv, const char *pre_uid,
-                      json_t **gone, int64_t *gone_rev)
+/* Does any namespaced object live in namespace `ns`? */
+static int namespace_in_use(api_req_t *r, const char *ns)
+{
+    for (size_t i = 0; i < api_registry_count(); i++) {
+        const api_resource_t *res = api_registry_at(i);
+        char prefix[STORE_KEY_MAX + 1];
+        if (!res->namespaced || api_key_prefix(res, prefix, sizeof prefix)) continue;
+        size_t n = strlen(prefix);
+        snprintf(prefix + n, sizeof prefix - n, "%s/", ns);
+        wc_list_t *l;
+        if (wc_list(r->srv->caches[i], prefix, NULL, 1, 0, 1000, &l)) return 1;
+        size_t count = l->count;
+        wc_list_free(l);
+        if (count) return 1;
+    }
+    return 0;
+}
+
+/* How a delete ends for `cur`: 1 to mark it (deletionTimestamp; someone
+ * finishes later), 0 to remove it now. Sets *grace for a mark. */
+static int must_mark(api_req_t *r, const json_t *cur, const delete_opts_t *o, long long *grace)
+{
+    const json_t *meta = json_object_get(cur, "metadata");
+    *grace = 0;
+    if (json_array_size(json_object_get(meta, "finalizers")) > 0) return 1;
+    const char *res = r->route.res->resource;
+    if (!strcmp(res, "pods")) {
+        /* A bound pod stops on its node first, which then deletes it; an
+         * unbound one, or a grace period of 0, goes at once. */
+        const char *node =
+            json_string_value(json_object_get(json_object_get(cur, "spec"), "nodeName"));
+        long long g = o->grace;
+        if (g < 0) {
+            const json_t *t = json_object_get(json_object_get(cur, "spec"),
+                                              "terminationGracePeriodSeconds");
+            g = json_is_integer(t) ? json_integer_value(t) : 30;
+        }
+        *grace = g;
+        return node && *node && g > 0;
+    }
+    if (!strcmp(res, "namespaces")) return namespace_in_use(r, rest_meta_str(cur, "name"));
+    return 0;
+}
+
+/* Delete `name` (or mark it deleted when something must finish first). On
+ * success *gone gets the object's last state (new reference) and revision. */
+static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, json_t **gone,
+                      int64_t *gone_rev)
 {
     char key[STORE_KEY_MAX + 1];
     if (key_of(r, name, key)) return KP_ENOTFOUND;
@@ -513,30 +576,39 @@ static int delete_one(api_req_t *r, const char *name, int64_t pre_rv, const char
         json_t *cur = json_loadb(kv->value, kv->value_len, 0, NULL);
         free(kv);
         if (!cur) return KP_ECORRUPT;
-        if ((pre_rv && pre_rv != cur_rev) ||
-            (*pre_uid && strcmp(pre_uid, rest_meta_str(cur, "uid")))) {
+        if ((o->pre_rv && o->pre_rv != cur_rev) ||
+            (*o->pre_uid && strcmp(o->pre_uid, rest_meta_str(cur, "uid")))) {
             json_decref(cur);
             return KP_ECONFLICT;
         }
         json_t *meta = rest_meta(cur);
+        long long grace;
+        int mark = must_mark(r, cur, o, &grace);
+        json_t *prev_grace = json_object_get(meta, "deletionGracePeriodSeconds");
+        if (mark && json_object_get(meta, "deletionTimestamp") &&
+            (!json_is_integer(prev_grace) || json_integer_value(prev_grace) <= grace)) {
+            *gone = cur; /* already being deleted, no sooner than asked */
+            *gone_rev = cur_rev;
+            return 0;
+        }
         int64_t rev = 0;
-        if (json_array_size(json_object_get(meta, "finalizers")) > 0) {
-            if (json_object_get(meta, "deletionTimestamp")) { /* already being deleted */
-                *gone = cur;
-                *gone_rev = cur_rev;
-                return 0;
-            }
-            char now[32];
-            api_now_rfc3339(now);
-            json_object_set_new(meta, "deletionTimestamp", json_string(now));
-            json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
+        if (mark) {
+            char when[32];
+            time_t t = time(NULL) + (time_t)grace;
+            struct tm tm;
+            gmtime_r(&t, &tm);
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+            json_object_set_new(meta, "deletionTimestamp", json_string(when));
+            json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
+            if (!strcmp(r->route.res->resource, "namespaces"))
+                json_object_set_new(cur, "status", json_pack("{s:s}", "phase", "Terminating"));
             char *text = json_dumps(cur, JSON_COMPACT);
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
             free(text);
         } else {
             rc = store_delete(st, key, cur_rev, &rev);
         }
-        if (rc == KP_ECONFLICT && !pre_rv) {
+        if (rc == KP_ECONFLICT && !o->pre_rv) {
             json_decref(cur);
             continue;
         }
@@ -553,13 +625,12 @@ static int delete_one(api_req_t *r, const char *name, int64_t pre_rv, const char
 
 int rest_delete(api_req_t *r)
 {
-    int64_t pre_rv;
-    char pre_uid[64];
-    if (delete_options(r, &pre_rv, pre_uid, sizeof pre_uid)) return 0;
+    delete_opts_t o;
+    if (delete_options(r, &o)) return 0;
     json_t *gone = NULL;
     int64_t rev = 0;
-    int rc = delete_one(r, r->route.name, pre_rv, pre_uid, &gone, &rev);
-    if (rc == KP_ECONFLICT && (pre_rv || *pre_uid)) {
+    int rc = delete_one(r, r->route.name, &o, &gone, &rev);
+    if (rc == KP_ECONFLICT && (o.pre_rv || *o.pre_uid)) {
         json_t *d = rest_details(r->route.res, r->route.name);
         rc = api_reply_status(r, 409, "Conflict", d,
                               "Operation cannot be fulfilled on %s \"%s\": the precondition "
@@ -594,6 +665,11 @@ int rest_delete_collection(api_req_t *r)
         size_t n = strlen(prefix);
         snprintf(prefix + n, sizeof prefix - n, "%s/", r->route.ns);
     }
+    delete_opts_t o;
+    if (delete_options(r, &o)) {
+        rest_filter_free(&f);
+        return 0;
+    }
     wc_list_t *l;
     if ((rc = wc_list(rest_cache(r), prefix, NULL, 0, 0, 3000, &l))) {
         rest_filter_free(&f);
@@ -602,12 +678,12 @@ int rest_delete_collection(api_req_t *r)
     char saved_ns[sizeof r->route.ns];
     memcpy(saved_ns, r->route.ns, sizeof saved_ns);
     for (size_t i = 0; i < l->count && !rc; i++) {
-        const wc_obj_t *o = l->objs[i];
-        if (!rest_filter_match(&f, o->doc)) continue;
-        snprintf(r->route.ns, sizeof r->route.ns, "%s", o->ns);
+        const wc_obj_t *obj = l->objs[i];
+        if (!rest_filter_match(&f, obj->doc)) continue;
+        snprintf(r->route.ns, sizeof r->route.ns, "%s", obj->ns);
         json_t *gone = NULL;
         int64_t rev;
-        rc = delete_one(r, o->name, 0, "", &gone, &rev);
+        rc = delete_one(r, obj->name, &o, &gone, &rev);
         json_decref(gone);
         if (rc == KP_ENOTFOUND) rc = 0;
     }
