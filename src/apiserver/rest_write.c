@@ -21,6 +21,7 @@
 #include "lib/err.h"
 #include "rest_int.h"
 #include "store/store.h"
+#include "selector.h"
 #include "strategy.h"
 #include "watchcache.h"
 
@@ -78,17 +79,57 @@ static int reply_causes(api_req_t *r, const char *name, json_t *causes)
     return -1;
 }
 
-/* Apply the kind's strategy to a main-resource write; replies 422 and
- * returns -1 when validation fails. `old` is NULL on create. */
+/* Labels and annotations every kind shares (apimachinery ValidateObjectMeta). */
+static void validate_metadata(const json_t *obj, json_t *causes)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    static const char *const maps[] = {"labels", "annotations"};
+    for (int m = 0; m < 2; m++) {
+        const json_t *map = json_object_get(meta, maps[m]);
+        char field[600], err[512];
+        snprintf(field, sizeof field, "metadata.%s", maps[m]);
+        if (!map || json_is_null(map)) continue;
+        if (!json_is_object(map)) {
+            api_cause(causes, "FieldValueTypeInvalid", field,
+                      "Invalid value: must be an object of strings");
+            continue;
+        }
+        size_t total = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)map, k, v) {
+            if (!json_is_string(v)) {
+                snprintf(field, sizeof field, "metadata.%s.%s", maps[m], k);
+                api_cause(causes, "FieldValueTypeInvalid", field, "Invalid value: must be a string");
+                continue;
+            }
+            if (sel_label_key_check(k, err, sizeof err)) {
+                snprintf(field, sizeof field, "metadata.%s", maps[m]);
+                api_cause(causes, "FieldValueInvalid", field, "Invalid value: \"%s\": %s", k, err);
+            }
+            total += strlen(k) + json_string_length(v);
+            if (m == 0 && sel_label_value_check(json_string_value(v), err, sizeof err)) {
+                api_cause(causes, "FieldValueInvalid", "metadata.labels",
+                          "Invalid value: \"%s\": %s", json_string_value(v), err);
+            }
+        }
+        if (m == 1 && total > 256 * 1024)
+            api_cause(causes, "FieldValueTooLong", "metadata.annotations",
+                      "Too long: must have at most 262144 bytes");
+    }
+}
+
+/* Apply the shared metadata rules and the kind's strategy to a main-resource
+ * write; replies 422 and returns -1 when validation fails. `old` is NULL on
+ * create. */
 static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const char *name)
 {
     const api_strategy_t *st = r->route.res->strategy;
-    if (!st) return 0;
-    if (!old && st->prepare_create) st->prepare_create(obj);
-    if (st->defaults) st->defaults(obj);
-    if (!st->validate) return 0;
+    if (st && !old && st->prepare_create) st->prepare_create(obj);
+    if (st && st->defaults) st->defaults(obj);
     json_t *causes = json_array();
-    st->validate(obj, old, causes);
+    validate_metadata(obj, causes);
+    if (st && st->validate) st->validate(obj, old, causes);
     int rc = reply_causes(r, name, causes);
     json_decref(causes);
     return rc;

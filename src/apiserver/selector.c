@@ -364,6 +364,26 @@ static size_t value_problems(sb_t *b, const char *v)
     return n;
 }
 
+static int check_with(size_t (*problems)(sb_t *, const char *), const char *s, char *err,
+                      size_t errlen)
+{
+    sb_t b = {0};
+    size_t n = problems(&b, s);
+    if (n && errlen) snprintf(err, errlen, "%s", b.p ? b.p : "out of memory");
+    free(b.p);
+    return n ? KP_EINVAL : 0;
+}
+
+int sel_label_key_check(const char *key, char *err, size_t errlen)
+{
+    return check_with(key_problems, key, err, errlen);
+}
+
+int sel_label_value_check(const char *value, char *err, size_t errlen)
+{
+    return check_with(value_problems, value, err, errlen);
+}
+
 /* strconv.ParseInt(s, 10, 64): optional sign, then one or more digits. */
 static bool parse_int64(const char *s, int64_t *out)
 {

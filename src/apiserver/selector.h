@@ -58,6 +58,12 @@ int sel_label_empty(const sel_label_t *s);
 /* Release a selector. NULL is a no-op. */
 void sel_label_free(sel_label_t *s);
 
+/* Kubernetes' rules for a label key (a qualified name: `[prefix/]name`) and a
+ * label value: 0 if valid, else KP_EINVAL with the reasons in err, "; "-joined
+ * and worded as Kubernetes words them. Annotation keys follow the key rule. */
+int sel_label_key_check(const char *key, char *err, size_t errlen);
+int sel_label_value_check(const char *value, char *err, size_t errlen);
+
 /* ---- field selectors ---- */
 
 /* Parse a fieldSelector string: a comma-separated AND of `f=v`, `f==v`,
