@@ -66,6 +66,9 @@ const api_resource_t *api_registry_find(const char *group, const char *version,
 const char *api_group_version(const api_resource_t *r, char *buf, size_t n);
 /* Store key prefix of a resource: "/registry/<group|core>/<resource>/". */
 int api_key_prefix(const api_resource_t *r, char *buf, size_t n);
+/* The same, narrowed to namespace `ns` when the resource is namespaced and ns
+ * is not empty: "/registry/<group|core>/<resource>/<ns>/". */
+int api_ns_prefix(const api_resource_t *r, const char *ns, char *buf, size_t n);
 /* Store key of an object; ns is ignored for cluster-scoped resources. */
 int api_object_key(const api_resource_t *r, const char *ns, const char *name, char *buf,
                    size_t n);

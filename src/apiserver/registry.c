@@ -88,7 +88,14 @@ const char *api_group_version(const api_resource_t *r, char *buf, size_t n)
 
 int api_key_prefix(const api_resource_t *r, char *buf, size_t n)
 {
-    int w = snprintf(buf, n, "/registry/%s/%s/", *r->group ? r->group : "core", r->resource);
+    return api_ns_prefix(r, "", buf, n);
+}
+
+int api_ns_prefix(const api_resource_t *r, const char *ns, char *buf, size_t n)
+{
+    const char *g = *r->group ? r->group : "core";
+    int w = r->namespaced && ns && *ns ? snprintf(buf, n, "/registry/%s/%s/%s/", g, r->resource, ns)
+                                       : snprintf(buf, n, "/registry/%s/%s/", g, r->resource);
     return w < 0 || (size_t)w >= n ? KP_EINVAL : 0;
 }
 

@@ -266,16 +266,6 @@ static int token_decode(const char *tok, int64_t *rev, char *key, size_t keylen)
     return rc;
 }
 
-/* The key prefix a request lists: the resource, or one namespace of it. */
-static int list_prefix(api_req_t *r, char *buf, size_t n)
-{
-    int rc = api_key_prefix(r->route.res, buf, n);
-    if (rc || !r->route.res->namespaced || !*r->route.ns) return rc;
-    size_t len = strlen(buf);
-    int w = snprintf(buf + len, n - len, "%s/", r->route.ns);
-    return w < 0 || (size_t)w >= n - len ? KP_EINVAL : 0;
-}
-
 /* Append one item's JSON to the list body being built. */
 static int add_item(buf_t *b, const char *json, size_t len, size_t *count)
 {
@@ -366,7 +356,7 @@ static int do_list(api_req_t *r)
     int rc = rest_selectors(r, &f);
     if (rc || r->replied) return rc;
     char prefix[STORE_KEY_MAX + 1];
-    if (list_prefix(r, prefix, sizeof prefix)) {
+    if (api_ns_prefix(r->route.res, r->route.ns, prefix, sizeof prefix)) {
         rest_filter_free(&f);
         return rest_not_found(r, r->route.ns);
     }

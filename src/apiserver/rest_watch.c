@@ -176,11 +176,7 @@ int rest_watch(api_req_t *r)
     }
 
     char prefix[STORE_KEY_MAX + 1];
-    api_key_prefix(r->route.res, prefix, sizeof prefix);
-    if (r->route.res->namespaced && *r->route.ns) {
-        size_t n = strlen(prefix);
-        snprintf(prefix + n, sizeof prefix - n, "%s/", r->route.ns);
-    }
+    api_ns_prefix(r->route.res, r->route.ns, prefix, sizeof prefix);
 
     int64_t after = rv;
     if (!rvs || !*rvs || !strcmp(rvs, "0")) {

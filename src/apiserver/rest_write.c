@@ -563,9 +563,7 @@ static int namespace_in_use(api_req_t *r, const char *ns)
     for (size_t i = 0; i < api_registry_count(); i++) {
         const api_resource_t *res = api_registry_at(i);
         char prefix[STORE_KEY_MAX + 1];
-        if (!res->namespaced || api_key_prefix(res, prefix, sizeof prefix)) continue;
-        size_t n = strlen(prefix);
-        snprintf(prefix + n, sizeof prefix - n, "%s/", ns);
+        if (!res->namespaced || api_ns_prefix(res, ns, prefix, sizeof prefix)) continue;
         wc_list_t *l;
         if (wc_list(r->srv->caches[i], prefix, NULL, 1, 0, 1000, &l)) return 1;
         size_t count = l->count;
@@ -701,11 +699,7 @@ int rest_delete_collection(api_req_t *r)
     int rc = rest_selectors(r, &f);
     if (rc || r->replied) return rc;
     char prefix[STORE_KEY_MAX + 1];
-    api_key_prefix(r->route.res, prefix, sizeof prefix);
-    if (r->route.res->namespaced && *r->route.ns) {
-        size_t n = strlen(prefix);
-        snprintf(prefix + n, sizeof prefix - n, "%s/", r->route.ns);
-    }
+    api_ns_prefix(r->route.res, r->route.ns, prefix, sizeof prefix);
     delete_opts_t o;
     if (delete_options(r, &o)) {
         rest_filter_free(&f);
