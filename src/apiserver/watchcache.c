@@ -37,9 +37,9 @@
  *     exists at rev, exactly one node whose obj->rev is the key's mod_rev.
  *     A store event that contradicts it (an update with no object, an object
  *     whose revision differs from the event's previous one) is KP_ECORRUPT.
- *  5. rev only grows. After each store event or idle timeout it becomes the
- *     store watch's revision (store_watch_revision), which also counts the
- *     revisions of writes outside the prefix.
+ *  5. rev only grows. After each store event, progress event or idle timeout
+ *     it becomes the store watch's revision, which also counts the revisions
+ *     of writes outside the prefix (the watch reports progress past them).
  *  6. Slow watchers never block. A watcher's queue holds at most `backlog`
  *     live events (plus whatever its replay put there). apply() only enqueues;
  *     a watcher it cannot enqueue to is ended with KP_ETOOLARGE and keeps its
@@ -79,7 +79,7 @@
 #define WC__HISTORY_DEFAULT 10000
 #define WC__BACKLOG_DEFAULT 1000
 #define WC__PAGE 1000          /* keys per store_range page at open */
-#define WC__POLL_MS 250        /* how stale rev may be after writes elsewhere */
+#define WC__POLL_MS 250        /* idle wake-up; progress events make rev current */
 #define WC__FUTURE_WAIT_MS 3000 /* wc_watch: how long to wait for the cache */
 #define WC__SKIP_MAX 24        /* skip list levels; p = 1/4 */
 
@@ -558,6 +558,10 @@ static void *cache_run(void *arg)
             advance(wc, store_watch_revision(wc->sw));
             continue;
         }
+        if (!rc && sev->type == STORE_PROGRESS) {
+            advance(wc, sev->kv.mod_rev);
+            continue;
+        }
         wc_event_t ev;
         if (!rc) rc = prepare(wc, sev, &ev);
         if (!rc) rc = apply(wc, &ev, store_watch_revision(wc->sw));
@@ -627,6 +631,9 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
         goto fail;
     if ((rc = load(wc))) goto fail;
     if ((rc = store_watch_open(store, prefix, wc->rev, &wc->sw))) goto fail;
+    /* Learn promptly that writes elsewhere moved the store on: a consistent
+     * list waits for the cache to reach the store's revision. */
+    store_watch_progress(wc->sw, 1);
     if (pthread_create(&wc->thread, NULL, cache_run, wc)) {
         rc = KP_ENOMEM;
         goto fail;

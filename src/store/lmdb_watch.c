@@ -30,6 +30,9 @@ typedef struct lmdb_watch {
     int64_t rev;        /* read up to here */
     size_t txnid;       /* LMDB transaction id of the last read */
     int failed;         /* sticky error */
+    int progress;       /* report STORE_PROGRESS events */
+    int64_t reported;   /* newest revision handed out as an event or progress */
+    store_event_t tick; /* the STORE_PROGRESS event */
     int cancelled;      /* guarded by ls->mu */
     store_event_t *evs; /* buffered events, [pos, n) not yet handed out */
     size_t n, pos, cap;
@@ -199,6 +202,14 @@ static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_
     for (;;) {
         if (w->pos < w->n) {
             *ev = &w->evs[w->pos++];
+            w->reported = (*ev)->kv.mod_rev;
+            return 0;
+        }
+        if (w->progress && w->rev > w->reported) { /* read past changes elsewhere */
+            w->reported = w->rev;
+            w->tick = (store_event_t){.type = STORE_PROGRESS, .kv = {.key = "", .value = ""}};
+            w->tick.kv.mod_rev = w->rev;
+            *ev = &w->tick;
             return 0;
         }
         pthread_mutex_lock(&ls->mu);
@@ -209,7 +220,7 @@ static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_
 
         int rc = fill(w);
         if (rc) return rc;
-        if (w->n) continue;
+        if (w->n || (w->progress && w->rev > w->reported)) continue;
 
         /* Nothing new: sleep until a commit here, a commit elsewhere, the
          * deadline, or a cancel. */
@@ -238,6 +249,13 @@ static int64_t lmdb_watch_revision(const store_watch_t *sw)
     const lmdb_watch_t *w = (const lmdb_watch_t *)sw;
     if (w->pos < w->n) return w->evs[w->pos].kv.mod_rev - 1;
     return w->rev;
+}
+
+static void lmdb_watch_progress(store_watch_t *sw, int on)
+{
+    lmdb_watch_t *w = (lmdb_watch_t *)sw;
+    w->progress = on;
+    w->reported = w->rev;
 }
 
 static void lmdb_watch_cancel(store_watch_t *sw)
@@ -282,6 +300,7 @@ int lmdb__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_wa
     w->ls = ls;
     w->plen = strlen(prefix);
     w->rev = after_rev;
+    w->reported = after_rev;
     /* One event always fits, even with a maximal value and previous value. */
     buf_init(&w->bytes, LMDB__WATCH_BYTES + 2 * (STORE_VALUE_MAX + STORE_KEY_MAX + 2));
     *out = &w->base;
@@ -291,6 +310,7 @@ int lmdb__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_wa
 static const store_watch_ops_t lmdb_watch_ops = {
     .next = lmdb_watch_next,
     .revision = lmdb_watch_revision,
+    .progress = lmdb_watch_progress,
     .cancel = lmdb_watch_cancel,
     .close = lmdb_watch_close,
 };

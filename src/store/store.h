@@ -77,7 +77,11 @@ typedef struct store_range {
     int more;         /* 1 if keys under the prefix follow the last one */
 } store_range_t;
 
-typedef enum store_event_type { STORE_PUT = 1, STORE_DELETE = 2 } store_event_type_t;
+typedef enum store_event_type {
+    STORE_PUT = 1,
+    STORE_DELETE = 2,
+    STORE_PROGRESS = 3, /* see store_watch_progress() */
+} store_event_type_t;
 
 /* One change. Borrowed from the watch: valid until the next store_watch_next()
  * or store_watch_close() on it. */
@@ -169,6 +173,13 @@ int store_watch_open(store_t *s, const char *prefix, int64_t after_rev,
  * of the history (sticky: reopen the watch from a fresh read); KP_ECLOSED
  * once store_watch_cancel() has been called. */
 int store_watch_next(store_watch_t *w, int timeout_ms, const store_event_t **ev);
+
+/* With `on`, store_watch_next() also returns an event of type STORE_PROGRESS
+ * when the history moved past revisions that hold no change under the prefix:
+ * its kv.mod_rev is the revision read up to, its other fields are empty. A
+ * cache of the prefix then knows it is current without a change to show for
+ * it (etcd's progress notification). Off by default. */
+void store_watch_progress(store_watch_t *w, int on);
 
 /* The revision the watch has read up to: events at and below it were
  * delivered or filtered out. A caller can resume from it with a new watch. */

@@ -410,6 +410,32 @@ static void test_watch_resume_from_revision(void **state)
     store_watch_close(w);
 }
 
+/* With progress on, a watch reports that it read past changes elsewhere. */
+static void test_watch_progress(void **state)
+{
+    store_t *s = ((fixture_t *)*state)->s;
+    store_watch_t *w;
+    const store_event_t *ev;
+    assert_int_equal(store_watch_open(s, "/mine/", 0, &w), 0);
+    store_watch_progress(w, 1);
+    assert_int_equal(store_watch_next(w, 0, &ev), KP_ETIMEDOUT); /* nothing yet */
+    put(s, "/other/a", "x"); /* 1 */
+    put(s, "/other/b", "x"); /* 2 */
+    assert_int_equal(store_watch_next(w, 1000, &ev), 0);
+    assert_int_equal(ev->type, STORE_PROGRESS);
+    assert_int_equal(ev->kv.mod_rev, 2);
+    assert_int_equal(store_watch_next(w, 0, &ev), KP_ETIMEDOUT); /* reported once */
+    put(s, "/mine/a", "m");  /* 3 */
+    put(s, "/other/c", "x"); /* 4 */
+    assert_int_equal(store_watch_next(w, 1000, &ev), 0);
+    assert_int_equal(ev->type, STORE_PUT);
+    assert_int_equal(ev->kv.mod_rev, 3);
+    assert_int_equal(store_watch_next(w, 1000, &ev), 0);
+    assert_int_equal(ev->type, STORE_PROGRESS);
+    assert_int_equal(ev->kv.mod_rev, 4);
+    store_watch_close(w);
+}
+
 static void test_durable_across_reopen(void **state)
 {
     fixture_t *f = *state;
@@ -625,6 +651,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_blocks_until_write_or_cancel, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_watch_resume_from_revision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_across_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auto_compaction_by_count, setup, teardown),
