@@ -22,6 +22,8 @@ static json_t *verbs_json(const char *const *verbs)
 
 static const char *const main_verbs[] = {"create", "delete", "deletecollection", "get",
                                          "list", "patch", "update", "watch", NULL};
+static const char *const namespace_verbs[] = {"create", "delete", "get",   "list",
+                                              "patch",  "update", "watch", NULL};
 static const char *const sub_verbs[] = {"get", "patch", "update", NULL};
 
 static json_t *sub_entry(const api_resource_t *r, const char *sub, const char *group,
@@ -46,7 +48,9 @@ static json_t *resource_list(const char *group, const char *version)
         if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
         json_t *e = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", r->resource, "singularName",
                               r->singular, "namespaced", r->namespaced, "kind", r->kind,
-                              "verbs", verbs_json(main_verbs));
+                              "verbs",
+                              verbs_json(strcmp(r->resource, "namespaces") ? main_verbs
+                                                                           : namespace_verbs));
         if (r->short_names[0]) {
             json_t *sn = json_array();
             for (int k = 0; k < 4 && r->short_names[k]; k++)

@@ -451,7 +451,9 @@ int api_serve_resource(api_req_t *r)
         if (!strcmp(m, "GET"))
             return rest_query_bool(r, "watch") ? rest_watch(r) : do_list(r);
         if (!strcmp(m, "POST")) return rest_create(r);
-        if (!strcmp(m, "DELETE")) return rest_delete_collection(r);
+        /* Namespaces, as in Kubernetes, are deleted one by one. */
+        if (!strcmp(m, "DELETE") && strcmp(rt->res->resource, "namespaces"))
+            return rest_delete_collection(r);
     } else {
         if (!strcmp(m, "GET")) return do_get(r);
         if (!strcmp(m, "PUT")) return rest_update(r);
