@@ -32,6 +32,7 @@ test: test-deps
 
 bench: all
 	$(BUILD)/bench/bench_store
+	$(BUILD)/bench/bench_api $(BUILD)/kplane
 
 clean:
 	rm -rf $(BUILD) $(TEST_BUILD)

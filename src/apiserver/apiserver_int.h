@@ -181,6 +181,8 @@ int api_serve_resource(api_req_t *r);
 int api_ensure_namespaces(apiserver_t *s);
 
 /* object.c: metadata helpers. */
+/* 1 if a and b are equal JSON values, or both absent (NULL). */
+int api_json_same(const json_t *a, const json_t *b);
 int api_new_uid(char out[37]);
 void api_now_rfc3339(char out[32]);
 /* Validate a name: DNS-1123 subdomain (dns_label 0) or label (1). Returns NULL

@@ -362,8 +362,40 @@ static int do_list(api_req_t *r)
     }
     long long lim = 0;
     const char *ls = api_query(r, "limit");
-    if (ls) lim = strtoll(ls, NULL, 10);
+    if (ls && *ls) {
+        char *end;
+        lim = strtoll(ls, &end, 10);
+        if (*end) {
+            rest_filter_free(&f);
+            return api_reply_status(r, 400, "BadRequest", NULL,
+                                    "invalid limit: strconv.ParseInt: parsing \"%s\": invalid "
+                                    "syntax",
+                                    ls);
+        }
+    }
     if (lim < 0) lim = 0;
+    const char *match = api_query(r, "resourceVersionMatch");
+    const char *rvq = api_query(r, "resourceVersion");
+    if (match && *match) {
+        const char *why = NULL;
+        if (!rvq || !*rvq)
+            why = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+                  "resourceVersion is provided";
+        else if (strcmp(match, "NotOlderThan") && strcmp(match, "Exact"))
+            why = "resourceVersionMatch: Unsupported value: supported values: \"Exact\", "
+                  "\"NotOlderThan\"";
+        if (why) {
+            rest_filter_free(&f);
+            json_t *d = json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "group", "meta.k8s.io",
+                                  "kind", "ListOptions", "causes", "reason",
+                                  !rvq || !*rvq ? "FieldValueForbidden" : "FieldValueNotSupported",
+                                  "message", why, "field", "resourceVersionMatch");
+            int out = api_reply_status(r, 422, "Invalid", d,
+                                       "ListOptions.meta.k8s.io \"\" is invalid: %s", why);
+            json_decref(d);
+            return out;
+        }
+    }
     const char *cont = api_query(r, "continue");
     if (cont && *cont) {
         int64_t rev;

@@ -117,7 +117,7 @@ static json_t *make_scaled(api_req_t *r, const json_t *cur, void *arg, int64_t *
         json_object_set(spec, "replicas", (json_t *)rep);
         json_int_t g = json_integer_value(json_object_get(json_object_get(cur, "metadata"),
                                                           "generation"));
-        if (!json_equal(json_object_get(cur, "spec"), spec))
+        if (!api_json_same(json_object_get(cur, "spec"), spec))
             json_object_set_new(rest_meta(out), "generation", json_integer(g + 1));
     }
     if (patch) json_decref(in);

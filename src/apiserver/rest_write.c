@@ -79,7 +79,8 @@ static int reply_causes(api_req_t *r, const char *name, json_t *causes)
     return -1;
 }
 
-/* Labels and annotations every kind shares (apimachinery ValidateObjectMeta). */
+/* Labels and annotations every kind shares (apimachinery ValidateObjectMeta),
+ * once check_metadata_types() has vouched for their shapes. */
 static void validate_metadata(const json_t *obj, json_t *causes)
 {
     const json_t *meta = json_object_get(obj, "metadata");
@@ -88,21 +89,12 @@ static void validate_metadata(const json_t *obj, json_t *causes)
         const json_t *map = json_object_get(meta, maps[m]);
         char field[600], err[512];
         snprintf(field, sizeof field, "metadata.%s", maps[m]);
-        if (!map || json_is_null(map)) continue;
-        if (!json_is_object(map)) {
-            api_cause(causes, "FieldValueTypeInvalid", field,
-                      "Invalid value: must be an object of strings");
-            continue;
-        }
+        if (!json_is_object(map)) continue; /* shapes: check_metadata_types() */
         size_t total = 0;
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)map, k, v) {
-            if (!json_is_string(v)) {
-                snprintf(field, sizeof field, "metadata.%s.%s", maps[m], k);
-                api_cause(causes, "FieldValueTypeInvalid", field, "Invalid value: must be a string");
-                continue;
-            }
+            if (!json_is_string(v)) continue;
             if (sel_label_key_check(k, err, sizeof err)) {
                 snprintf(field, sizeof field, "metadata.%s", maps[m]);
                 api_cause(causes, "FieldValueInvalid", field, "Invalid value: \"%s\": %s", k, err);
@@ -135,6 +127,72 @@ static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const ch
     return rc;
 }
 
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "bool";
+    default: return "null";
+    }
+}
+
+/* The shapes of metadata every kind shares, checked as Kubernetes' decoder
+ * would: a mismatch is a 400 BadRequest naming the field. Returns -1 after
+ * replying. */
+static int check_metadata_types(api_req_t *r, const json_t *obj)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *bad = NULL, *want = NULL;
+    const json_t *v = NULL;
+    if (meta && !json_is_null(meta) && !json_is_object(meta)) {
+        bad = "metadata", want = "v1.ObjectMeta", v = meta;
+    } else if (meta) {
+        static const char *const strs[] = {"name", "generateName", "namespace", "uid",
+                                           "resourceVersion", NULL};
+        for (const char *const *k = strs; *k && !bad; k++) {
+            v = json_object_get(meta, *k);
+            if (v && !json_is_null(v) && !json_is_string(v)) bad = *k, want = "string";
+        }
+        static const char *const maps[] = {"labels", "annotations", NULL};
+        for (const char *const *k = maps; *k && !bad; k++) {
+            const json_t *m = json_object_get(meta, *k);
+            if (!m || json_is_null(m)) continue;
+            if (!json_is_object(m)) {
+                bad = *k, want = "map[string]string", v = m;
+                break;
+            }
+            const char *mk;
+            json_t *mv;
+            json_object_foreach((json_t *)m, mk, mv) {
+                if (!json_is_string(mv)) {
+                    bad = *k, want = "string", v = mv;
+                    break;
+                }
+            }
+        }
+        const json_t *fin = json_object_get(meta, "finalizers");
+        if (!bad && fin && !json_is_null(fin)) {
+            size_t i;
+            json_t *f;
+            if (!json_is_array(fin)) bad = "finalizers", want = "[]string", v = fin;
+            else json_array_foreach(fin, i, f) if (!json_is_string(f) && !bad)
+                bad = "finalizers", want = "string", v = f;
+        }
+    }
+    if (!bad) return 0;
+    api_reply_status(r, 400, "BadRequest", NULL,
+                     "json: cannot unmarshal %s into Go struct field ObjectMeta.metadata%s%s of "
+                     "type %s",
+                     json_kind(v), strcmp(bad, "metadata") ? "." : "",
+                     strcmp(bad, "metadata") ? bad : "", want);
+    return -1;
+}
+
 /* kind and apiVersion in a body must name the URL's resource; missing ones
  * are filled in. Replies 400 and returns -1 on a mismatch. */
 static int check_type(api_req_t *r, json_t *obj)
@@ -157,6 +215,7 @@ static int check_type(api_req_t *r, json_t *obj)
                          res->kind);
         return -1;
     }
+    if (check_metadata_types(r, obj)) return -1;
     json_object_set_new(obj, "kind", json_string(res->kind));
     json_object_set_new(obj, "apiVersion", json_string(gv));
     return 0;
@@ -361,7 +420,7 @@ static json_t *merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
         json_decref(out);
         return NULL;
     }
-    if (!json_equal(json_object_get(cur, "spec"), json_object_get(out, "spec"))) {
+    if (!api_json_same(json_object_get(cur, "spec"), json_object_get(out, "spec"))) {
         json_int_t g = json_integer_value(json_object_get(cmeta, "generation"));
         json_object_set_new(meta, "generation", json_integer(g + 1));
     }
@@ -396,7 +455,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         }
         json_t *nm = rest_meta(next);
         json_object_del(nm, "resourceVersion");
-        if (json_equal(cur, next)) { /* no change: no write, no new revision */
+        if (api_json_same(cur, next)) { /* no change: no write, no new revision */
             json_decref(next);
             return reply ? reply(r, cur, cur_rev) : rest_reply_object(r, 200, cur, cur_rev);
         }
@@ -481,6 +540,10 @@ static json_t *make_patch(api_req_t *r, const json_t *cur, void *arg, int64_t *p
     json_t *in = json_deep_copy(cur);
     json_object_del(rest_meta(in), "resourceVersion");
     rest_merge_patch(in, patch);
+    if (check_metadata_types(r, in)) {
+        json_decref(in);
+        return NULL;
+    }
     const json_t *pm = json_object_get(patch, "metadata");
     if (rest_parse_rv(json_string_value(json_object_get(pm, "resourceVersion")), pre)) {
         json_decref(in);

@@ -74,7 +74,7 @@ static void check_selector(const json_t *obj, const json_t *old, int required, j
                       "Invalid value: `selector` does not match template `labels`");
     }
     sel_label_free(s);
-    if (old && !json_equal(sel, json_object_get(json_object_get(old, "spec"), "selector")))
+    if (old && !api_json_same(sel, json_object_get(json_object_get(old, "spec"), "selector")))
         api_cause(causes, "FieldValueInvalid", "spec.selector",
                   "Invalid value: field is immutable");
 }
@@ -301,7 +301,7 @@ static void job_validate(const json_t *job, const json_t *old, json_t *causes)
                   "Required value: when completion mode is Indexed");
     if (old) {
         const json_t *ospec = json_object_get(old, "spec");
-        if (!json_equal(json_object_get(spec, "completions"), json_object_get(ospec, "completions")))
+        if (!api_json_same(json_object_get(spec, "completions"), json_object_get(ospec, "completions")))
             api_cause(causes, "FieldValueInvalid", "spec.completions",
                       "Invalid value: field is immutable");
     }

@@ -231,7 +231,7 @@ static void pod_validate(const json_t *pod, const json_t *old, json_t *causes)
     if (!old) return;
     const json_t *ospec = json_object_get(old, "spec");
     json_t *a = masked_spec(spec), *b = masked_spec(ospec);
-    if (!json_equal(a, b))
+    if (!api_json_same(a, b))
         api_cause(causes, "FieldValueForbidden", "spec",
                   "Forbidden: pod updates may not change fields other than "
                   "`spec.containers[*].image`,`spec.initContainers[*].image`,"

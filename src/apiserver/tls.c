@@ -10,6 +10,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +40,15 @@ static char *read_all(const char *path)
 
 static int write_secret(const char *path, const gnutls_datum_t *d)
 {
-    char tmp[4096];
+    char tmp[4096 + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
-    if (!f) return KP_EIO;
+    /* Keys are secrets: created 0600, never readable by others for a moment. */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return KP_EIO;
+    }
     int rc = fwrite(d->data, 1, d->size, f) == d->size ? 0 : KP_EIO;
     if (fflush(f) || fsync(fileno(f))) rc = KP_EIO;
     if (fclose(f)) rc = KP_EIO;

@@ -2,6 +2,7 @@
 # free loopback port in its own temp data dir, and always stop it (by pid).
 #
 #   . lib.sh; kp_start [extra server flags]; ...; (kp_stop runs on EXIT)
+#   kp_restart [flags]: start it again on the same data dir (after a crash).
 #
 # After kp_start: $KP_DIR (data dir), $KP_PID, $KP_PORT, $KUBECONFIG, $KP_TOKEN.
 
@@ -55,6 +56,17 @@ kp_start() {
     sleep 0.05
   done
   fail "server not ready"
+}
+
+# Start the server again on the same data dir: stop it if it still runs, reap
+# it if it died (a crash test: `kill -KILL $KP_PID; wait $KP_PID` first, as an
+# unreaped zombie still passes kill -0). The port changes; the token and CA stay.
+kp_restart() {
+  if [ -n "$KP_PID" ]; then
+    if kill -0 "$KP_PID" 2>/dev/null; then kp_stop; else wait "$KP_PID" 2>/dev/null || true; fi
+  fi
+  KP_PID=
+  kp_start "$@"
 }
 
 # curl with the admin token: kp_curl METHOD PATH [curl args...]

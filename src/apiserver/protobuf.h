@@ -1,0 +1,54 @@
+/*
+ * protobuf.h -- Kubernetes protobuf request bodies, turned into JSON objects.
+ *
+ * kubectl's typed clients (`kubectl create namespace|configmap|secret|
+ * deployment|job|cronjob|quota|service|serviceaccount ...`) send their bodies as
+ * Content-Type application/vnd.kubernetes.protobuf and do not fall back to
+ * JSON. Such a body is the 4 bytes "k8s\0" and then a runtime.Unknown message
+ * {1: typeMeta {1: apiVersion, 2: kind}, 2: raw, 3: contentEncoding,
+ * 4: contentType}, where raw is the object's own protobuf encoding (the
+ * messages of k8s.io/api's generated.proto files).
+ *
+ * api_pb_decode() gives the JSON object that Kubernetes' JSON encoder prints
+ * for the same object (what `kubectl create ... --dry-run=client -o json`
+ * shows), with two differences, both meaning the same to an API server:
+ *   - a zero metav1.Time (creationTimestamp of a new object) is left out
+ *     instead of printed as null;
+ *   - a pointer or slice field whose JSON tag lacks omitempty (rare, e.g.
+ *     podFailurePolicy rules' onExitCodes) is left out when absent instead of
+ *     printed as null.
+ * The walk is driven by a table (protobuf_schema.c) and is strict: a field
+ * number the table does not know, or a kind it does not cover, is an error,
+ * never dropped.
+ *
+ * The decoder only reads `body` during the call; it keeps nothing and is
+ * safe to call from any number of threads at once.
+ */
+#ifndef KP_APISERVER_PROTOBUF_H
+#define KP_APISERVER_PROTOBUF_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* The media type these bodies come with. */
+#define API_PB_MEDIA_TYPE "application/vnd.kubernetes.protobuf"
+
+/* Decode a protobuf request body of `len` bytes.
+ *
+ * On success returns 0 and *out is a new JSON object, owned by the caller
+ * (json_decref): "kind" and "apiVersion" from the TypeMeta, then the object's
+ * members in wire order.
+ *
+ * Errors (*out is then NULL):
+ *   KP_EINVAL  the body is not what Kubernetes would accept: no "k8s\0"
+ *              prefix, malformed protobuf (truncated varint, a length past
+ *              the end, a bad wire type), a kind the table does not cover, a
+ *              field number the table does not know, a string that is not
+ *              UTF-8, an impossible IntOrString type, ... The message, written
+ *              to err (NUL-terminated, truncated to errlen; err may be NULL
+ *              when errlen is 0), names the place, e.g. `Deployment.spec.
+ *              template.spec.containers[0]: unknown field 99 (wire type 2)`.
+ *   KP_ENOMEM  out of memory ("out of memory" in err). */
+int api_pb_decode(const void *body, size_t len, json_t **out, char *err, size_t errlen);
+
+#endif
