@@ -244,7 +244,7 @@ static double server_rss_mb(const server_t *s)
     FILE *f = fopen(path, "r");
     long kb = -1;
     while (f && kb < 0 && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6)) kb = atol(line + 6);
+        if (!strncmp(line, "VmRSS:", 6)) kb = strtol(line + 6, NULL, 10);
     if (f) fclose(f);
     if (kb < 0) fail(s, "no VmRSS in %s", path);
     return (double)kb / 1024.0;
@@ -366,7 +366,7 @@ static void server_start(const bench_env_t *env, server_t *s, int fresh, int64_t
     if (!f || !fgets(line, sizeof line, f)) fail(s, "server exited before 'serving on'");
     fclose(f); /* the server ignores SIGPIPE and writes nothing else to stdout */
     const char *p = strstr(line, "https://127.0.0.1:");
-    int port = p ? atoi(p + 18) : 0;
+    int port = p ? (int)strtol(p + 18, NULL, 10) : 0;
     if (port <= 0) fail(s, "no port in the server's first line: %s", line);
     snprintf(s->url, sizeof s->url, "https://127.0.0.1:%d", port);
     snprintf(s->ca, sizeof s->ca, "%s/ca.crt", s->dir);
@@ -574,7 +574,7 @@ static size_t on_watch_header(char *data, size_t size, size_t n, void *arg)
     size_t len = size * n;
     const char *sp = len > 5 && !strncmp(data, "HTTP/", 5) ? memchr(data, ' ', len) : NULL;
     if (sp)
-        wc->code = atol(sp);              /* the line ends in CRLF: atol stops there */
+        wc->code = strtol(sp, NULL, 10);            /* the line ends in CRLF: strtol stops there */
     else if (len <= 2 && wc->code == 200) /* the blank line ending the headers */
         atomic_fetch_add(&wc->g->counters[0], 1);
     return len;

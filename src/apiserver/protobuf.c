@@ -307,6 +307,10 @@ static int dec_time(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
             nanos = as_int32(f.u);
     }
     if (n == 0) return 0; /* Time.Unmarshal: no bytes is the zero time */
+    /* nanos moves sec by at most 3: checking with that margin first keeps
+     * the arithmetic below from overflowing */
+    if (sec < RFC3339_MIN_UNIX - 3 || sec > RFC3339_MAX_UNIX + 3)
+        return fail(d, KP_EINVAL, "time %lld is outside the years 0000-9999", (long long)sec);
     /* time.Unix(sec, nanos) carries whole seconds out of nanos; JSON drops
      * the fraction. */
     sec += nanos / 1000000000;
@@ -322,7 +326,7 @@ static int dec_time(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
     struct tm tm;
     if (!gmtime_r(&t, &tm))
         return fail(d, KP_EINVAL, "time %lld cannot be converted", (long long)sec);
-    char buf[32];
+    char buf[80]; /* 20 bytes for the years in range; the rest quiets -Wformat-truncation */
     snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     *v = json_string(buf);
@@ -620,7 +624,10 @@ int api_pb_decode(const void *body, size_t len, json_t **out, char *err, size_t 
         pb_val_t w;
         const char *e = rd_field(&r, &w);
         if (e) return fail(&d, KP_EINVAL, "runtime.Unknown: %s", e);
-        if (w.num == 1 && w.wt == WT_LEN) { /* typeMeta */
+        if ((w.num == 1 || w.num == 2) && w.wt != WT_LEN)
+            return fail(&d, KP_EINVAL, "runtime.Unknown: field %u: wire type %d, expected 2", w.num,
+                        w.wt);
+        if (w.num == 1) { /* typeMeta */
             pb_rd_t t = {w.data, w.data + w.len};
             while (t.p < t.end) {
                 pb_val_t tw;
@@ -635,7 +642,7 @@ int api_pb_decode(const void *body, size_t len, json_t **out, char *err, size_t 
                               tw.wt);
                 if (rc) return rc;
             }
-        } else if (w.num == 2 && w.wt == WT_LEN) {
+        } else if (w.num == 2) {
             raw = w.data;
             rawlen = w.len;
         } else if (w.num == 3) {

@@ -2,12 +2,13 @@
  * protobuf.h -- Kubernetes protobuf request bodies, turned into JSON objects.
  *
  * kubectl's typed clients (`kubectl create namespace|configmap|secret|
- * deployment|job|cronjob|quota|service|serviceaccount ...`) send their bodies as
- * Content-Type application/vnd.kubernetes.protobuf and do not fall back to
- * JSON. Such a body is the 4 bytes "k8s\0" and then a runtime.Unknown message
- * {1: typeMeta {1: apiVersion, 2: kind}, 2: raw, 3: contentEncoding,
- * 4: contentType}, where raw is the object's own protobuf encoding (the
- * messages of k8s.io/api's generated.proto files).
+ * deployment|job|cronjob|quota|service|serviceaccount ...`, kubectl drain's
+ * evictions) and client-go programs send their bodies as Content-Type
+ * application/vnd.kubernetes.protobuf and do not fall back to JSON. Such a
+ * body is the 4 bytes "k8s\0" and then a runtime.Unknown message {1: typeMeta
+ * {1: apiVersion, 2: kind}, 2: raw, 3: contentEncoding, 4: contentType},
+ * where raw is the object's own protobuf encoding (the messages of
+ * k8s.io/api's generated.proto files).
  *
  * api_pb_decode() gives the JSON object that Kubernetes' JSON encoder prints
  * for the same object (what `kubectl create ... --dry-run=client -o json`

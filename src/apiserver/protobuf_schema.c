@@ -6,42 +6,45 @@
  * WHERE THE FACTS COME FROM
  *   Numbers, names, types, `repeated` and `map`: the generated.proto files of
  *   k8s.io/api core/v1 (Namespace, ConfigMap, Secret, ServiceAccount, Service,
- *   ResourceQuota, PodTemplateSpec, PodSpec, Container and all they reach),
- *   apps/v1 (Deployment, DeploymentSpec, DeploymentStrategy,
- *   RollingUpdateDeployment, DeploymentStatus, DeploymentCondition) and
- *   batch/v1 (Job, JobSpec, JobStatus, PodFailurePolicy*, SuccessPolicy*,
- *   CronJob, CronJobSpec, JobTemplateSpec, CronJobStatus), and of
- *   k8s.io/apimachinery pkg/apis/meta/v1 (ObjectMeta, OwnerReference,
- *   ManagedFieldsEntry, FieldsV1, LabelSelector, LabelSelectorRequirement,
- *   Condition, Time), pkg/util/intstr (IntOrString) and pkg/api/resource
- *   (Quantity), Kubernetes 1.32 plus the 1.33 additions (Lifecycle.stopSignal,
- *   DeploymentStatus.terminatingReplicas). API_PB_KEEP and API_PB_INLINE come
- *   from the Go structs in the types.go beside each generated.proto: a pointer
- *   field or a json tag without omitempty is KEEP, an embedded struct tagged
- *   json:",inline" is INLINE.
+ *   ResourceQuota, Binding, PodTemplateSpec, PodSpec, Container and all they
+ *   reach), apps/v1 (Deployment, DeploymentSpec, DeploymentStrategy,
+ *   RollingUpdateDeployment, DeploymentStatus, DeploymentCondition), batch/v1
+ *   (Job, JobSpec, JobStatus, JobCondition, PodFailurePolicy*, SuccessPolicy*,
+ *   UncountedTerminatedPods, CronJob, CronJobSpec, JobTemplateSpec,
+ *   CronJobStatus) and policy/v1 (Eviction), and of k8s.io/apimachinery
+ *   pkg/apis/meta/v1 (ObjectMeta, OwnerReference, ManagedFieldsEntry,
+ *   FieldsV1, LabelSelector, LabelSelectorRequirement, Condition,
+ *   DeleteOptions, Preconditions, Time), pkg/util/intstr (IntOrString) and
+ *   pkg/api/resource (Quantity): Kubernetes 1.32, plus the 1.33 additions
+ *   Lifecycle.stopSignal and DeploymentStatus.terminatingReplicas.
+ *   API_PB_KEEP and API_PB_INLINE come from the Go structs in the types.go
+ *   beside each generated.proto: a pointer field or a json tag without
+ *   omitempty is KEEP; an embedded struct tagged json:",inline" is INLINE.
  *
  *   Not covered, on purpose: the in-tree volume plugins of VolumeSource
  *   (gcePersistentDisk, awsElasticBlockStore, gitRepo, iscsi, glusterfs, rbd,
  *   flexVolume, cinder, cephfs, flocker, fc, azureFile, vsphereVolume, quobyte,
  *   azureDisk, photonPersistentDisk, portworxVolume, scaleIO, storageos). A
- *   body using one fails with "unknown field N in VolumeSource", never loses it.
+ *   body using one fails with "unknown field N in VolumeSource" rather than
+ *   losing it.
  *
  * HOW TO EXTEND
  *   1. Copy the message's fields from its generated.proto, in that order, one
  *      line each: the number, the name (Kubernetes' JSON name is the proto
- *      name), the kind (string, bytes, bool, int32, int64; another message;
+ *      name), the kind: string, bytes, bool, int32, int64; another message;
  *      map<string, string|bytes|Quantity> is API_PB_MAP with m_map_string,
  *      m_map_bytes or m_map_quantity; meta/v1 Time, intstr IntOrString,
- *      resource Quantity and meta/v1 FieldsV1 have kinds of their own).
- *   2. Flags: API_PB_REP for `repeated` (not for maps); API_PB_KEEP when the
- *      Go field is a pointer (*int32, *bool, *string, *SomeStringType) or its
- *      json tag has no omitempty (`json:"name"`); API_PB_INLINE for an
- *      embedded struct with `json:",inline"`.
+ *      resource Quantity and meta/v1 FieldsV1 have kinds of their own.
+ *   2. Flags, from the Go struct in types.go: API_PB_REP for `repeated` (not
+ *      for maps); API_PB_KEEP when the Go field is a pointer (*int32, *bool,
+ *      *string, *SomeStringType) or its json tag has no omitempty
+ *      (`json:"name"`); API_PB_INLINE for an embedded struct tagged
+ *      `json:",inline"`.
  *   3. Declare every new message in the list below: messages refer to each
  *      other by address, in any order.
  *   4. A new top-level kind also gets a line in roots[] at the end.
  *   tests/apiserver/test_protobuf.c checks the table's shape (unique numbers
- *   and names, every message reachable) when it runs.
+ *   and names, map entries, flags that fit the kind).
  */
 #include <stddef.h>
 #include <string.h>
@@ -184,6 +187,10 @@ static const api_pb_msg_t m_batch_CronJob;
 static const api_pb_msg_t m_batch_CronJobSpec;
 static const api_pb_msg_t m_batch_JobTemplateSpec;
 static const api_pb_msg_t m_batch_CronJobStatus;
+static const api_pb_msg_t m_core_Binding;
+static const api_pb_msg_t m_policy_Eviction;
+static const api_pb_msg_t m_meta_DeleteOptions;
+static const api_pb_msg_t m_meta_Preconditions;
 
 /* map<string, V> entries {1: key, 2: value}: keys and values are kept even
  * when empty. */
@@ -1518,9 +1525,42 @@ static const api_pb_field_t f_batch_CronJobStatus[] = {
 static const api_pb_msg_t m_batch_CronJobStatus =
     API_PB_MSG("CronJobStatus", f_batch_CronJobStatus);
 
+/* core/v1 Binding */
+static const api_pb_field_t f_core_Binding[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &m_meta_ObjectMeta},
+    {2, "target", API_PB_MESSAGE, 0, &m_core_ObjectReference},
+};
+static const api_pb_msg_t m_core_Binding = API_PB_MSG("Binding", f_core_Binding);
+
+/* policy/v1 Eviction */
+static const api_pb_field_t f_policy_Eviction[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &m_meta_ObjectMeta},
+    {2, "deleteOptions", API_PB_MESSAGE, 0, &m_meta_DeleteOptions},
+};
+static const api_pb_msg_t m_policy_Eviction = API_PB_MSG("Eviction", f_policy_Eviction);
+
+/* meta/v1 DeleteOptions */
+static const api_pb_field_t f_meta_DeleteOptions[] = {
+    {1, "gracePeriodSeconds", API_PB_INT64, API_PB_KEEP, NULL},
+    {2, "preconditions", API_PB_MESSAGE, 0, &m_meta_Preconditions},
+    {3, "orphanDependents", API_PB_BOOL, API_PB_KEEP, NULL},
+    {4, "propagationPolicy", API_PB_STRING, API_PB_KEEP, NULL},
+    {5, "dryRun", API_PB_STRING, API_PB_REP, NULL},
+    {6, "ignoreStoreReadErrorWithClusterBreakingPotential", API_PB_BOOL, API_PB_KEEP, NULL},
+};
+static const api_pb_msg_t m_meta_DeleteOptions = API_PB_MSG("DeleteOptions", f_meta_DeleteOptions);
+
+/* meta/v1 Preconditions */
+static const api_pb_field_t f_meta_Preconditions[] = {
+    {1, "uid", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "resourceVersion", API_PB_STRING, API_PB_KEEP, NULL},
+};
+static const api_pb_msg_t m_meta_Preconditions = API_PB_MSG("Preconditions", f_meta_Preconditions);
+
 /* ---- top-level kinds ---- */
 
 static const api_pb_root_t roots[] = {
+    {"v1", "Binding", &m_core_Binding},
     {"v1", "ConfigMap", &m_core_ConfigMap},
     {"v1", "Namespace", &m_core_Namespace},
     {"v1", "ResourceQuota", &m_core_ResourceQuota},
@@ -1530,6 +1570,10 @@ static const api_pb_root_t roots[] = {
     {"apps/v1", "Deployment", &m_apps_Deployment},
     {"batch/v1", "CronJob", &m_batch_CronJob},
     {"batch/v1", "Job", &m_batch_Job},
+    {"policy/v1", "Eviction", &m_policy_Eviction},
+    /* policy/v1beta1 Eviction has the same fields; kubectl drain falls back
+     * to it on servers without policy/v1 */
+    {"policy/v1beta1", "Eviction", &m_policy_Eviction},
 };
 
 const api_pb_root_t *api__pb_root_find(const char *api_version, const char *kind)

@@ -15,6 +15,7 @@
 #include "lib/base64.h"
 #include "lib/err.h"
 #include "rest_int.h"
+#include "protobuf.h"
 #include "selector.h"
 #include "store/store.h"
 #include "watchcache.h"
@@ -108,11 +109,24 @@ int rest_body_object(api_req_t *r, json_t **out)
 {
     *out = NULL;
     const char *ct = api_header(r, "Content-Type");
+    if (ct && !strncmp(ct, "application/vnd.kubernetes.protobuf", 35)) {
+        /* kubectl's typed clients (create namespace|configmap|deployment...)
+         * send protobuf and never fall back to JSON. */
+        char err[512];
+        json_t *doc = NULL;
+        int rc = api_pb_decode(r->body.p, r->body.len, &doc, err, sizeof err);
+        if (rc == KP_EINVAL)
+            return api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
+        if (rc) return api_reply_error(r, rc, NULL, "decoding protobuf: %s", err_str(rc));
+        *out = doc;
+        return 0;
+    }
     if (ct && (strstr(ct, "protobuf") || strstr(ct, "yaml") || strstr(ct, "cbor")))
         return api_reply_status(r, 415, "UnsupportedMediaType", NULL,
                                 "the body of the request was in an unknown format - accepted "
                                 "media types include: application/json, "
-                                "application/merge-patch+json");
+                                "application/merge-patch+json, "
+                                "application/vnd.kubernetes.protobuf");
     if (!r->body.len)
         return api_reply_status(r, 400, "BadRequest", NULL, "the request body is empty");
     if (!json_depth_ok(r->body.p, r->body.len, API_JSON_DEPTH_MAX))

@@ -217,9 +217,8 @@ case_ "PUT on a collection"                         PUT   "$CM"                 
 case_ "POST on a named object"                      POST  "$CM/fixture"         $J '{"metadata":{"name":"fixture"}}' 405 MethodNotAllowed 'does not allow this method'
 case_ "PATCH with an unsupported patch type"        PATCH "$CM/fixture"         text/plain '{"data":{"a":"b"}}' 415 UnsupportedMediaType 'unknown format|not supported'
 case_ "PATCH without a Content-Type"                PATCH "$CM/fixture"         - '{"data":{"a":"b"}}'          415 UnsupportedMediaType 'unknown format|not supported'
-# kplane does not implement protobuf (kube-apiserver does, for built-in types):
-# a media type the server does not decode is 415.
-case_ "protobuf body on create"                     POST  "$CM"                 application/vnd.kubernetes.protobuf @proto.bin 415 UnsupportedMediaType 'unknown format|not supported'
+# A protobuf body that is not a Kubernetes envelope: 400 naming what is wrong.
+case_ "malformed protobuf body on create"                     POST  "$CM"                 application/vnd.kubernetes.protobuf @proto.bin 400 BadRequest 'protobuf body: '
 
 echo "--- query parameters"
 case_ "labelSelector with an unclosed set"          GET   "$CM?labelSelector=app%20in%20(a" - - 400 BadRequest 'unable to parse requirement|expected'
