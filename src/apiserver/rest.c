@@ -232,18 +232,33 @@ int rest_filter_match(const rest_filter_t *f, const json_t *obj)
 
 /* ---- get ---- */
 
-static int do_get(api_req_t *r)
+int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
+{
+    store_kv_t *kv;
+    *obj = NULL;
+    int rc = store_get(r->srv->cfg.store, key, 0, &kv);
+    if (rc) return rc;
+    *rev = kv->mod_rev;
+    *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+    free(kv);
+    return *obj ? 0 : KP_ECORRUPT;
+}
+
+int rest_load_route(api_req_t *r, json_t **obj, int64_t *rev)
 {
     char key[STORE_KEY_MAX + 1];
-    if (api_object_key(r->route.res, r->route.ns, r->route.name, key, sizeof key))
-        return rest_not_found(r, r->route.name);
-    store_kv_t *kv;
-    int rc = store_get(r->srv->cfg.store, key, 0, &kv);
-    if (rc) return rest_store_error(r, rc, r->route.name);
-    json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
-    int64_t rev = kv->mod_rev;
-    free(kv);
-    if (!obj) return api_reply_error(r, KP_ECORRUPT, NULL, "stored object is not JSON");
+    *obj = NULL;
+    int rc = api_object_key(r->route.res, r->route.ns, r->route.name, key, sizeof key);
+    if (!rc) rc = rest_load(r, key, obj, rev);
+    if (rc) rest_store_error(r, rc == KP_EINVAL ? KP_ENOTFOUND : rc, r->route.name);
+    return rc;
+}
+
+static int do_get(api_req_t *r)
+{
+    json_t *obj;
+    int64_t rev;
+    if (rest_load_route(r, &obj, &rev)) return 0;
     return rest_reply_object(r, 200, obj, rev);
 }
 

@@ -19,6 +19,11 @@ json_t *rest_details(const api_resource_t *res, const char *name);
 int rest_not_found(api_req_t *r, const char *name);
 /* Reply for a store error on object `name` (NotFound, AlreadyExists, Conflict...). */
 int rest_store_error(api_req_t *r, int rc, const char *name);
+/* Read and parse the object at `key`: 0 with *obj (caller owns) and *rev,
+ * or KP_ENOTFOUND, KP_ECORRUPT (not JSON), a store error. Replies nothing. */
+int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev);
+/* The same for the route's object, replying on failure (then *obj is NULL). */
+int rest_load_route(api_req_t *r, json_t **obj, int64_t *rev);
 /* "" -> 0; a decimal -> its value; else KP_EINVAL. */
 int rest_parse_rv(const char *s, int64_t *out);
 /* Parse the body as a JSON object, or reply 400 and return with *out NULL. */

@@ -128,16 +128,9 @@ int rest_scale(api_req_t *r)
 {
     const char *m = r->method;
     if (!strcmp(m, "GET")) {
-        char key[512];
-        if (api_object_key(r->route.res, r->route.ns, r->route.name, key, sizeof key))
-            return rest_not_found(r, r->route.name);
-        store_kv_t *kv;
-        int rc = store_get(r->srv->cfg.store, key, 0, &kv);
-        if (rc) return rest_store_error(r, rc, r->route.name);
-        json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
-        int64_t rev = kv->mod_rev;
-        free(kv);
-        if (!obj) return api_reply_error(r, KP_ECORRUPT, NULL, "stored object is not JSON");
+        json_t *obj;
+        int64_t rev;
+        if (rest_load_route(r, &obj, &rev)) return 0;
         return reply_scale(r, obj, rev);
     }
     if (strcmp(m, "PUT") && strcmp(m, "PATCH"))

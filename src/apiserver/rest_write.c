@@ -435,13 +435,10 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
     if (key_of(r, name, key)) return rest_not_found(r, name);
     store_t *st = r->srv->cfg.store;
     for (int attempt = 0; attempt < UNCONDITIONAL_RETRIES; attempt++) {
-        store_kv_t *kv;
-        int rc = store_get(st, key, 0, &kv);
+        json_t *cur;
+        int64_t cur_rev;
+        int rc = rest_load(r, key, &cur, &cur_rev);
         if (rc) return rest_store_error(r, rc, name);
-        int64_t cur_rev = kv->mod_rev;
-        json_t *cur = json_loadb(kv->value, kv->value_len, 0, NULL);
-        free(kv);
-        if (!cur) return api_reply_error(r, KP_ECORRUPT, NULL, "stored object is not JSON");
         int64_t pre = 0;
         json_t *next = make(r, cur, arg, &pre);
         if (!next) {
@@ -671,13 +668,10 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, js
     if (key_of(r, name, key)) return KP_ENOTFOUND;
     store_t *st = r->srv->cfg.store;
     for (int attempt = 0; attempt < UNCONDITIONAL_RETRIES; attempt++) {
-        store_kv_t *kv;
-        int rc = store_get(st, key, 0, &kv);
+        json_t *cur;
+        int64_t cur_rev;
+        int rc = rest_load(r, key, &cur, &cur_rev);
         if (rc) return rc;
-        int64_t cur_rev = kv->mod_rev;
-        json_t *cur = json_loadb(kv->value, kv->value_len, 0, NULL);
-        free(kv);
-        if (!cur) return KP_ECORRUPT;
         if ((o->pre_rv && o->pre_rv != cur_rev) ||
             (*o->pre_uid && strcmp(o->pre_uid, rest_meta_str(cur, "uid")))) {
             json_decref(cur);
