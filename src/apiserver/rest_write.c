@@ -228,8 +228,14 @@ static int check_namespace(api_req_t *r, const char *name)
     if (!r->route.res->namespaced) return 0;
     char key[STORE_KEY_MAX + 1];
     snprintf(key, sizeof key, "/registry/core/namespaces/%s", r->route.ns);
-    store_kv_t *kv;
-    int rc = store_get(r->srv->cfg.store, key, 0, &kv);
+    /* The namespaces' watch cache answers without a store read or a parse, as
+     * kube-apiserver's admission asks its informer; a namespace the cache has
+     * not seen yet (created a moment ago) is looked up in the store. */
+    const api_resource_t *nsres = api_registry_find("", "v1", "namespaces");
+    const wc_obj_t *cached = NULL;
+    json_t *ns = NULL;
+    int rc = wc_get(r->srv->caches[nsres - api_registry_at(0)], key, &cached);
+    if (rc == KP_ENOTFOUND) rc = rest_load(r, key, &ns, &(int64_t){0});
     if (rc == KP_ENOTFOUND) {
         json_t *d = json_pack("{s:s, s:s, s:s}", "name", r->route.ns, "group", "", "kind",
                               "namespaces");
@@ -241,11 +247,11 @@ static int check_namespace(api_req_t *r, const char *name)
         api_reply_error(r, rc, NULL, "reading namespace: %s", err_str(rc));
         return -1;
     }
-    json_t *ns = json_loadb(kv->value, kv->value_len, 0, NULL);
-    free(kv);
+    const json_t *doc = cached ? cached->doc : ns;
     const char *phase =
-        json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+        json_string_value(json_object_get(json_object_get(doc, "status"), "phase"));
     int terminating = phase && !strcmp(phase, "Terminating");
+    wc_obj_unref(cached);
     json_decref(ns);
     if (terminating) {
         char q[128];
