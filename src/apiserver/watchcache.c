@@ -421,15 +421,6 @@ static void wc_unref_unlock(wc_t *wc)
     if (last) wc_free(wc);
 }
 
-static int cond_init_mono(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca)) return KP_ENOMEM;
-    int rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-    return rc ? KP_ENOMEM : 0;
-}
-
 /* Wait on `cv` (with wc->mu held) until `deadline`, or forever when
  * timeout_ms < 0. Returns 1 once the deadline has passed. */
 static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_ms,
@@ -448,7 +439,7 @@ static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_
 static int wait_rev_locked(wc_t *wc, int64_t rev, int timeout_ms)
 {
     struct timespec dl = clock_deadline_ms(timeout_ms > 0 ? timeout_ms : 0);
-    int rc = 0;
+    int rc = 0, asked = 0;
     for (;;) {
         if (wc->closed) {
             rc = KP_ECLOSED;
@@ -460,6 +451,10 @@ static int wait_rev_locked(wc_t *wc, int64_t rev, int timeout_ms)
             break;
         }
         if (rc == KP_ETIMEDOUT) break;
+        /* Writes under other prefixes do not wake our store watch; ask it to
+         * read up to the newest revision now (etcd's RequestProgress). */
+        if (!asked && wc->sw) store_watch_request_progress(wc->sw);
+        asked = 1;
         if (cond_wait_until(&wc->cv, &wc->mu, timeout_ms, &dl)) rc = KP_ETIMEDOUT;
     }
     return rc;
@@ -620,7 +615,7 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
         free(wc);
         return KP_ENOMEM;
     }
-    if (cond_init_mono(&wc->cv)) {
+    if (clock_cond_init(&wc->cv)) {
         pthread_mutex_destroy(&wc->mu);
         free(wc);
         return KP_ENOMEM;
@@ -652,8 +647,11 @@ void wc_close(wc_t *wc)
     if (!wc) return;
     store_watch_cancel(wc->sw);
     pthread_join(wc->thread, NULL);
-    store_watch_close(wc->sw);
+    pthread_mutex_lock(&wc->mu); /* waiters use wc->sw under wc->mu */
+    store_watch_t *sw = wc->sw;
     wc->sw = NULL;
+    pthread_mutex_unlock(&wc->mu);
+    store_watch_close(sw);
 
     pthread_mutex_lock(&wc->mu);
     wc->closed = 1;
@@ -786,7 +784,7 @@ int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, size_t backlog
     if (!key_prefix) key_prefix = "";
     wc_watcher_t *w = calloc(1, sizeof *w);
     if (!w) return KP_ENOMEM;
-    if (!(w->prefix = strdup(key_prefix)) || cond_init_mono(&w->cv)) {
+    if (!(w->prefix = strdup(key_prefix)) || clock_cond_init(&w->cv)) {
         free(w->prefix);
         free(w);
         return KP_ENOMEM;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lmdb_int.h"
@@ -117,16 +118,6 @@ static int mkdir_p(const char *dir)
     return rc;
 }
 
-static int cond_init_mono(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-    return rc ? KP_ENOMEM : 0;
-}
-
 /* Open the four databases and make sure this is an empty or a kplane store. */
 static int init_layout(lmdb_store_t *ls)
 {
@@ -186,9 +177,7 @@ int store__lmdb_open(const char *dir, const store_options_t *opt, store_t **out)
     }
     pthread_mutex_init(&ls->mu, NULL);
     pthread_mutex_init(&ls->compact_mu, NULL);
-    pthread_cond_init(&ls->commit_cv, NULL);
-    if ((rc = cond_init_mono(&ls->watch_cv)) || (rc = cond_init_mono(&ls->compactor_cv)) ||
-        (rc = cond_init_mono(&ls->gather_cv)))
+    if ((rc = clock_cond_init(&ls->compactor_cv)) || (rc = clock_cond_init(&ls->gather_cv)))
         goto fail_sync;
 
     if ((rc = lmdb__rc(mdb_env_create(&ls->env)))) goto fail_sync;
@@ -215,8 +204,6 @@ fail_env:
 fail_sync:
     pthread_cond_destroy(&ls->gather_cv);
     pthread_cond_destroy(&ls->compactor_cv);
-    pthread_cond_destroy(&ls->watch_cv);
-    pthread_cond_destroy(&ls->commit_cv);
     pthread_mutex_destroy(&ls->compact_mu);
     pthread_mutex_destroy(&ls->mu);
 fail_alloc:
@@ -231,13 +218,11 @@ static void lmdb_close(store_t *s)
     lmdb__compactor_stop(ls);
     pthread_mutex_lock(&ls->mu);
     ls->closing = 1;
-    pthread_cond_broadcast(&ls->watch_cv);
+    lmdb__watch_wake_all_locked(ls);
     pthread_mutex_unlock(&ls->mu);
     mdb_env_close(ls->env);
     pthread_cond_destroy(&ls->gather_cv);
     pthread_cond_destroy(&ls->compactor_cv);
-    pthread_cond_destroy(&ls->watch_cv);
-    pthread_cond_destroy(&ls->commit_cv);
     pthread_mutex_destroy(&ls->compact_mu);
     pthread_mutex_destroy(&ls->mu);
     free(ls->dir);

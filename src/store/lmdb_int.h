@@ -34,21 +34,24 @@
  *     write() --queue--> [pending] --leader takes all--> [in txn]
  *        ^                                                  | apply_batch()
  *        |                                        mdb_txn_commit (fsync)
- *     rc returned <--- done, broadcast commit_cv <----------+
+ *     rc returned <--- done, post each writer <------------+
  *
  *   A writer queues its request; if no commit is running it becomes the leader,
  *   waits briefly for the last batch's writers to queue again (gather()),
  *   takes every pending request, applies them in one write transaction (each
- *   gets its own revision, or its own error), commits once, and wakes the
- *   others. Writers that queued meanwhile form the next batch.
+ *   gets its own revision, or its own error), commits once, wakes the batch's
+ *   writers one by one and the head of the queue, who leads the next batch.
  *
  * WATCH (lmdb_watch.c): a watch is a cursor over `log`, not a buffer fed by
  * writers: it reads records above its revision in a read transaction, so it is
  * exact, in order, durable and resumable for free; a slow watcher costs no
  * memory. It delivers nothing above notify_rev, the newest revision whose
  * commit returned 0 (a commit that fails after LMDB made it visible is never
- * delivered). Commits broadcast watch_cv; a writer in another process is
- * noticed within LMDB__WATCH_POLL_MS.
+ * delivered). A commit wakes only the watches whose prefix one of its keys
+ * has (each watch sleeps on its own condition variable), so that N watches
+ * on N resources cost one wakeup per write, not N; the others read past
+ * unrelated revisions within LMDB__WATCH_POLL_MS, as they notice a writer in
+ * another process.
  */
 #ifndef KP_LMDB_INT_H
 #define KP_LMDB_INT_H
@@ -90,6 +93,7 @@ typedef struct lmdb__kvrec {
 } lmdb__kvrec_t;
 
 typedef struct lmdb__wreq lmdb__wreq_t;
+typedef struct lmdb_watch lmdb_watch_t;
 
 typedef struct lmdb_store {
     store_t base;
@@ -99,8 +103,7 @@ typedef struct lmdb_store {
     store_options_t opt;
 
     pthread_mutex_t mu;         /* guards the fields below */
-    pthread_cond_t commit_cv;   /* a batch finished */
-    pthread_cond_t watch_cv;    /* new revisions are visible; CLOCK_MONOTONIC */
+    lmdb_watch_t *watches;      /* open watches, to wake on commits */
     lmdb__wreq_t *pending;      /* queued writes, oldest first */
     lmdb__wreq_t **pending_tail;
     size_t pending_n;           /* length of the pending queue */
@@ -145,6 +148,10 @@ int lmdb__lookup_at(MDB_txn *txn, lmdb_store_t *ls, const char *key, size_t klen
 
 /* lmdb_watch.c */
 int lmdb__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_watch_t **out);
+/* Wake the watches whose prefix `key` has. ls->mu held. */
+void lmdb__watch_wake_locked(lmdb_store_t *ls, const char *key, size_t klen);
+/* Wake every watch (closing). ls->mu held. */
+void lmdb__watch_wake_all_locked(lmdb_store_t *ls);
 
 /* lmdb_compact.c */
 int lmdb__compact(store_t *s, int64_t rev);

@@ -5,15 +5,19 @@
  * out buffered events; when they run out it reads the following records of
  * `log` in one read transaction (at most LMDB__WATCH_BATCH of them), keeps
  * those under its prefix, and copies them with their previous values into its
- * own buffer. If nothing is new it sleeps on watch_cv, which every commit in
- * this process broadcasts. Writers in other processes are noticed by LMDB's
- * transaction id changing, checked every LMDB__WATCH_POLL_MS while idle.
+ * own buffer. If nothing is new it sleeps on its own condition variable, which
+ * a commit in this process signals when it wrote a key under the prefix
+ * (lmdb__watch_wake_locked()), and store_watch_request_progress() signals.
+ * Every LMDB__WATCH_POLL_MS while idle it reads past what was committed
+ * meanwhile (unrelated keys here, or any key from another process, noticed by
+ * LMDB's transaction id changing).
  *
  * Exactly once and in order: records are read in revision order starting just
  * above the watch's revision, which then moves past them. No gap: before each
  * read the watch checks the compaction revision in the same transaction; if
  * compaction passed it, the watch fails with KP_ECOMPACTED for good.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +26,7 @@
 #include "lib/err.h"
 #include "lmdb_int.h"
 
-typedef struct lmdb_watch {
+struct lmdb_watch {
     store_watch_t base;
     lmdb_store_t *ls;
     char *prefix;
@@ -33,11 +37,14 @@ typedef struct lmdb_watch {
     int progress;       /* report STORE_PROGRESS events */
     int64_t reported;   /* newest revision handed out as an event or progress */
     store_event_t tick; /* the STORE_PROGRESS event */
-    int cancelled;      /* guarded by ls->mu */
+    int cancelled;      /* guarded by ls->mu, as are the three below */
+    int kicked;         /* woken: read again before sleeping */
+    pthread_cond_t cv;  /* signalled on kicked, cancel, close; CLOCK_MONOTONIC */
+    lmdb_watch_t *next_w, **prev_w; /* in ls->watches */
     store_event_t *evs; /* buffered events, [pos, n) not yet handed out */
     size_t n, pos, cap;
     buf_t bytes;        /* keys and values of the buffered events */
-} lmdb_watch_t;
+};
 
 static const store_watch_ops_t lmdb_watch_ops;
 
@@ -222,10 +229,11 @@ static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_
         if (rc) return rc;
         if (w->n || (w->progress && w->rev > w->reported)) continue;
 
-        /* Nothing new: sleep until a commit here, a commit elsewhere, the
+        /* Nothing new for us: sleep until a commit under the prefix, a
+         * progress request, the poll (to read past other commits), the
          * deadline, or a cancel. */
         pthread_mutex_lock(&ls->mu);
-        while (!w->cancelled && !ls->closing && ls->notify_rev <= w->rev) {
+        while (!w->kicked && !w->cancelled && !ls->closing) {
             int64_t now = clock_mono_ns();
             if (timeout_ms >= 0 && now >= deadline) {
                 pthread_mutex_unlock(&ls->mu);
@@ -235,9 +243,11 @@ static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_
             if (timeout_ms >= 0 && (deadline - now) / 1000000 + 1 < wait_ms)
                 wait_ms = (deadline - now) / 1000000 + 1;
             struct timespec ts = clock_deadline_ms(wait_ms);
-            pthread_cond_timedwait(&ls->watch_cv, &ls->mu, &ts);
-            if (changed_elsewhere(w)) break;
+            if (pthread_cond_timedwait(&w->cv, &ls->mu, &ts) == ETIMEDOUT &&
+                (ls->notify_rev > w->rev || changed_elsewhere(w)))
+                break;
         }
+        w->kicked = 0; /* commits from here on are read by the next fill() */
         pthread_mutex_unlock(&ls->mu);
     }
 }
@@ -258,18 +268,46 @@ static void lmdb_watch_progress(store_watch_t *sw, int on)
     w->reported = w->rev;
 }
 
+static void lmdb_watch_request_progress(store_watch_t *sw)
+{
+    lmdb_watch_t *w = (lmdb_watch_t *)sw;
+    pthread_mutex_lock(&w->ls->mu);
+    w->kicked = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->ls->mu);
+}
+
 static void lmdb_watch_cancel(store_watch_t *sw)
 {
     lmdb_watch_t *w = (lmdb_watch_t *)sw;
     pthread_mutex_lock(&w->ls->mu);
     w->cancelled = 1;
-    pthread_cond_broadcast(&w->ls->watch_cv);
+    pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->ls->mu);
+}
+
+void lmdb__watch_wake_locked(lmdb_store_t *ls, const char *key, size_t klen)
+{
+    for (lmdb_watch_t *w = ls->watches; w; w = w->next_w) {
+        if (w->kicked || klen < w->plen || memcmp(key, w->prefix, w->plen)) continue;
+        w->kicked = 1;
+        pthread_cond_signal(&w->cv);
+    }
+}
+
+void lmdb__watch_wake_all_locked(lmdb_store_t *ls)
+{
+    for (lmdb_watch_t *w = ls->watches; w; w = w->next_w) pthread_cond_signal(&w->cv);
 }
 
 static void lmdb_watch_close(store_watch_t *sw)
 {
     lmdb_watch_t *w = (lmdb_watch_t *)sw;
+    pthread_mutex_lock(&w->ls->mu);
+    *w->prev_w = w->next_w;
+    if (w->next_w) w->next_w->prev_w = w->prev_w;
+    pthread_mutex_unlock(&w->ls->mu);
+    pthread_cond_destroy(&w->cv);
     buf_free(&w->bytes);
     free(w->evs);
     free(w->prefix);
@@ -292,7 +330,8 @@ int lmdb__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_wa
     if (after_rev < compact) return KP_ECOMPACTED;
 
     lmdb_watch_t *w = calloc(1, sizeof *w);
-    if (!w || !(w->prefix = strdup(prefix))) {
+    if (!w || !(w->prefix = strdup(prefix)) || clock_cond_init(&w->cv)) {
+        if (w) free(w->prefix);
         free(w);
         return KP_ENOMEM;
     }
@@ -303,6 +342,12 @@ int lmdb__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_wa
     w->reported = after_rev;
     /* One event always fits, even with a maximal value and previous value. */
     buf_init(&w->bytes, LMDB__WATCH_BYTES + 2 * (STORE_VALUE_MAX + STORE_KEY_MAX + 2));
+    pthread_mutex_lock(&ls->mu);
+    w->next_w = ls->watches;
+    if (w->next_w) w->next_w->prev_w = &w->next_w;
+    w->prev_w = &ls->watches;
+    ls->watches = w;
+    pthread_mutex_unlock(&ls->mu);
     *out = &w->base;
     return 0;
 }
@@ -311,6 +356,7 @@ static const store_watch_ops_t lmdb_watch_ops = {
     .next = lmdb_watch_next,
     .revision = lmdb_watch_revision,
     .progress = lmdb_watch_progress,
+    .request_progress = lmdb_watch_request_progress,
     .cancel = lmdb_watch_cancel,
     .close = lmdb_watch_close,
 };

@@ -1,12 +1,17 @@
 /*
  * lmdb_write.c -- writes with group commit (see WRITE PATH in lmdb_int.h).
  *
- * A request lives on its writer's stack; the writer sleeps on commit_cv until
- * a leader (possibly itself) has committed the batch holding it. Each request
+ * A request lives on its writer's stack; the writer sleeps on the request's
+ * own semaphore until a leader (possibly itself) has committed the batch
+ * holding it, or until it heads the queue when no commit runs and must lead.
+ * Waking only those writers (not every waiter, through one shared condition
+ * variable) saves a thundering herd on ls->mu per batch. Each request
  * in a batch is checked and applied on its own: a conflict fails one request,
  * not the batch. An LMDB error fails the whole batch (the transaction is then
  * unusable), acknowledges nothing, and poisons the store.
  */
+#include <errno.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +28,8 @@ struct lmdb__wreq {
     int64_t expect_rev;
     int rc;
     int64_t rev;
-    int done;
+    int done;   /* set (release) by the leader before posting wake */
+    sem_t wake; /* posted when done, or when this request heads an idle queue */
     lmdb__wreq_t *next;
 };
 
@@ -174,16 +180,25 @@ static lmdb__wreq_t *take_batch(lmdb_store_t *ls, size_t *count)
     return head;
 }
 
+/* After a batch: wake the head of the queue to lead the next one. Called
+ * with ls->mu held and ls->committing 0. A head woken twice just looks again. */
+static void wake_next_leader(lmdb_store_t *ls)
+{
+    if (ls->pending) sem_post(&ls->pending->wake);
+}
+
 int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const void *value,
                 size_t vlen, int64_t expect_rev, int64_t *out_rev)
 {
     lmdb_store_t *ls = (lmdb_store_t *)s;
     lmdb__wreq_t req = {.op = op, .key = key, .klen = klen, .value = value, .vlen = vlen,
                         .expect_rev = expect_rev};
+    if (sem_init(&req.wake, 0, 0)) return KP_EIO;
 
     pthread_mutex_lock(&ls->mu);
     if (ls->poisoned) {
         pthread_mutex_unlock(&ls->mu);
+        sem_destroy(&req.wake);
         return KP_EPOISONED;
     }
     *ls->pending_tail = &req;
@@ -191,9 +206,18 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
     ls->pending_n++;
     if (ls->gathering) pthread_cond_signal(&ls->gather_cv);
 
-    while (!req.done) {
+    for (;;) {
         if (ls->committing) {
-            pthread_cond_wait(&ls->commit_cv, &ls->mu);
+            /* Sleep without the lock; done is read without it too. */
+            pthread_mutex_unlock(&ls->mu);
+            while (sem_wait(&req.wake) && errno == EINTR)
+                ;
+            if (__atomic_load_n(&req.done, __ATOMIC_ACQUIRE)) break;
+            pthread_mutex_lock(&ls->mu);
+            if (req.done) {
+                pthread_mutex_unlock(&ls->mu);
+                break;
+            }
             continue;
         }
         /* Lead: commit everything queued so far (ours included, unless the
@@ -223,17 +247,28 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
             ls->commits++;
             for (lmdb__wreq_t *r = batch; r; r = r->next) ls->writes += r->rc == 0;
         }
-        if (last > ls->notify_rev) {
-            ls->notify_rev = last;
-            pthread_cond_broadcast(&ls->watch_cv);
-        }
+        if (last > ls->notify_rev) ls->notify_rev = last;
+        if (last)
+            for (lmdb__wreq_t *r = batch; r; r = r->next)
+                if (r->rc == 0) lmdb__watch_wake_locked(ls, r->key, r->klen);
+        wake_next_leader(ls);
+        int self_done = 0;
         for (lmdb__wreq_t *r = batch, *next; r; r = next) {
-            next = r->next; /* r may be freed (its writer returns) once done */
-            r->done = 1;
+            next = r->next; /* r may be gone (its writer returns) once done */
+            if (r == &req) {
+                self_done = 1;
+                req.done = 1;
+                continue;
+            }
+            __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+            sem_post(&r->wake);
         }
-        pthread_cond_broadcast(&ls->commit_cv);
+        if (self_done) {
+            pthread_mutex_unlock(&ls->mu);
+            break;
+        }
     }
-    pthread_mutex_unlock(&ls->mu);
+    sem_destroy(&req.wake);
     if (req.rc == 0 || req.rc == KP_ECONFLICT) *out_rev = req.rev;
     return req.rc;
 }

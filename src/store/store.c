@@ -118,6 +118,8 @@ int64_t store_watch_revision(const store_watch_t *w) { return w->ops->revision(w
 
 void store_watch_progress(store_watch_t *w, int on) { w->ops->progress(w, on); }
 
+void store_watch_request_progress(store_watch_t *w) { w->ops->request_progress(w); }
+
 void store_watch_cancel(store_watch_t *w) { w->ops->cancel(w); }
 
 void store_watch_close(store_watch_t *w)

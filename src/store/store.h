@@ -178,8 +178,16 @@ int store_watch_next(store_watch_t *w, int timeout_ms, const store_event_t **ev)
  * when the history moved past revisions that hold no change under the prefix:
  * its kv.mod_rev is the revision read up to, its other fields are empty. A
  * cache of the prefix then knows it is current without a change to show for
- * it (etcd's progress notification). Off by default. */
+ * it (etcd's progress notification). Off by default. Writes outside the
+ * prefix do not wake a watch: it reads past them within a fraction of a
+ * second (LMDB__WATCH_POLL_MS), or promptly after
+ * store_watch_request_progress(). */
 void store_watch_progress(store_watch_t *w, int on);
+
+/* Ask the watch to read up to the newest durable revision now, so that a
+ * watch with progress on reports it soon (etcd's RequestProgress). Safe from
+ * any thread while another uses the watch; a no-op on a cancelled watch. */
+void store_watch_request_progress(store_watch_t *w);
 
 /* The revision the watch has read up to: events at and below it were
  * delivered or filtered out. A caller can resume from it with a new watch. */

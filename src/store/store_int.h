@@ -30,6 +30,7 @@ typedef struct store_watch_ops {
     int (*next)(store_watch_t *w, int timeout_ms, const store_event_t **ev);
     int64_t (*revision)(const store_watch_t *w);
     void (*progress)(store_watch_t *w, int on);
+    void (*request_progress)(store_watch_t *w);
     void (*cancel)(store_watch_t *w);
     void (*close)(store_watch_t *w);
 } store_watch_ops_t;
