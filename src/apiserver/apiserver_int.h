@@ -55,9 +55,13 @@ typedef struct api_resource {
     unsigned subresources;
     const char *const *field_selectors; /* beyond metadata.name/namespace; NULL-terminated */
     const struct api_strategy *strategy; /* per-kind rules, NULL for storage-only kinds */
+    /* A CustomResourceDefinition's resource (NULL for built-ins): its
+     * openAPIV3Schema and additionalPrinterColumns for this version. */
+    const json_t *crd_schema;
+    const json_t *printer_columns;
 } api_resource_t;
 
-/* The registry (registry.c). */
+/* The built-in table (registry.c); requests look resources up in a view. */
 size_t api_registry_count(void);
 const api_resource_t *api_registry_at(size_t i);
 const api_resource_t *api_registry_find(const char *group, const char *version,
@@ -72,6 +76,47 @@ int api_ns_prefix(const api_resource_t *r, const char *ns, char *buf, size_t n);
 /* Store key of an object; ns is ignored for cluster-scoped resources. */
 int api_object_key(const api_resource_t *r, const char *ns, const char *name, char *buf,
                    size_t n);
+
+/* ---- the served resources at one moment (registry.c) ----
+ *
+ * A view is the built-in table (indexes 0..api_registry_count()-1, same
+ * order) followed by the resources of established CustomResourceDefinitions
+ * (crd.c), each with its watch cache. A view is immutable and counted: a
+ * request holds the view it started with until it ends, so every resource
+ * and cache it found stays valid however CRDs change meanwhile. */
+typedef struct api_dyn api_dyn_t; /* a run-time resource and its cache */
+typedef struct api_view {
+    size_t count;
+    const api_resource_t **res; /* [count] */
+    wc_t **caches;              /* [count], same index */
+    api_dyn_t **dyn;            /* the run-time entries (a reference each) */
+    size_t dyn_count;
+    int refs;                   /* atomic */
+} api_view_t;
+
+/* The current view, with a reference for the caller. */
+api_view_t *api_view_get(struct apiserver *s);
+/* Drop a reference (NULL: no-op); the last one frees the view and releases
+ * its run-time entries. */
+void api_view_put(api_view_t *v);
+/* The view's resource for group/version/resource; *index (if not NULL) gets
+ * its index. NULL if not served. */
+const api_resource_t *api_view_find(const api_view_t *v, const char *group, const char *version,
+                                    const char *resource, size_t *index);
+/* Publish a view of the built-ins plus `dyn` (n entries; the view takes a
+ * reference to each). Requests already running keep the old view.
+ * Errors: KP_ENOMEM. */
+int api_view_publish(struct apiserver *s, api_dyn_t *const *dyn, size_t n);
+
+/* A run-time resource: `res` and everything its strings point into are
+ * owned by the entry (`owner` is a JSON value they borrow from, released with
+ * the entry). Opens the resource's watch cache. *out holds one reference. */
+int api_dyn_new(struct apiserver *s, const api_resource_t *res, json_t *owner, api_dyn_t **out);
+api_dyn_t *api_dyn_ref(api_dyn_t *d);
+void api_dyn_unref(api_dyn_t *d); /* the last reference closes the cache */
+/* Close the entry's cache now (server stop), whoever still holds it. */
+void api_dyn_shutdown(api_dyn_t *d);
+const api_resource_t *api_dyn_resource(const api_dyn_t *d);
 
 /* What a request path names (route.c). */
 typedef enum api_route_kind {
@@ -96,11 +141,12 @@ typedef struct api_route {
     char name[API_NAME_MAX + 1]; /* "" for collections */
     char sub[32];         /* subresource, "" if none */
     const api_resource_t *res; /* for API_ROUTE_RESOURCE; NULL if unknown */
+    size_t index;         /* res's index in the view */
 } api_route_t;
 
-/* Parse `path` (without the query). Returns 0 with *rt filled, KP_ENOTFOUND
- * for a path that names nothing. */
-int api_route_parse(const char *path, api_route_t *rt);
+/* Parse `path` (without the query), finding resources in view `v`. Returns 0
+ * with *rt filled, KP_ENOTFOUND for a path that names nothing. */
+int api_route_parse(const api_view_t *v, const char *path, api_route_t *rt);
 
 /* metrics.c: request counters and latency histograms for /metrics. */
 enum {
@@ -130,8 +176,11 @@ struct apiserver {
     size_t inflight;
     size_t watches;
     int stopping;
-    wc_t **caches;          /* one per registry entry, same index */
+    wc_t **caches;          /* one per built-in resource, same index */
+    api_view_t *view;       /* the current view (guarded by mu), a reference */
+    struct crd_ctl *crd;    /* the CRD controller (crd.c) */
     api_metrics_t *metrics;
+    struct api_schema *schema; /* the API's type facts (schema.h), immutable */
 };
 
 /* One request: lives from the first call of the access handler to the reply. */
@@ -146,7 +195,20 @@ typedef struct api_req {
     int code;               /* HTTP status of the reply */
     int64_t start_ns;       /* monotonic, for the latency histogram */
     api_route_t route;
+    api_view_t *view;       /* the served resources for this request (a reference) */
+    json_t *warnings;       /* Warning header texts (strings), NULL if none */
+    char dup_field[128];    /* a key the JSON body repeats, "" if none */
+    /* Write options from the query (rest_write_options()). */
+    int dry_run;            /* dryRun=All: everything but the store write */
+    int validation;         /* fieldValidation: API_VALIDATE_* */
+    char manager[129];      /* fieldManager, else the User-Agent's product */
+    int applying;           /* server-side apply: managedFields are done */
 } api_req_t;
+
+enum { API_VALIDATE_IGNORE = 0, API_VALIDATE_WARN = 1, API_VALIDATE_STRICT = 2 };
+
+/* Add `Warning: 299 - "<text>"` to the reply (kubectl prints it). */
+void api_warn(api_req_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Query parameter (NULL if absent); borrowed for the request's life. */
 const char *api_query(api_req_t *r, const char *name);
@@ -172,6 +234,10 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
 /* status.c: the one table from KP_* codes to HTTP code + reason. */
 int api_status_code(int rc, const char **reason);
 json_t *api_status_new(int code, const char *reason, const char *message, json_t *details);
+
+/* crd.c: the CustomResourceDefinition controller inside the API server. */
+int api_crd_start(struct apiserver *s);
+void api_crd_stop(struct apiserver *s); /* safe if never started */
 
 /* discovery.c */
 int api_serve_discovery(api_req_t *r);

@@ -1,12 +1,13 @@
 /*
  * discovery.c -- what the server serves, as clients discover it: health,
- * /version, /api, /apis, the per group-version resource lists, and the
- * minimal OpenAPI documents kubectl's default validation asks for.
+ * /version, /api, /apis and the per group-version resource lists. The
+ * OpenAPI documents are openapi.c's; requests for them are passed on.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "apiserver_int.h"
+#include "apiserver/openapi.h"
 #include "lib/err.h"
 
 #define KUBE_VERSION_MAJOR "1"
@@ -121,93 +122,6 @@ static json_t *group_list(void)
                      groups);
 }
 
-/* ---- OpenAPI: the minimum both kubectl versions need (reference 1.3) ---- */
-
-/* openapi_v2.Document{swagger: "2.0", info: {title, version}} in protobuf. */
-static const unsigned char openapi_v2_pb[] = {
-    0x0a, 0x03, '2', '.', '0',                               /* 1: swagger */
-    0x12, 0x15,                                              /* 2: info, 21 bytes */
-    0x0a, 0x0a, 'K', 'u', 'b', 'e', 'r', 'n', 'e', 't', 'e', 's', /* 1: title */
-    0x12, 0x07, 'v', '1', '.', '3', '2', '.', '0',           /* 2: version */
-};
-
-static void gv_path(const char *group, const char *version, char *buf, size_t n)
-{
-    if (*group) snprintf(buf, n, "apis/%s/%s", group, version);
-    else snprintf(buf, n, "api/%s", version);
-}
-
-static json_t *openapi_v3_root(void)
-{
-    json_t *paths = json_object();
-    for (size_t i = 0; i < api_registry_count(); i++) {
-        const api_resource_t *r = api_registry_at(i);
-        char p[128], url[192];
-        gv_path(r->group, r->version, p, sizeof p);
-        snprintf(url, sizeof url, "/openapi/v3/%s?hash=kplane1", p);
-        json_object_set_new(paths, p, json_pack("{s:s}", "serverRelativeURL", url));
-    }
-    return json_pack("{s:o}", "paths", paths);
-}
-
-/* One patch operation per kind, carrying the fieldValidation parameter: kubectl
- * then leaves validation to the server. Full schemas come with issue 4. */
-static json_t *openapi_v3_gv(const char *group, const char *version)
-{
-    json_t *paths = json_object();
-    for (size_t i = 0; i < api_registry_count(); i++) {
-        const api_resource_t *r = api_registry_at(i);
-        if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
-        char gv[128], path[256];
-        gv_path(r->group, r->version, gv, sizeof gv);
-        if (r->namespaced)
-            snprintf(path, sizeof path, "/%s/namespaces/{namespace}/%s/{name}", gv, r->resource);
-        else
-            snprintf(path, sizeof path, "/%s/%s/{name}", gv, r->resource);
-        json_t *op = json_pack(
-            "{s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:{s:s}}], s:{s:{s:s}}}",
-            "x-kubernetes-group-version-kind", "group", r->group, "version", r->version,
-            "kind", r->kind, "parameters", "name", "fieldValidation", "in", "query", "schema",
-            "type", "string", "responses", "200", "description", "OK");
-        json_object_set_new(paths, path, json_pack("{s:o}", "patch", op));
-    }
-    if (json_object_size(paths) == 0) {
-        json_decref(paths);
-        return NULL;
-    }
-    return json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:{}}}", "openapi", "3.0.0", "info", "title",
-                     "Kubernetes", "version", KUBE_GIT_VERSION, "paths", paths, "components",
-                     "schemas");
-}
-
-static int serve_openapi(api_req_t *r)
-{
-    const char *p = r->path;
-    if (!strcmp(p, "/openapi/v2")) {
-        const char *accept = api_header(r, "Accept");
-        if (accept && strstr(accept, "protobuf"))
-            /* Not the '@' spelling the request uses: Go's mime parser (kubectl
-             * 1.20) rejects it in a response. */
-            return api_reply_bytes(r, 200,
-                                   "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-                                   (const char *)openapi_v2_pb, sizeof openapi_v2_pb);
-        return api_reply_json(r, 200,
-                              json_pack("{s:s, s:{s:s, s:s}, s:{}}", "swagger", "2.0", "info",
-                                        "title", "Kubernetes", "version", KUBE_GIT_VERSION,
-                                        "paths"));
-    }
-    if (!strcmp(p, "/openapi/v3") || !strcmp(p, "/openapi/v3/"))
-        return api_reply_json(r, 200, openapi_v3_root());
-    char group[64] = "", version[32] = "";
-    if (sscanf(p, "/openapi/v3/api/%31[^/]", version) == 1 ||
-        sscanf(p, "/openapi/v3/apis/%63[^/]/%31[^/]", group, version) == 2) {
-        json_t *doc = openapi_v3_gv(group, version);
-        if (doc) return api_reply_json(r, 200, doc);
-    }
-    return api_reply_status(r, 404, "NotFound", NULL,
-                            "the server could not find the requested resource");
-}
-
 int api_serve_discovery(api_req_t *r)
 {
     const api_route_t *rt = &r->route;
@@ -243,7 +157,7 @@ int api_serve_discovery(api_req_t *r)
         doc = resource_list(rt->group, rt->version);
         break;
     case API_ROUTE_OPENAPI:
-        return serve_openapi(r);
+        return api_serve_openapi(r);
     default:
         break;
     }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "apiserver_int.h"
+#include "apiserver/schema.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -33,9 +34,41 @@ const char *api_header(api_req_t *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+void api_warn(api_req_t *r, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (!r->warnings) r->warnings = json_array();
+    /* Kubernetes caps warnings per request too; a flood helps nobody. */
+    if (r->warnings && json_array_size(r->warnings) < 64)
+        json_array_append_new(r->warnings, json_string(text));
+}
+
+/* RFC 7234 warn-text: a quoted string with " and \ escaped. */
+static void add_warnings(api_req_t *r, struct MHD_Response *resp)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(r->warnings, i, w) {
+        char hdr[2200] = "299 - \"";
+        size_t n = strlen(hdr);
+        for (const char *p = json_string_value(w); *p && n < sizeof hdr - 3; p++) {
+            if (*p == '"' || *p == '\\') hdr[n++] = '\\';
+            hdr[n++] = *p;
+        }
+        hdr[n++] = '"';
+        hdr[n] = '\0';
+        MHD_add_response_header(resp, "Warning", hdr);
+    }
+}
+
 static int queue(api_req_t *r, int code, struct MHD_Response *resp, const char *ctype)
 {
     if (!resp) return KP_ENOMEM;
+    add_warnings(r, resp);
     if (ctype) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)code, resp);
@@ -173,7 +206,8 @@ static int handle(api_req_t *r)
         return api_reply_status(r, 413, "RequestEntityTooLarge", NULL,
                                 "the request body is larger than %u bytes", API_BODY_MAX);
 
-    if (api_route_parse(r->path, &r->route))
+    r->view = api_view_get(s);
+    if (api_route_parse(r->view, r->path, &r->route))
         return api_reply_status(r, 404, "NotFound", NULL,
                                 "the server could not find the requested resource");
     switch (r->route.kind) {
@@ -243,6 +277,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         api_metrics_record(r->srv->metrics, r, api_verb_of(r), r->code,
                            (double)(clock_mono_ns() - r->start_ns) / 1e9);
     buf_free(&r->body);
+    api_view_put(r->view);
+    json_decref(r->warnings);
     free(r);
     *con_cls = NULL;
 }
@@ -265,8 +301,12 @@ static int parse_listen(const char *listen, struct sockaddr_in *sa)
     return 0;
 }
 
+/* Close every watch cache, the run-time resources' too (requests may still
+ * hold them: their calls then end with KP_ECLOSED). */
 static void close_caches(apiserver_t *s)
 {
+    api_view_t *v = s->view;
+    for (size_t i = 0; v && i < v->dyn_count; i++) api_dyn_shutdown(v->dyn[i]);
     if (!s->caches) return;
     for (size_t i = 0; i < api_registry_count(); i++) wc_close(s->caches[i]);
     free(s->caches);
@@ -294,6 +334,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         rc = KP_ENOMEM;
         goto fail;
     }
+    if ((rc = api_schema_load(&s->schema))) goto fail;
     if ((rc = api_ensure_namespaces(s))) goto fail;
     size_t nres = api_registry_count();
     if (!(s->caches = calloc(nres, sizeof *s->caches))) {
@@ -308,6 +349,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
             goto fail;
         }
     }
+    if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s))) goto fail;
 
     unsigned flags =
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
@@ -335,7 +377,10 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     *out = s;
     return 0;
 fail:
+    api_crd_stop(s);
     close_caches(s);
+    api_view_put(s->view);
+    api_schema_free(s->schema);
     api_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->mu);
     free(s->admin_token);
@@ -353,8 +398,11 @@ void apiserver_stop(apiserver_t *s)
     pthread_mutex_unlock(&s->mu);
     /* Closing the caches ends every watch stream, so that the connection
      * threads MHD_stop_daemon() waits for can finish. */
+    api_crd_stop(s);
     close_caches(s);
     MHD_stop_daemon(s->daemon);
+    api_view_put(s->view);
+    api_schema_free(s->schema);
     api_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->mu);
     free(s->admin_token);

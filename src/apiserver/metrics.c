@@ -63,7 +63,9 @@ void api_metrics_record(api_metrics_t *m, const api_req_t *r, int verb, int code
                         double seconds)
 {
     const api_resource_t *res = r->route.kind == API_ROUTE_RESOURCE ? r->route.res : NULL;
-    size_t slot = res ? (size_t)(res - api_registry_at(0)) : API_RES_SLOTS - 1;
+    /* Built-ins have a slot each; run-time resources share the last. */
+    size_t slot = res && r->route.index < api_registry_count() ? r->route.index
+                                                                : API_RES_SLOTS - 1;
     if (slot >= API_RES_SLOTS) slot = API_RES_SLOTS - 1;
     int c = API_CODE_COUNT - 1;
     for (int i = 0; i < API_CODE_COUNT - 1; i++)

@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apiserver_int.h"
 #include "lib/base64.h"
 #include "lib/err.h"
 #include "rest_int.h"
+#include "table.h"
 #include "protobuf.h"
 #include "selector.h"
 #include "store/store.h"
@@ -134,7 +136,22 @@ int rest_body_object(api_req_t *r, json_t **out)
                                 "the request body is nested deeper than %d levels",
                                 API_JSON_DEPTH_MAX);
     json_error_t e;
-    json_t *doc = json_loadb(r->body.p, r->body.len, 0, &e);
+    /* A repeated key is an error only under fieldValidation=Strict (a
+     * warning otherwise, the last value winning): note it, parse again. */
+    json_t *doc = json_loadb(r->body.p, r->body.len, JSON_REJECT_DUPLICATES, &e);
+    if (!doc && json_error_code(&e) == json_error_duplicate_key) {
+        const char *q = strchr(e.text, '\'');
+        const char *end = q ? strchr(q + 1, '\'') : NULL;
+        snprintf(r->dup_field, sizeof r->dup_field, "%.*s", end ? (int)(end - q - 1) : 0,
+                 q ? q + 1 : "");
+        if (r->dup_field[0] == '"') { /* jansson quotes the key: near '"name"' */
+            size_t n = strlen(r->dup_field);
+            memmove(r->dup_field, r->dup_field + 1, n);
+            if (n >= 2 && r->dup_field[n - 2] == '"') r->dup_field[n - 2] = '\0';
+        }
+        if (!r->dup_field[0]) snprintf(r->dup_field, sizeof r->dup_field, "?");
+        doc = json_loadb(r->body.p, r->body.len, 0, &e);
+    }
     if (!doc)
         return api_reply_status(r, 400, "BadRequest", NULL,
                                 "the request body is not valid JSON: %s (line %d, column %d)",
@@ -180,8 +197,7 @@ int rest_reply_object(api_req_t *r, int code, json_t *obj, int64_t rev)
 
 wc_t *rest_cache(api_req_t *r)
 {
-    size_t i = (size_t)(r->route.res - api_registry_at(0));
-    return r->srv->caches[i];
+    return r->view->caches[r->route.index];
 }
 
 int rest_query_bool(api_req_t *r, const char *name)
@@ -254,12 +270,57 @@ int rest_load_route(api_req_t *r, json_t **obj, int64_t *rev)
     return rc;
 }
 
+int rest_wants_table(api_req_t *r, int *include)
+{
+    const char *accept = api_header(r, "Accept");
+    *include = API_TABLE_METADATA;
+    if (!accept) return 0;
+    /* Media ranges are comma-separated; one asking for a v1 Table is enough
+     * (kubectl lists v1, then v1beta1, then plain JSON). */
+    int want = 0;
+    for (const char *p = accept; *p && !want;) {
+        size_t n = strcspn(p, ",");
+        char range[256];
+        snprintf(range, sizeof range, "%.*s", (int)(n < sizeof range ? n : sizeof range - 1), p);
+        want = strstr(range, "as=Table") && strstr(range, "g=meta.k8s.io") &&
+               (strstr(range, "v=v1;") || (strlen(range) >= 4 &&
+                                            !strcmp(range + strlen(range) - 4, "v=v1")));
+        p += n;
+        if (*p == ',') p++;
+        while (*p == ' ') p++;
+    }
+    if (!want) return 0;
+    int inc = api_table_include_parse(api_query(r, "includeObject"));
+    if (inc < 0) {
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "includeObject: Unsupported value: \"%s\": supported values: "
+                         "\"Metadata\", \"None\", \"Object\"",
+                         api_query(r, "includeObject"));
+        return -1;
+    }
+    *include = inc;
+    return 1;
+}
+
 static int do_get(api_req_t *r)
 {
     json_t *obj;
     int64_t rev;
+    int include, table = rest_wants_table(r, &include);
+    if (table < 0) return 0;
     if (rest_load_route(r, &obj, &rev)) return 0;
-    return rest_reply_object(r, 200, obj, rev);
+    if (!table) return rest_reply_object(r, 200, obj, rev);
+    rest_set_rv(obj, rev);
+    json_t *t = api_table_new(r->route.res, 1);
+    int rc = t ? api_table_add_row(t, r->route.res, obj, include, time(NULL)) : KP_ENOMEM;
+    json_decref(obj);
+    if (rc) {
+        json_decref(t);
+        return api_reply_error(r, rc, NULL, "rendering a table: %s", err_str(rc));
+    }
+    json_object_set_new(json_object_get(t, "metadata"), "resourceVersion",
+                        json_sprintf("%lld", (long long)rev));
+    return api_reply_json(r, 200, t);
 }
 
 /* ---- list ---- */
@@ -295,18 +356,64 @@ static int token_decode(const char *tok, int64_t *rev, char *key, size_t keylen)
     return rc;
 }
 
-/* Append one item's JSON to the list body being built. */
-static int add_item(buf_t *b, const char *json, size_t len, size_t *count)
+/* Where a list's items go: the JSON text of a List, or the rows of a Table. */
+typedef struct list_sink {
+    buf_t b;         /* the items, comma-separated */
+    size_t count;
+    json_t *table;   /* non-NULL: a Table is being built instead */
+    int include;
+    int64_t now;
+} list_sink_t;
+
+/* 0, or -1 after replying 400 to a bad includeObject. */
+static int sink_init(api_req_t *r, list_sink_t *s)
 {
+    memset(s, 0, sizeof s[0]);
+    buf_init(&s->b, (size_t)-1);
+    int t = rest_wants_table(r, &s->include);
+    if (t < 0) return -1;
+    if (t && !(s->table = api_table_new(r->route.res, 1))) {
+        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        return -1;
+    }
+    s->now = time(NULL);
+    return 0;
+}
+
+static void sink_free(list_sink_t *s)
+{
+    buf_free(&s->b);
+    json_decref(s->table);
+    s->table = NULL;
+}
+
+/* Append one item: its object (with resourceVersion) and that object's JSON. */
+static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const char *json,
+                    size_t len)
+{
+    if (s->table) {
+        int rc = api_table_add_row(s->table, r->route.res, doc, s->include, s->now);
+        if (!rc) s->count++;
+        return rc;
+    }
     int rc = 0;
-    if (*count) rc = buf_append(b, ",", 1);
-    if (!rc) rc = buf_append(b, json, len);
-    if (!rc) (*count)++;
+    if (s->count) rc = buf_append(&s->b, ",", 1);
+    if (!rc) rc = buf_append(&s->b, json, len);
+    if (!rc) s->count++;
     return rc;
 }
 
-static int finish_list(api_req_t *r, buf_t *b, int64_t rev, const char *cont)
+static int finish_list(api_req_t *r, list_sink_t *s, int64_t rev, const char *cont)
 {
+    if (s->table) {
+        json_t *meta = json_object_get(s->table, "metadata");
+        json_object_set_new(meta, "resourceVersion", json_sprintf("%lld", (long long)rev));
+        if (cont) json_object_set_new(meta, "continue", json_string(cont));
+        json_t *t = s->table;
+        s->table = NULL;
+        return api_reply_json(r, 200, t);
+    }
+    buf_t *b = &s->b;
     char gv[96], head[512];
     const api_resource_t *res = r->route.res;
     int n = snprintf(head, sizeof head,
@@ -332,9 +439,8 @@ static int finish_list(api_req_t *r, buf_t *b, int64_t rev, const char *cont)
 static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *prefix,
                            int64_t rev, const char *after, size_t limit)
 {
-    buf_t b;
-    buf_init(&b, (size_t)-1);
-    size_t count = 0;
+    list_sink_t s;
+    if (sink_init(r, &s)) return 0;
     char last[STORE_KEY_MAX + 1];
     snprintf(last, sizeof last, "%s", after);
     int more = 0, done = 0, rc = 0;
@@ -344,7 +450,7 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
         if (rc) break;
         for (size_t i = 0; i < page->count && !rc; i++) {
             const store_kv_t *kv = &page->kvs[i];
-            if (limit && count == limit) { /* an item beyond the page: say so */
+            if (limit && s.count == limit) { /* an item beyond the page: say so */
                 more = done = 1;
                 break;
             }
@@ -352,8 +458,8 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
             json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
             if (obj && rest_filter_match(f, obj)) {
                 rest_set_rv(obj, kv->mod_rev);
-                char *js = json_dumps(obj, JSON_COMPACT);
-                rc = js ? add_item(&b, js, strlen(js), &count) : KP_ENOMEM;
+                char *js = s.table ? NULL : json_dumps(obj, JSON_COMPACT);
+                rc = js || s.table ? add_item(r, &s, obj, js, js ? strlen(js) : 0) : KP_ENOMEM;
                 free(js);
             }
             json_decref(obj);
@@ -362,20 +468,20 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
         store_range_free(page);
     }
     if (rc == KP_ECOMPACTED) {
-        buf_free(&b);
+        sink_free(&s);
         return api_reply_status(r, 410, "Expired", NULL,
                                 "The provided continue parameter is too old to display a "
                                 "consistent list result. You can start a new list without the "
                                 "continue parameter.");
     }
     if (rc) {
-        buf_free(&b);
+        sink_free(&s);
         return api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
     }
     char *tok = more ? token_encode(rev, last) : NULL;
-    rc = finish_list(r, &b, rev, tok);
+    rc = finish_list(r, &s, rev, tok);
     free(tok);
-    buf_free(&b);
+    sink_free(&s);
     return rc;
 }
 
@@ -459,26 +565,29 @@ static int do_list(api_req_t *r)
                                     (long long)min_rev);
         return api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
     }
-    buf_t b;
-    buf_init(&b, (size_t)-1);
-    size_t count = 0;
+    list_sink_t s;
+    if (sink_init(r, &s)) {
+        wc_list_free(l);
+        rest_filter_free(&f);
+        return 0;
+    }
     const char *last = NULL;
     int more = 0;
     for (size_t i = 0; i < l->count && !rc; i++) {
         const wc_obj_t *o = l->objs[i];
         if (!rest_filter_match(&f, o->doc)) continue;
-        if (lim && count == (size_t)lim) {
+        if (lim && s.count == (size_t)lim) {
             more = 1;
             break;
         }
-        rc = add_item(&b, o->json, o->json_len, &count);
+        rc = add_item(r, &s, o->doc, o->json, o->json_len);
         last = o->key;
     }
     char *tok = more && last ? token_encode(l->rev, last) : NULL;
-    if (!rc) rc = finish_list(r, &b, l->rev, tok);
+    if (!rc) rc = finish_list(r, &s, l->rev, tok);
     else rc = api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
     free(tok);
-    buf_free(&b);
+    sink_free(&s);
     wc_list_free(l);
     rest_filter_free(&f);
     return rc;
@@ -496,6 +605,7 @@ int api_serve_resource(api_req_t *r)
     if (rt->res->namespaced && *rt->name && !*rt->ns)
         return api_reply_status(r, 404, "NotFound", NULL,
                                 "the server could not find the requested resource");
+    if (strcmp(m, "GET") && rest_write_options(r)) return 0;
     if (*rt->sub) {
         unsigned sub = !strcmp(rt->sub, "status")    ? API_SUB_STATUS
                        : !strcmp(rt->sub, "scale")   ? API_SUB_SCALE

@@ -40,6 +40,11 @@ wc_t *rest_cache(api_req_t *r);
 /* A query flag in Go's ParseBool spelling ("1", "t", "true", any case). */
 int rest_query_bool(api_req_t *r, const char *name);
 
+/* Does the request ask for a meta.k8s.io/v1 Table (Accept: ...;as=Table;
+ * g=meta.k8s.io;v=v1)? 1 with *include set (table.h), 0 if not, -1 after
+ * replying 400 to a bad includeObject. */
+int rest_wants_table(api_req_t *r, int *include);
+
 /* The labelSelector and fieldSelector of a request. */
 typedef struct rest_filter {
     sel_label_t *labels;
@@ -50,7 +55,30 @@ int rest_selectors(api_req_t *r, rest_filter_t *f);
 void rest_filter_free(rest_filter_t *f);
 int rest_filter_match(const rest_filter_t *f, const json_t *obj);
 
+/* rest_opts.c: the options every write takes from its query, into r
+ * (dry_run, validation, manager). Returns -1 after replying 422 to a bad one. */
+int rest_write_options(api_req_t *r);
+/* The kind's schema node (facts, or a CRD's schema); NULL if none. */
+const json_t *rest_kind_schema(api_req_t *r);
+/* Drop the body's unknown fields and check value types per fieldValidation:
+ * Strict -> 400 for unknown or duplicate fields, Warn -> Warning headers.
+ * Returns -1 after replying. */
+int rest_check_fields(api_req_t *r, json_t *obj);
+/* 1 if a and b are equal apart from metadata.managedFields. */
+int rest_same_but_managed(const json_t *a, const json_t *b);
+/* Record the write's field ownership in obj (managed.h); old NULL on create.
+ * Returns -1 after replying. */
+int rest_track_fields(api_req_t *r, const json_t *old, json_t *obj);
+
 /* rest_write.c */
+/* kind and apiVersion must name the route's resource (filled in when
+ * missing), and metadata must have Kubernetes' shapes. -1 after replying. */
+int rest_check_type(api_req_t *r, json_t *obj);
+int rest_check_metadata_types(api_req_t *r, const json_t *obj);
+/* The object to store for an update of `cur` to `in` (both borrowed):
+ * server-owned metadata kept, spec/status split, defaults, validation,
+ * generation. A new reference, or NULL after replying. */
+json_t *rest_merge_for_write(api_req_t *r, const json_t *cur, json_t *in);
 /* Build the object to write from the current one: a new reference, or NULL
  * after replying. *precondition gets a resourceVersion the client required. */
 typedef json_t *(*rest_make_fn)(api_req_t *r, const json_t *cur, void *arg,
@@ -64,6 +92,9 @@ void rest_merge_patch(json_t *target, const json_t *patch);
 /* The body of a PATCH as a JSON object, or a 415/400 reply (*patch NULL). */
 int rest_patch_body(api_req_t *r, json_t **patch);
 int rest_create(api_req_t *r);
+/* Create `obj` (borrowed; the parsed body, or an applied configuration) as
+ * the route's resource: checks, defaults, validation, field ownership, store. */
+int rest_create_object(api_req_t *r, json_t *obj);
 int rest_update(api_req_t *r);
 int rest_patch(api_req_t *r);
 int rest_delete(api_req_t *r);

@@ -7,15 +7,21 @@
  * a change: an object that starts matching arrives as ADDED, one that stops
  * matching as DELETED. The stream ends at timeoutSeconds, when the watcher
  * falls behind its backlog, or when the server stops.
+ *
+ * For Accept ...;as=Table (kubectl get -w), each event's object is a Table
+ * of one row, the first with the column definitions. Those are rendered per
+ * watcher: only the plain JSON is encoded once for all.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apiserver_int.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "rest_int.h"
+#include "table.h"
 #include "store/store.h"
 #include "watchcache.h"
 
@@ -35,6 +41,9 @@ typedef struct watch_stream {
     int64_t last_rev;
     char kind[64], api_version[96];
     json_t *error;      /* an ERROR event to send, then end */
+    const api_resource_t *table_res; /* non-NULL: events carry Tables */
+    int table_include;
+    int table_columns_sent;
 } watch_stream_t;
 
 static int emit(buf_t *out, const char *type, const char *json, size_t len)
@@ -44,6 +53,26 @@ static int emit(buf_t *out, const char *type, const char *json, size_t len)
     int rc = buf_append(out, head, (size_t)n);
     if (!rc) rc = buf_append(out, json, len);
     if (!rc) rc = buf_append(out, "}\n", 2);
+    return rc;
+}
+
+/* An object event: its shared JSON, or a one-row Table of it. */
+static int emit_obj(watch_stream_t *ws, buf_t *out, const char *type, const wc_obj_t *o)
+{
+    if (!ws->table_res) return emit(out, type, o->json, o->json_len);
+    json_t *t = api_table_new(ws->table_res, !ws->table_columns_sent);
+    int rc = t ? api_table_add_row(t, ws->table_res, o->doc, ws->table_include, time(NULL))
+               : KP_ENOMEM;
+    char *js = NULL;
+    if (!rc) {
+        json_object_set_new(json_object_get(t, "metadata"), "resourceVersion",
+                            json_sprintf("%lld", (long long)o->rev));
+        if (!(js = json_dumps(t, JSON_COMPACT))) rc = KP_ENOMEM;
+    }
+    if (!rc) rc = emit(out, type, js, strlen(js));
+    if (!rc) ws->table_columns_sent = 1;
+    free(js);
+    json_decref(t);
     return rc;
 }
 
@@ -80,7 +109,7 @@ static int watch_next(void *arg, buf_t *out)
     if (ws->initial) {
         while (ws->next_initial < ws->initial->count && out->len < (256u << 10)) {
             const wc_obj_t *o = ws->initial->objs[ws->next_initial++];
-            if (rest_filter_match(&ws->filter, o->doc) && emit(out, "ADDED", o->json, o->json_len))
+            if (rest_filter_match(&ws->filter, o->doc) && emit_obj(ws, out, "ADDED", o))
                 return KP_ENOMEM;
         }
         if (ws->next_initial == ws->initial->count) {
@@ -111,7 +140,7 @@ static int watch_next(void *arg, buf_t *out)
         if (rc) return rc; /* closed, or fell behind: end the stream */
         ws->last_rev = ev.rev;
         const char *type = event_type(ws, &ev);
-        if (type) rc = emit(out, type, ev.obj->json, ev.obj->json_len);
+        if (type) rc = emit_obj(ws, out, type, ev.obj);
         wc_event_clear(&ev);
         if (rc) return rc;
         if (type) return 0;
@@ -174,6 +203,12 @@ int rest_watch(api_req_t *r)
         watch_free(ws);
         return rc;
     }
+    int table = rest_wants_table(r, &ws->table_include);
+    if (table < 0) {
+        watch_free(ws);
+        return 0;
+    }
+    if (table) ws->table_res = r->route.res;
 
     char prefix[STORE_KEY_MAX + 1];
     api_ns_prefix(r->route.res, r->route.ns, prefix, sizeof prefix);

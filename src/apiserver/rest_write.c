@@ -1,6 +1,7 @@
 /*
  * rest_write.c -- the generic writes: create, update (PUT), merge patch,
- * delete and deletecollection, each one compare-and-swap on the store.
+ * delete and deletecollection, each one compare-and-swap on the store
+ * (PATCH and server-side apply: rest_patch.c).
  *
  * Rules every write follows (reference section 3):
  *  - metadata.resourceVersion is the store's mod_revision; it is never stored
@@ -17,6 +18,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "apiserver/crd_schema.h"
 #include "apiserver_int.h"
 #include "lib/err.h"
 #include "rest_int.h"
@@ -80,7 +82,7 @@ static int reply_causes(api_req_t *r, const char *name, json_t *causes)
 }
 
 /* Labels and annotations every kind shares (apimachinery ValidateObjectMeta),
- * once check_metadata_types() has vouched for their shapes. */
+ * once rest_check_metadata_types() has vouched for their shapes. */
 static void validate_metadata(const json_t *obj, json_t *causes)
 {
     const json_t *meta = json_object_get(obj, "metadata");
@@ -89,7 +91,7 @@ static void validate_metadata(const json_t *obj, json_t *causes)
         const json_t *map = json_object_get(meta, maps[m]);
         char field[600], err[512];
         snprintf(field, sizeof field, "metadata.%s", maps[m]);
-        if (!json_is_object(map)) continue; /* shapes: check_metadata_types() */
+        if (!json_is_object(map)) continue; /* shapes: rest_check_metadata_types() */
         size_t total = 0;
         const char *k;
         json_t *v;
@@ -116,12 +118,15 @@ static void validate_metadata(const json_t *obj, json_t *causes)
  * create. */
 static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const char *name)
 {
-    const api_strategy_t *st = r->route.res->strategy;
+    const api_resource_t *res = r->route.res;
+    const api_strategy_t *st = res->strategy;
     if (st && !old && st->prepare_create) st->prepare_create(obj);
     if (st && st->defaults) st->defaults(obj);
+    if (res->crd_schema) api_crd_prune_and_default(res->crd_schema, obj);
     json_t *causes = json_array();
     validate_metadata(obj, causes);
     if (st && st->validate) st->validate(obj, old, causes);
+    if (res->crd_schema) api_crd_validate(res->crd_schema, obj, causes);
     int rc = reply_causes(r, name, causes);
     json_decref(causes);
     return rc;
@@ -144,7 +149,7 @@ static const char *json_kind(const json_t *v)
 /* The shapes of metadata every kind shares, checked as Kubernetes' decoder
  * would: a mismatch is a 400 BadRequest naming the field. Returns -1 after
  * replying. */
-static int check_metadata_types(api_req_t *r, const json_t *obj)
+int rest_check_metadata_types(api_req_t *r, const json_t *obj)
 {
     const json_t *meta = json_object_get(obj, "metadata");
     const char *bad = NULL, *want = NULL;
@@ -195,7 +200,7 @@ static int check_metadata_types(api_req_t *r, const json_t *obj)
 
 /* kind and apiVersion in a body must name the URL's resource; missing ones
  * are filled in. Replies 400 and returns -1 on a mismatch. */
-static int check_type(api_req_t *r, json_t *obj)
+int rest_check_type(api_req_t *r, json_t *obj)
 {
     const api_resource_t *res = r->route.res;
     char gv[96];
@@ -215,7 +220,7 @@ static int check_type(api_req_t *r, json_t *obj)
                          res->kind);
         return -1;
     }
-    if (check_metadata_types(r, obj)) return -1;
+    if (rest_check_metadata_types(r, obj)) return -1;
     json_object_set_new(obj, "kind", json_string(res->kind));
     json_object_set_new(obj, "apiVersion", json_string(gv));
     return 0;
@@ -231,10 +236,11 @@ static int check_namespace(api_req_t *r, const char *name)
     /* The namespaces' watch cache answers without a store read or a parse, as
      * kube-apiserver's admission asks its informer; a namespace the cache has
      * not seen yet (created a moment ago) is looked up in the store. */
-    const api_resource_t *nsres = api_registry_find("", "v1", "namespaces");
+    size_t nsi = 0;
+    api_view_find(r->view, "", "v1", "namespaces", &nsi);
     const wc_obj_t *cached = NULL;
     json_t *ns = NULL;
-    int rc = wc_get(r->srv->caches[nsres - api_registry_at(0)], key, &cached);
+    int rc = wc_get(r->view->caches[nsi], key, &cached);
     if (rc == KP_ENOTFOUND) rc = rest_load(r, key, &ns, &(int64_t){0});
     if (rc == KP_ENOTFOUND) {
         json_t *d = json_pack("{s:s, s:s, s:s}", "name", r->route.ns, "group", "", "kind",
@@ -312,7 +318,17 @@ int rest_create(api_req_t *r)
     json_t *obj;
     int rc = rest_body_object(r, &obj);
     if (rc || !obj) return rc;
-    if (check_type(r, obj) || check_body_namespace(r, obj)) goto out;
+    rc = rest_create_object(r, obj);
+    json_decref(obj);
+    return rc;
+}
+
+int rest_create_object(api_req_t *r, json_t *obj)
+{
+    const api_resource_t *res = r->route.res;
+    int rc = 0;
+    json_incref(obj);
+    if (rest_check_type(r, obj) || check_body_namespace(r, obj) || rest_check_fields(r, obj)) goto out;
 
     json_t *meta = rest_meta(obj);
     char name[API_NAME_MAX + 8];
@@ -368,6 +384,11 @@ int rest_create(api_req_t *r)
         reply_invalid(r, name, "metadata.name", name, "name is too long");
         goto out;
     }
+    /* TRACK: if (!r->applying && rest_track_fields(r, NULL, obj)) goto out; */
+    if (r->dry_run) { /* everything a create does, but the write */
+        json_object_del(meta, "resourceVersion");
+        return api_reply_json(r, 201, obj);
+    }
     char *text = json_dumps(obj, JSON_COMPACT);
     int64_t rev = 0;
     rc = text ? store_create(r->srv->cfg.store, key, text, strlen(text), &rev) : KP_ENOMEM;
@@ -384,7 +405,7 @@ out:
 
 /* Build the object to store from the current one and the request's new one.
  * Returns the new object (a new reference) or NULL after replying. */
-static json_t *merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
+json_t *rest_merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
 {
     const api_resource_t *res = r->route.res;
     int status_only = !strcmp(r->route.sub, "status");
@@ -446,7 +467,9 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         int rc = rest_load(r, key, &cur, &cur_rev);
         if (rc) return rest_store_error(r, rc, name);
         int64_t pre = 0;
+        rest_set_rv(cur, cur_rev); /* make() sees the object as clients do */
         json_t *next = make(r, cur, arg, &pre);
+        json_object_del(rest_meta(cur), "resourceVersion");
         if (!next) {
             json_decref(cur);
             return 0;
@@ -458,11 +481,18 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         }
         json_t *nm = rest_meta(next);
         json_object_del(nm, "resourceVersion");
-        if (api_json_same(cur, next)) { /* no change: no write, no new revision */
+        if (rest_same_but_managed(cur, next)) { /* no change: no write, no new revision */
             json_decref(next);
             return reply ? reply(r, cur, cur_rev) : rest_reply_object(r, 200, cur, cur_rev);
         }
+        /* TRACK: if (!r->applying && rest_track_fields(r, cur, next)) {
+            json_decref(cur);
+            json_decref(next);
+            return 0;
+        } */
         json_decref(cur);
+        if (r->dry_run) /* everything an update does, but the write */
+            return reply ? reply(r, next, cur_rev) : rest_reply_object(r, 200, next, cur_rev);
         /* A deleted object whose last finalizer went away is gone now. */
         const json_t *fin = json_object_get(nm, "finalizers");
         int finish = json_object_get(nm, "deletionTimestamp") && json_array_size(fin) == 0;
@@ -494,7 +524,7 @@ static json_t *make_put(api_req_t *r, const json_t *cur, void *arg, int64_t *pre
         api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
         return NULL;
     }
-    return merge_for_write(r, cur, in);
+    return rest_merge_for_write(r, cur, in);
 }
 
 int rest_update(api_req_t *r)
@@ -502,7 +532,7 @@ int rest_update(api_req_t *r)
     json_t *in;
     int rc = rest_body_object(r, &in);
     if (rc || !in) return rc;
-    if (check_type(r, in) || check_body_namespace(r, in)) goto out;
+    if (rest_check_type(r, in) || check_body_namespace(r, in) || rest_check_fields(r, in)) goto out;
     const char *name = rest_meta_str(in, "name");
     if (strcmp(name, r->route.name)) {
         api_reply_status(r, 400, "BadRequest", NULL,
@@ -513,74 +543,6 @@ int rest_update(api_req_t *r)
     rc = rest_update_loop(r, make_put, in, NULL);
 out:
     json_decref(in);
-    return rc;
-}
-
-/* RFC 7386 JSON merge patch, applied to `target` in place. */
-void rest_merge_patch(json_t *target, const json_t *patch)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)patch, k, v) {
-        if (json_is_null(v)) {
-            json_object_del(target, k);
-        } else if (json_is_object(v)) {
-            json_t *t = json_object_get(target, k);
-            if (!json_is_object(t)) {
-                t = json_object();
-                json_object_set_new(target, k, t);
-            }
-            rest_merge_patch(t, v);
-        } else {
-            json_object_set(target, k, v);
-        }
-    }
-}
-
-static json_t *make_patch(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
-{
-    const json_t *patch = arg;
-    json_t *in = json_deep_copy(cur);
-    json_object_del(rest_meta(in), "resourceVersion");
-    rest_merge_patch(in, patch);
-    if (check_metadata_types(r, in)) {
-        json_decref(in);
-        return NULL;
-    }
-    const json_t *pm = json_object_get(patch, "metadata");
-    if (rest_parse_rv(json_string_value(json_object_get(pm, "resourceVersion")), pre)) {
-        json_decref(in);
-        api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
-        return NULL;
-    }
-    if (strcmp(rest_meta_str(in, "name"), r->route.name)) {
-        json_decref(in);
-        api_reply_status(r, 400, "BadRequest", NULL, "the patch changes metadata.name");
-        return NULL;
-    }
-    json_t *out = merge_for_write(r, cur, in);
-    json_decref(in);
-    return out;
-}
-
-int rest_patch_body(api_req_t *r, json_t **patch)
-{
-    *patch = NULL;
-    const char *ct = api_header(r, "Content-Type");
-    if (!ct || strncmp(ct, "application/merge-patch+json", 28))
-        return api_reply_status(r, 415, "UnsupportedMediaType", NULL,
-                                "the body of the request was in an unknown format - accepted "
-                                "media types include: application/merge-patch+json");
-    return rest_body_object(r, patch);
-}
-
-int rest_patch(api_req_t *r)
-{
-    json_t *patch;
-    int rc = rest_patch_body(r, &patch);
-    if (rc || !patch) return rc;
-    rc = rest_update_loop(r, make_patch, patch, NULL);
-    json_decref(patch);
     return rc;
 }
 
@@ -626,12 +588,12 @@ static int delete_options(api_req_t *r, delete_opts_t *o)
 /* Does any namespaced object live in namespace `ns`? */
 static int namespace_in_use(api_req_t *r, const char *ns)
 {
-    for (size_t i = 0; i < api_registry_count(); i++) {
-        const api_resource_t *res = api_registry_at(i);
+    for (size_t i = 0; i < r->view->count; i++) {
+        const api_resource_t *res = r->view->res[i];
         char prefix[STORE_KEY_MAX + 1];
         if (!res->namespaced || api_ns_prefix(res, ns, prefix, sizeof prefix)) continue;
         wc_list_t *l;
-        if (wc_list(r->srv->caches[i], prefix, NULL, 1, 0, 1000, &l)) return 1;
+        if (wc_list(r->view->caches[i], prefix, NULL, 1, 0, 1000, &l)) return 1;
         size_t count = l->count;
         wc_list_free(l);
         if (count) return 1;

@@ -39,13 +39,14 @@ static int set(char *dst, size_t cap, const char *src)
 }
 
 /* segs[0..n) follow "/api/v1" or "/apis/G/V". */
-static int parse_resource(api_route_t *rt, char **segs, int n)
+static int parse_resource(const api_view_t *v, api_route_t *rt, char **segs, int n)
 {
     int rc = 0;
     rt->kind = API_ROUTE_RESOURCE;
     if (n >= 2 && !strcmp(segs[0], "namespaces")) {
-        const api_resource_t *inner = n >= 3 ? api_registry_find(rt->group, rt->version, segs[2])
-                                             : NULL;
+        size_t idx = 0;
+        const api_resource_t *inner =
+            n >= 3 ? api_view_find(v, rt->group, rt->version, segs[2], &idx) : NULL;
         if (n >= 3 && inner && inner->namespaced) {
             /* namespaces/NS/R[/NAME[/SUB]] */
             if (n > 5) return KP_ENOTFOUND;
@@ -55,6 +56,7 @@ static int parse_resource(api_route_t *rt, char **segs, int n)
                 (n == 5 && (rc = set(rt->sub, sizeof rt->sub, segs[4]))))
                 return rc;
             rt->res = inner;
+            rt->index = idx;
             return 0;
         }
         if (n == 3 && strcmp(segs[2], "status") && strcmp(segs[2], "finalize")) {
@@ -70,11 +72,11 @@ static int parse_resource(api_route_t *rt, char **segs, int n)
         (n >= 2 && (rc = set(rt->name, sizeof rt->name, segs[1]))) ||
         (n == 3 && (rc = set(rt->sub, sizeof rt->sub, segs[2]))))
         return rc;
-    rt->res = api_registry_find(rt->group, rt->version, rt->resource);
+    rt->res = api_view_find(v, rt->group, rt->version, rt->resource, &rt->index);
     return 0;
 }
 
-int api_route_parse(const char *path, api_route_t *rt)
+int api_route_parse(const api_view_t *v, const char *path, api_route_t *rt)
 {
     char copy[1024];
     char *segs[MAX_SEGS];
@@ -110,7 +112,7 @@ int api_route_parse(const char *path, api_route_t *rt)
             rt->kind = API_ROUTE_GROUP_VERSION;
             return 0;
         }
-        return parse_resource(rt, segs + 2, n - 2);
+        return parse_resource(v, rt, segs + 2, n - 2);
     }
     if (!strcmp(s0, "apis")) {
         if (n == 1) {
@@ -127,7 +129,7 @@ int api_route_parse(const char *path, api_route_t *rt)
             rt->kind = API_ROUTE_GROUP_VERSION;
             return 0;
         }
-        return parse_resource(rt, segs + 3, n - 3);
+        return parse_resource(v, rt, segs + 3, n - 3);
     }
     return KP_ENOTFOUND;
 }

@@ -32,7 +32,7 @@ expect_eq "-o name" "$(k get cm web-config -o name)" "configmap/web-config"
 expect_eq "jsonpath" "$(k get cm web-config -o jsonpath='{.data.color}')" "blue"
 expect_match "-o yaml" "$(k get cm web-config -o yaml)" "resourceVersion: \"[0-9]+\""
 expect_match "-o json" "$(k get cm web-config -o json)" "\"uid\": \"[0-9a-f-]{36}\""
-expect_match "default" "$(k get cm)" "^NAME +AGE"
+expect_match "default" "$(k get cm)" "^NAME +DATA +AGE"
 expect_match "-o wide" "$(k get cm -o wide)" "web-config"
 
 echo "--- errors as kubectl prints them"

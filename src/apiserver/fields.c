@@ -1,0 +1,194 @@
+/*
+ * fields.c -- prune and type-check an object by its schema (see fields.h).
+ *
+ * Kubernetes decodes a built-in kind's JSON into Go structs: a field the
+ * struct lacks is dropped (fieldValidation decides whether that is silent,
+ * a warning, or a 400), and a value of the wrong type fails the decode. The
+ * walk below does both in one pass over the object, following the schema
+ * facts; it never changes a value, only removes unknown keys.
+ */
+#include "apiserver/fields.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/err.h"
+
+#define PATH_MAX_LEN 512
+
+typedef struct walk {
+    const api_schema_t *s;
+    json_t *unknown;
+    char *err;
+    size_t errlen;
+    char path[PATH_MAX_LEN];
+} walk_t;
+
+static const char *json_type_word(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "bool";
+    default: return "null";
+    }
+}
+
+/* The Go spelling of a schema's type: int32, string, v1.PodSpec, []v1.Container,
+ * map[string]string. */
+static void go_type(const api_schema_t *s, const json_t *decl, char *out, size_t n)
+{
+    const char *ref = json_string_value(json_object_get(decl, "$ref"));
+    if (ref) {
+        /* #/definitions/io.k8s.api.apps.v1.DeploymentSpec -> v1.DeploymentSpec */
+        const char *prev = strrchr(ref, '.');
+        while (prev && prev > ref && prev[-1] != '.') prev--;
+        snprintf(out, n, "%s", prev && prev > ref ? prev : ref);
+        return;
+    }
+    const json_t *node = api_schema_resolve(s, decl);
+    const char *format = json_string_value(json_object_get(node, "format"));
+    char inner[160];
+    switch (api_schema_type(s, node)) {
+    case API_SCHEMA_ARRAY:
+        go_type(s, json_object_get(node, "items"), inner, sizeof inner);
+        snprintf(out, n, "[]%s", inner);
+        return;
+    case API_SCHEMA_MAP:
+        go_type(s, json_object_get(node, "additionalProperties"), inner, sizeof inner);
+        snprintf(out, n, "map[string]%s", inner);
+        return;
+    case API_SCHEMA_INTEGER: snprintf(out, n, "%s", format && !strcmp(format, "int32") ? "int32" : "int64"); return;
+    case API_SCHEMA_NUMBER: snprintf(out, n, "float64"); return;
+    case API_SCHEMA_BOOLEAN: snprintf(out, n, "bool"); return;
+    case API_SCHEMA_STRING: snprintf(out, n, "string"); return;
+    case API_SCHEMA_INT_OR_STRING: snprintf(out, n, "intstr.IntOrString"); return;
+    default: snprintf(out, n, "map[string]interface {}"); return;
+    }
+}
+
+static int type_error(walk_t *w, const json_t *v, const json_t *decl, const char *owner)
+{
+    char t[200];
+    go_type(w->s, decl, t, sizeof t);
+    snprintf(w->err, w->errlen,
+             "json: cannot unmarshal %s into Go struct field %s.%s of type %s",
+             json_type_word(v), owner, w->path, t);
+    return KP_EINVAL;
+}
+
+static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owner);
+
+/* Append ".name" or "[i]" to the path; returns the old length to restore. */
+static size_t push(walk_t *w, const char *fmt, const char *name, size_t idx)
+{
+    size_t len = strlen(w->path);
+    if (name)
+        snprintf(w->path + len, sizeof w->path - len, "%s%s", len ? "." : "", name);
+    else
+        snprintf(w->path + len, sizeof w->path - len, fmt, idx);
+    return len;
+}
+
+/* The short name of the struct a $ref points at, for messages. */
+static const char *ref_struct(const json_t *decl, const char *owner)
+{
+    const char *ref = json_string_value(json_object_get(decl, "$ref"));
+    if (!ref) return owner;
+    const char *dot = strrchr(ref, '.');
+    return dot ? dot + 1 : ref;
+}
+
+static int walk_object(walk_t *w, const json_t *node, json_t *obj, const char *owner)
+{
+    const json_t *props = json_object_get(node, "properties");
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(obj, tmp, k, v) {
+        const json_t *decl = json_object_get(props, k);
+        size_t len = push(w, NULL, k, 0);
+        int rc = 0;
+        if (!decl) {
+            if (w->unknown) json_array_append_new(w->unknown, json_string(w->path));
+            json_object_del(obj, k);
+        } else {
+            rc = walk_value(w, decl, v, owner);
+        }
+        w->path[len] = '\0';
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owner)
+{
+    if (json_is_null(v)) return 0;
+    const json_t *node = api_schema_resolve(w->s, decl);
+    if (!node || json_is_true(json_object_get(node, "x-kubernetes-preserve-unknown-fields")) ||
+        json_is_true(json_object_get(decl, "x-kubernetes-preserve-unknown-fields")))
+        return 0;
+    const char *inner = ref_struct(decl, owner);
+    switch (api_schema_type(w->s, node)) {
+    case API_SCHEMA_OBJECT:
+        if (!json_is_object(v)) return type_error(w, v, decl, owner);
+        return walk_object(w, node, v, inner);
+    case API_SCHEMA_MAP: {
+        if (!json_is_object(v)) return type_error(w, v, decl, owner);
+        const json_t *item = json_object_get(node, "additionalProperties");
+        const char *k;
+        json_t *e;
+        json_object_foreach(v, k, e) {
+            size_t len = push(w, NULL, k, 0);
+            int rc = walk_value(w, item, e, inner);
+            w->path[len] = '\0';
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    case API_SCHEMA_ARRAY: {
+        if (!json_is_array(v)) return type_error(w, v, decl, owner);
+        const json_t *item = json_object_get(node, "items");
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            size_t len = push(w, "[%zu]", NULL, i);
+            int rc = walk_value(w, item, e, ref_struct(item, inner));
+            w->path[len] = '\0';
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    case API_SCHEMA_STRING:
+        return json_is_string(v) ? 0 : type_error(w, v, decl, owner);
+    case API_SCHEMA_INTEGER:
+        /* 3.0 is an integer to Go's decoder; 3.5 is not. */
+        if (json_is_integer(v)) return 0;
+        if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v))
+            return 0;
+        return type_error(w, v, decl, owner);
+    case API_SCHEMA_NUMBER:
+        return json_is_number(v) ? 0 : type_error(w, v, decl, owner);
+    case API_SCHEMA_BOOLEAN:
+        return json_is_boolean(v) ? 0 : type_error(w, v, decl, owner);
+    case API_SCHEMA_INT_OR_STRING:
+        return json_is_string(v) || json_is_integer(v) ? 0 : type_error(w, v, decl, owner);
+    case API_SCHEMA_ANY:
+        return 0;
+    }
+    return 0;
+}
+
+int api_fields_prune(const api_schema_t *s, const json_t *node, const char *kind, json_t *obj,
+                     json_t *unknown, char *err, size_t errlen)
+{
+    walk_t w = {.s = s, .unknown = unknown, .err = err, .errlen = errlen};
+    if (errlen) err[0] = '\0';
+    const json_t *def = api_schema_resolve(s, node);
+    if (!def || !json_is_object(obj)) return 0;
+    return walk_object(&w, def, obj, kind);
+}
