@@ -1,7 +1,8 @@
 /*
  * discovery.c -- what the server serves, as clients discover it: health,
- * /version, /api, /apis and the per group-version resource lists. The
- * OpenAPI documents are openapi.c's; requests for them are passed on.
+ * /version, /api, /apis and the per group-version resource lists, all from
+ * the request's view (built-ins and CustomResourceDefinitions' resources).
+ * The OpenAPI documents are openapi.c's; requests for them are passed on.
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,11 +42,11 @@ static json_t *sub_entry(const api_resource_t *r, const char *sub, const char *g
     return e;
 }
 
-static json_t *resource_list(const char *group, const char *version)
+static json_t *resource_list(const api_view_t *v, const char *group, const char *version)
 {
     json_t *list = json_array();
-    for (size_t i = 0; i < api_registry_count(); i++) {
-        const api_resource_t *r = api_registry_at(i);
+    for (size_t i = 0; i < v->count; i++) {
+        const api_resource_t *r = v->res[i];
         if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
         json_t *e = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", r->resource, "singularName",
                               r->singular, "namespaced", r->namespaced, "kind", r->kind,
@@ -89,31 +90,42 @@ static json_t *resource_list(const char *group, const char *version)
                      "groupVersion", gv, "resources", list);
 }
 
-/* The API groups in registry order, each with its one version. */
-static json_t *group_json(const char *group)
+/* An API group with its versions in view order, the first preferred (a
+ * CustomResourceDefinition lists its versions in that order). */
+static json_t *group_json(const api_view_t *v, const char *group)
 {
-    for (size_t i = 0; i < api_registry_count(); i++) {
-        const api_resource_t *r = api_registry_at(i);
+    json_t *versions = json_array();
+    for (size_t i = 0; i < v->count; i++) {
+        const api_resource_t *r = v->res[i];
         if (strcmp(r->group, group)) continue;
-        char gv[128];
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = !strcmp(v->res[j]->group, group) && !strcmp(v->res[j]->version, r->version);
+        if (seen) continue;
+        char gv[320];
         snprintf(gv, sizeof gv, "%s/%s", r->group, r->version);
-        json_t *v = json_pack("{s:s, s:s}", "groupVersion", gv, "version", r->version);
-        return json_pack("{s:s, s:s, s:s, s:[O], s:o}", "kind", "APIGroup", "apiVersion", "v1",
-                         "name", group, "versions", v, "preferredVersion", v);
+        json_array_append_new(versions,
+                              json_pack("{s:s, s:s}", "groupVersion", gv, "version", r->version));
     }
-    return NULL;
+    if (json_array_size(versions) == 0) {
+        json_decref(versions);
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:s, s:o, s:O}", "kind", "APIGroup", "apiVersion", "v1", "name",
+                     group, "versions", versions, "preferredVersion",
+                     json_array_get(versions, 0));
 }
 
-static json_t *group_list(void)
+static json_t *group_list(const api_view_t *v)
 {
     json_t *groups = json_array();
-    for (size_t i = 0; i < api_registry_count(); i++) {
-        const api_resource_t *r = api_registry_at(i);
+    for (size_t i = 0; i < v->count; i++) {
+        const api_resource_t *r = v->res[i];
         if (!*r->group) continue;
         int seen = 0;
-        for (size_t j = 0; j < i; j++) seen |= !strcmp(api_registry_at(j)->group, r->group);
+        for (size_t j = 0; j < i; j++) seen |= !strcmp(v->res[j]->group, r->group);
         if (seen) continue;
-        json_t *g = group_json(r->group);
+        json_t *g = group_json(v, r->group);
         json_object_del(g, "kind");
         json_object_del(g, "apiVersion");
         json_array_append_new(groups, g);
@@ -148,13 +160,13 @@ int api_serve_discovery(api_req_t *r)
         break;
     }
     case API_ROUTE_APIS:
-        doc = group_list();
+        doc = group_list(r->view);
         break;
     case API_ROUTE_GROUP:
-        doc = group_json(rt->group);
+        doc = group_json(r->view, rt->group);
         break;
     case API_ROUTE_GROUP_VERSION:
-        doc = resource_list(rt->group, rt->version);
+        doc = resource_list(r->view, rt->group, rt->version);
         break;
     case API_ROUTE_OPENAPI:
         return api_serve_openapi(r);

@@ -83,14 +83,18 @@ static int type_error(walk_t *w, const json_t *v, const json_t *decl, const char
 
 static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owner);
 
-/* Append ".name" or "[i]" to the path; returns the old length to restore. */
-static size_t push(walk_t *w, const char *fmt, const char *name, size_t idx)
+/* Append ".name" or "[i]" to the path; return the old length to restore. */
+static size_t push(walk_t *w, const char *name)
 {
     size_t len = strlen(w->path);
-    if (name)
-        snprintf(w->path + len, sizeof w->path - len, "%s%s", len ? "." : "", name);
-    else
-        snprintf(w->path + len, sizeof w->path - len, fmt, idx);
+    snprintf(w->path + len, sizeof w->path - len, "%s%s", len ? "." : "", name);
+    return len;
+}
+
+static size_t push_index(walk_t *w, size_t idx)
+{
+    size_t len = strlen(w->path);
+    snprintf(w->path + len, sizeof w->path - len, "[%zu]", idx);
     return len;
 }
 
@@ -111,7 +115,7 @@ static int walk_object(walk_t *w, const json_t *node, json_t *obj, const char *o
     void *tmp;
     json_object_foreach_safe(obj, tmp, k, v) {
         const json_t *decl = json_object_get(props, k);
-        size_t len = push(w, NULL, k, 0);
+        size_t len = push(w, k);
         int rc = 0;
         if (!decl) {
             if (w->unknown) json_array_append_new(w->unknown, json_string(w->path));
@@ -143,7 +147,7 @@ static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owne
         const char *k;
         json_t *e;
         json_object_foreach(v, k, e) {
-            size_t len = push(w, NULL, k, 0);
+            size_t len = push(w, k);
             int rc = walk_value(w, item, e, inner);
             w->path[len] = '\0';
             if (rc) return rc;
@@ -156,7 +160,7 @@ static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owne
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
-            size_t len = push(w, "[%zu]", NULL, i);
+            size_t len = push_index(w, i);
             int rc = walk_value(w, item, e, ref_struct(item, inner));
             w->path[len] = '\0';
             if (rc) return rc;

@@ -42,7 +42,8 @@
  *   5. The entry's time becomes now only if the object changed.
  *
  * Fields nobody owns (managed.h) are stripped from the manager's set; the
- * caller's `reset` fields are skipped by every walk.
+ * caller's `reset` fields are skipped by the field-set and comparison
+ * walks (so never owned, conflicting or pruned) but merged.
  */
 #include "apiserver/managed.h"
 
@@ -81,9 +82,18 @@ typedef struct mctx {
 } mctx_t;
 
 static const char *const strip_meta[] = {
-    "name",       "namespace",       "creationTimestamp", "selfLink",
-    "uid",        "clusterName",     "generation",        "managedFields",
-    "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", NULL,
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    NULL,
 };
 
 /* --- entries ---------------------------------------------------------- */
@@ -101,12 +111,16 @@ static void ment_clear(ment_t *e)
 
 static void mlist_free(mlist_t *l)
 {
-    for (size_t i = 0; i < l->n; i++) ment_clear(&l->v[i]);
+    for (size_t i = 0; i < l->n; i++)
+        ment_clear(&l->v[i]);
     free(l->v);
     memset(l, 0, sizeof *l);
 }
 
-static char *dup0(const char *s) { return strdup(s ? s : ""); }
+static char *dup0(const char *s)
+{
+    return strdup(s ? s : "");
+}
 
 /* A new zeroed entry at the end of l (NULL when out of memory). Pointers
  * into l->v are invalidated. */
@@ -191,7 +205,8 @@ static int mlist_decode(const json_t *arr, mlist_t *l, char *err, size_t errlen)
     }
     size_t i;
     json_t *in;
-    json_array_foreach(arr, i, in) {
+    json_array_foreach(arr, i, in)
+    {
         const char *op = jstr(in, "operation"), *apiv = jstr(in, "apiVersion");
         const char *ft = jstr(in, "fieldsType"), *sub = jstr(in, "subresource");
         int rc = KP_EINVAL;
@@ -212,8 +227,10 @@ static int mlist_decode(const json_t *arr, mlist_t *l, char *err, size_t errlen)
         }
         /* A repeated identifier replaces the earlier entry, as a Go map does. */
         ment_t *e = mlist_find(l, jstr(in, "manager") ? jstr(in, "manager") : "", op, apiv, sub);
-        if (e) ment_clear(e);
-        else e = mlist_add(l);
+        if (e)
+            ment_clear(e);
+        else
+            e = mlist_add(l);
         if (!e || ment_fill(e, jstr(in, "manager"), op, apiv, sub, jstr(in, "time"), set)) {
             if (!e) json_decref(set);
             mlist_free(l);
@@ -264,9 +281,11 @@ static int64_t time_secs(const char *t)
     if (!p) return 0;
     int64_t s = (int64_t)timegm(&tm);
     if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++) continue;
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            continue;
     if ((*p == '+' || *p == '-') && strlen(p) >= 6) {
-        int64_t off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+        int64_t off =
+            ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
         s += *p == '+' ? -off : off;
     }
     return s;
@@ -329,7 +348,8 @@ static int upd_order(const void *pa, const void *pb)
 static int cap_updaters(mlist_t *l)
 {
     size_t n = 0, length;
-    for (size_t i = 0; i < l->n; i++) n += !strcmp(l->v[i].operation, "Update");
+    for (size_t i = 0; i < l->n; i++)
+        n += !strcmp(l->v[i].operation, "Update");
     if (n <= MAX_UPDATE_MANAGERS) return 0;
     upd_t *u = calloc(n, sizeof *u);
     buf_t b;
@@ -346,8 +366,8 @@ static int cap_updaters(mlist_t *l)
     length = n;
     for (size_t i = 0; !rc && i < n && length > MAX_UPDATE_MANAGERS; i++) {
         ment_t *e = &l->v[u[i].i];
-        ment_t *first = NULL, *bucket = mlist_find(l, "ancient-changes", "Update",
-                                                   e->api_version, "");
+        ment_t *first = NULL,
+               *bucket = mlist_find(l, "ancient-changes", "Update", e->api_version, "");
         for (size_t j = 0; j < i && !first; j++)
             if (!l->v[u[j].i].dead && !strcmp(l->v[u[j].i].api_version, e->api_version))
                 first = &l->v[u[j].i];
@@ -366,7 +386,8 @@ static int cap_updaters(mlist_t *l)
             length--;
         }
     }
-    for (size_t i = 0; u && i < n; i++) free(u[i].ident);
+    for (size_t i = 0; u && i < n; i++)
+        free(u[i].ident);
     free(u);
     buf_free(&b);
     mlist_drop_empty(l);
@@ -401,18 +422,36 @@ static json_t *strip_set_new(void)
     return s;
 }
 
+/* A shallow copy of object o: its members shared. (jansson's json_copy()
+ * drops members silently when memory runs out.) NULL on ENOMEM. */
+static json_t *shallow(const json_t *o)
+{
+    json_t *c = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v)
+    {
+        if (c && json_object_set(c, k, v)) {
+            json_decref(c);
+            c = NULL;
+        }
+    }
+    return c;
+}
+
 /* A shallow copy of obj without metadata.managedFields (NULL for NULL;
  * *rc KP_ENOMEM when out of memory). */
 static json_t *without_mf(const json_t *obj, int *rc)
 {
     *rc = 0;
     if (!obj) return NULL;
-    json_t *o = json_copy((json_t *)obj), *md = json_object_get(obj, "metadata");
+    json_t *o = shallow(obj), *md = json_object_get(obj, "metadata");
     if (!o) goto fail;
     if (json_is_object(md) && json_object_get(md, "managedFields")) {
-        json_t *m2 = json_copy(md);
-        if (!m2 || json_object_del(m2, "managedFields") || json_object_set_new(o, "metadata", m2))
-            goto fail;
+        json_t *m2 = shallow(md);
+        if (!m2) goto fail;
+        json_object_del(m2, "managedFields");
+        if (json_object_set_new(o, "metadata", m2)) goto fail;
     }
     return o;
 fail:
@@ -435,8 +474,8 @@ static int set_mf(json_t *obj, mlist_t *l)
     return arr && !json_object_set_new(md, "managedFields", arr) ? 0 : KP_ENOMEM;
 }
 
-static void mctx_init(mctx_t *c, const api_schema_t *s, const json_t *kind,
-                      const api_manager_t *m, char *err, size_t errlen)
+static void mctx_init(mctx_t *c, const api_schema_t *s, const json_t *kind, const api_manager_t *m,
+                      char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     c->w.s = s, c->w.reset = m->reset, c->w.err = err, c->w.errlen = errlen;
@@ -490,16 +529,17 @@ static int reset_request(const json_t *mf)
     if (json_array_size(mf) != 1 || !json_is_object(json_array_get(mf, 0))) return 0;
     const char *k;
     json_t *v;
-    json_object_foreach(json_array_get(mf, 0), k, v) {
+    json_object_foreach(json_array_get(mf, 0), k, v)
+    {
         if (!json_is_null(v) && !(json_is_string(v) && !json_string_length(v))) return 0;
     }
     return 1;
 }
 
-int api_managed_update(const api_schema_t *s, const json_t *node, const json_t *old,
-                       json_t *obj, const api_manager_t *m)
+int api_managed_update(const api_schema_t *s, const json_t *node, const json_t *old, json_t *obj,
+                       const api_manager_t *m)
 {
-    if (!s || !node || !json_is_object(obj) || !m || !m->manager || !m->api_version || !m->now)
+    if (!s || !json_is_object(obj) || !m || !m->manager || !m->api_version || !m->now)
         return KP_EINVAL;
     char err[256];
     mctx_t c;
@@ -545,8 +585,7 @@ int api_managed_update(const api_schema_t *s, const json_t *node, const json_t *
 
 /* update.go's prune: fields in `last` (the manager's previous Apply set)
  * that no entry (the new config's included) owns any more leave merged. */
-static int prune(mctx_t *c, json_t *merged, const mlist_t *list, const json_t *last,
-                 json_t **out)
+static int prune(mctx_t *c, json_t *merged, const mlist_t *list, const json_t *last, json_t **out)
 {
     *out = NULL;
     if (!last || !json_object_size(last)) {
@@ -563,7 +602,8 @@ static int prune(mctx_t *c, json_t *merged, const mlist_t *list, const json_t *l
     if (!rc) rc = api__mw_remove(w, merged, c->kind, lastE, &p1);
     if (!rc) rc = api__mw_toset(w, merged, c->kind, mset);
     if (!rc) rc = api__mw_toset(w, p1, c->kind, pset);
-    for (size_t i = 0; !rc && i < list->n; i++) rc = api__mset_union(managed, list->v[i].set);
+    for (size_t i = 0; !rc && i < list->n; i++)
+        rc = api__mset_union(managed, list->v[i].set);
     if (!rc) rc = (mE = api__mw_ensure_named(w, mset, c->kind)) ? 0 : KP_ENOMEM;
     if (!rc) rc = (pE = api__mw_ensure_named(w, pset, c->kind)) ? 0 : KP_ENOMEM;
     if (!rc) rc = (manE = api__mw_ensure_named(w, managed, c->kind)) ? 0 : KP_ENOMEM;
@@ -582,7 +622,8 @@ static int prune(mctx_t *c, json_t *merged, const mlist_t *list, const json_t *l
     }
     if (!rc) rc = api__mw_remove(w, merged, c->kind, x, out);
     json_t *all[] = {lastE, p1, p2, mset, pset, p2set, managed, mE, pE, manE, p2E, x};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) json_decref(all[i]);
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        json_decref(all[i]);
     return rc;
 }
 
@@ -615,8 +656,7 @@ static int add_conflict(json_t *conflicts, const ment_t *e, json_t *set)
 /* APPLY steps 1-3 and 5 over a copy of `in`; on 0 *list holds the new
  * entries and *out the object. KP_ECONFLICT (unforced) fills conflicts. */
 static int apply_core(mctx_t *c, const json_t *live, const json_t *config, const json_t *cfgset,
-                      const mlist_t *in, int force, mlist_t *list, json_t **out,
-                      json_t *conflicts)
+                      const mlist_t *in, int force, mlist_t *list, json_t **out, json_t *conflicts)
 {
     const api_manager_t *m = c->m;
     json_t *merged = NULL, *res = NULL, *last = NULL, *A = json_object(), *M = json_object();
@@ -646,8 +686,10 @@ static int apply_core(mctx_t *c, const json_t *live, const json_t *config, const
     for (size_t i = 0; !rc && i < list->n; i++) {
         if (i == ei) continue;
         json_t *x = api__mset_intersect(list->v[i].set, M);
-        if (!x) rc = KP_ENOMEM;
-        else if (json_object_size(x)) rc = add_conflict(conflicts, &list->v[i], x);
+        if (!x)
+            rc = KP_ENOMEM;
+        else if (json_object_size(x))
+            rc = add_conflict(conflicts, &list->v[i], x);
         json_decref(x);
     }
     if (!rc && !force && json_array_size(conflicts)) rc = KP_ECONFLICT;
@@ -665,38 +707,42 @@ static int apply_core(mctx_t *c, const json_t *live, const json_t *config, const
         *out = res, res = NULL;
     }
     json_t *all[] = {merged, res, last, A, M, R};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) json_decref(all[i]);
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        json_decref(all[i]);
     return rc;
 }
 
-/* lastappliedmanager.go: the fields of the last-applied annotation whose
- * value live still has. NULL (no allowance) when there is none to use. */
-static json_t *last_applied_allowance(mctx_t *c, const json_t *live)
+/* lastappliedmanager.go: into *allowed (NULL: no allowance) the fields of
+ * the last-applied annotation whose value live still has. An annotation
+ * that cannot be used only means no allowance; errors: KP_ENOMEM. */
+static int last_applied_allowance(mctx_t *c, const json_t *live, json_t **allowed)
 {
-    const char *text = jstr(json_object_get(json_object_get(live, "metadata"), "annotations"),
-                            LAST_APPLIED);
-    json_t *la = text && *text ? json_loads(text, 0, NULL) : NULL;
+    *allowed = NULL;
+    const char *text =
+        jstr(json_object_get(json_object_get(live, "metadata"), "annotations"), LAST_APPLIED);
+    if (!text || !*text) return 0;
+    json_t *la = json_loads(text, 0, NULL);
+    if (!la) return api__json_valid(text, 0) ? KP_ENOMEM : 0;
     json_t *set = json_object(), *A = json_object(), *M = json_object(), *R = json_object();
-    int ok = la && set && A && M && R && json_is_object(la) && jstr(la, "apiVersion") &&
+    int rc = set && A && M && R ? 0 : KP_ENOMEM;
+    int ok = json_is_object(la) && jstr(la, "apiVersion") &&
              !strcmp(jstr(la, "apiVersion"), c->m->api_version);
     char *save = c->w.err;
-    c->w.err = NULL; /* a bad annotation only means no allowance */
+    c->w.err = NULL; /* a bad annotation is not the request's error */
     c->w.strict = 1;
-    ok = ok && !api__mw_toset(&c->w, la, c->kind, set);
+    if (!rc && ok) rc = api__mw_toset(&c->w, la, c->kind, set);
     c->w.strict = 0;
-    ok = ok && !api__mw_compare(&c->w, la, live, c->kind, A, M, R);
+    if (!rc && ok) rc = api__mw_compare(&c->w, la, live, c->kind, A, M, R);
     c->w.err = save;
-    if (ok) {
+    if (rc == KP_EINVAL) rc = 0, ok = 0;
+    if (!rc && ok) {
         api__mset_diff(set, M);
         api__mset_diff(set, A);
         api__mset_diff(set, R);
+        *allowed = set, set = NULL;
     }
-    json_decref(la), json_decref(A), json_decref(M), json_decref(R);
-    if (!ok) {
-        json_decref(set);
-        return NULL;
-    }
-    return set;
+    json_decref(la), json_decref(set), json_decref(A), json_decref(M), json_decref(R);
+    return rc;
 }
 
 /* lastappliedupdater.go: the annotation, if the object has one, becomes
@@ -707,15 +753,19 @@ static int update_last_applied(json_t *obj, const json_t *config)
     const char *cur = jstr(ann, LAST_APPLIED);
     if (!cur || !*cur) return 0;
     int rc = 0;
-    json_t *cfg = json_copy((json_t *)config), *cmd = json_object_get(config, "metadata");
+    json_t *cfg = shallow(config), *cmd = json_object_get(config, "metadata");
     json_t *cann = json_object_get(cmd, "annotations");
     if (!cfg) return KP_ENOMEM;
     if (json_is_object(cann)) {
-        json_t *md2 = json_copy(cmd), *ann2 = json_copy(cann);
-        if (!md2 || !ann2 || json_object_set_new(cfg, "metadata", md2) ||
-            json_object_set_new(md2, "annotations", ann2))
+        json_t *md2 = shallow(cmd), *ann2 = shallow(cann);
+        if (!md2 || json_object_set_new(cfg, "metadata", md2)) {
+            json_decref(ann2);
             rc = KP_ENOMEM;
-        if (!rc) json_object_del(ann2, LAST_APPLIED);
+        } else if (!ann2 || json_object_set_new(md2, "annotations", ann2)) {
+            rc = KP_ENOMEM;
+        } else {
+            json_object_del(ann2, LAST_APPLIED);
+        }
     }
     buf_t b;
     buf_init(&b, API__MSET_BUF_MAX);
@@ -795,8 +845,10 @@ static int report_conflicts(json_t *conflicts, json_t **causes, char *err, size_
         json_decref(cs);
         return rc;
     }
-    if (causes) *causes = cs;
-    else json_decref(cs);
+    if (causes)
+        *causes = cs;
+    else
+        json_decref(cs);
     return 0;
 }
 
@@ -809,8 +861,8 @@ int api_managed_apply(const api_schema_t *s, const json_t *node, const json_t *l
     err[0] = '\0';
     if (out) *out = NULL;
     if (conflicts) *conflicts = NULL;
-    if (!s || !node || !json_is_object(config) || !m || !m->manager || !m->api_version ||
-        !m->now || !out || (live && !json_is_object(live))) {
+    if (!s || !json_is_object(config) || !m || !m->manager || !m->api_version || !m->now || !out ||
+        (live && !json_is_object(live))) {
         snprintf(err, errlen, "invalid arguments");
         return KP_EINVAL;
     }
@@ -823,8 +875,8 @@ int api_managed_apply(const api_schema_t *s, const json_t *node, const json_t *l
     mlist_t in = {0}, list = {0};
     json_t *live_s = NULL, *cfgset = json_object(), *found = json_array(), *res = NULL;
     char derr[200];
-    int rc = mlist_decode(json_object_get(json_object_get(live, "metadata"), "managedFields"),
-                          &in, derr, sizeof derr);
+    int rc = mlist_decode(json_object_get(json_object_get(live, "metadata"), "managedFields"), &in,
+                          derr, sizeof derr);
     if (rc == KP_EINVAL) {
         snprintf(err, errlen, "failed to decode managed fields: %s", derr);
         rc = KP_ECORRUPT;
@@ -838,8 +890,10 @@ int api_managed_apply(const api_schema_t *s, const json_t *node, const json_t *l
     if (!rc) api__mset_diff(cfgset, c.strip);
     if (!rc) rc = apply_core(&c, live_s, config, cfgset, &in, force, &list, &res, found);
     if (rc == KP_ECONFLICT && !strcmp(m->manager, "kubectl")) {
-        json_t *allowed = last_applied_allowance(&c, live_s);
+        json_t *allowed = NULL;
         size_t left = 0;
+        int r2 = last_applied_allowance(&c, live_s, &allowed);
+        if (r2) rc = r2;
         for (size_t i = 0; allowed && i < json_array_size(found); i++) {
             json_t *set = json_object_get(json_array_get(found, i), "set");
             api__mset_diff(set, allowed);

@@ -57,6 +57,11 @@ int api__val_equal(const json_t *a, const json_t *b);
 /* -1, 0, 1: the total order of structured-merge-diff's value.Compare. */
 int api__val_compare(const json_t *a, const json_t *b);
 
+/* 1 if `text` is one JSON value (any = 0: an object or array) as jansson
+ * reads it, checked without allocating: a json_loads() of it that failed
+ * ran out of memory (jansson reports that as a syntax error). */
+int api__json_valid(const char *text, int any);
+
 /* --- path elements ---------------------------------------------------- */
 
 /* "f:<name>" into b (reset first). Errors as buf_append(). */
@@ -120,13 +125,16 @@ int api__mset_iterate(const json_t *set, api__mset_visit_fn fn, void *arg);
 
 typedef struct api__mwalk {
     const api_schema_t *s;
-    const char *const *reset; /* top-level fields the walks skip; may be NULL */
+    const char *const *reset; /* top-level fields toset/compare skip; may be NULL */
     int strict;               /* toset: a repeated list key is an error (a config) */
     char *err;                /* KP_EINVAL messages ("<path>: <what>") */
     size_t errlen;
     const char *pathv[API__MW_DEPTH]; /* the path being walked, for messages */
     size_t depth;
 } api__mwalk_t;
+
+/* In all walks `kind` is the kind's schema node; NULL (or a node that is not
+ * an object) deduces every field. */
 
 /* Add the field set of `obj` (an object of kind `kind`) to `set`, as
  * TypedValue.ToFieldSet does. Errors: KP_EINVAL (a list element without its
@@ -136,8 +144,8 @@ int api__mw_toset(api__mwalk_t *w, const json_t *obj, const json_t *kind, json_t
 
 /* Compare `l` with `r` (objects of kind `kind`; l NULL: the kind's zero
  * value, as for a create) and add the changed paths to the sets added,
- * modified and removed, as TypedValue.Compare does. Errors as
- * api__mw_toset(). */
+ * modified and removed, as TypedValue.Compare does on Go objects (see
+ * managed_walk.c, invariant 4). Errors as api__mw_toset(). */
 int api__mw_compare(api__mwalk_t *w, const json_t *l, const json_t *r, const json_t *kind,
                     json_t *added, json_t *modified, json_t *removed);
 

@@ -19,6 +19,7 @@
  */
 #include "apiserver/managed_int.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +30,10 @@
 
 /* --- Go-compatible text ----------------------------------------------- */
 
-static int app(buf_t *b, const char *s) { return buf_append(b, s, strlen(s)); }
+static int app(buf_t *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
 
 /* Shortest decimal digits of f (f != 0, finite) and the exponent of the
  * first digit: f = 0.D * 10^(exp+1). */
@@ -44,7 +48,8 @@ static void float_digits(double f, char *digits, size_t n, int *exp)
     const char *p = e + (e[0] == '-');
     for (; *p && *p != 'e' && k + 1 < n; p++)
         if (*p != '.') digits[k++] = *p;
-    while (k > 1 && digits[k - 1] == '0') k--;
+    while (k > 1 && digits[k - 1] == '0')
+        k--;
     digits[k] = '\0';
     *exp = (int)strtol(p + 1, NULL, 10);
 }
@@ -86,11 +91,13 @@ static void gofloat(double f, int json, char *out, size_t n)
     size_t k = 0;
     if (point <= 0) {
         body[k++] = '0', body[k++] = '.';
-        for (int i = 0; i < -point; i++) body[k++] = '0';
+        for (int i = 0; i < -point; i++)
+            body[k++] = '0';
         memcpy(body + k, d, nd), k += nd;
     } else if ((size_t)point >= nd) {
         memcpy(body, d, nd), k = nd;
-        for (size_t i = nd; i < (size_t)point; i++) body[k++] = '0';
+        for (size_t i = nd; i < (size_t)point; i++)
+            body[k++] = '0';
     } else {
         memcpy(body, d, (size_t)point), k = (size_t)point;
         body[k++] = '.';
@@ -208,15 +215,33 @@ int api__goquote(const char *s, buf_t *b)
     for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
         char esc[8] = "";
         switch (*p) {
-        case '"': memcpy(esc, "\\\"", 3); break;
-        case '\\': memcpy(esc, "\\\\", 3); break;
-        case '\a': memcpy(esc, "\\a", 3); break;
-        case '\b': memcpy(esc, "\\b", 3); break;
-        case '\f': memcpy(esc, "\\f", 3); break;
-        case '\n': memcpy(esc, "\\n", 3); break;
-        case '\r': memcpy(esc, "\\r", 3); break;
-        case '\t': memcpy(esc, "\\t", 3); break;
-        case '\v': memcpy(esc, "\\v", 3); break;
+        case '"':
+            memcpy(esc, "\\\"", 3);
+            break;
+        case '\\':
+            memcpy(esc, "\\\\", 3);
+            break;
+        case '\a':
+            memcpy(esc, "\\a", 3);
+            break;
+        case '\b':
+            memcpy(esc, "\\b", 3);
+            break;
+        case '\f':
+            memcpy(esc, "\\f", 3);
+            break;
+        case '\n':
+            memcpy(esc, "\\n", 3);
+            break;
+        case '\r':
+            memcpy(esc, "\\r", 3);
+            break;
+        case '\t':
+            memcpy(esc, "\\t", 3);
+            break;
+        case '\v':
+            memcpy(esc, "\\v", 3);
+            break;
         default:
             if (*p < 0x20 || *p == 0x7f) snprintf(esc, sizeof esc, "\\x%02x", *p);
         }
@@ -292,7 +317,8 @@ int api__val_equal(const json_t *a, const json_t *b)
         if (json_object_size(a) != json_object_size(b)) return 0;
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)a, k, v) {
+        json_object_foreach((json_t *)a, k, v)
+        {
             if (!api__val_equal(v, json_object_get(b, k))) return 0;
         }
         return 1;
@@ -302,7 +328,27 @@ int api__val_equal(const json_t *a, const json_t *b)
     }
 }
 
-static int sgn(double d) { return d < 0 ? -1 : d > 0 ? 1 : 0; }
+static int sgn(double d)
+{
+    return d < 0 ? -1 : d > 0 ? 1 : 0;
+}
+
+/* The smallest key of o after `prev` in byte order (prev NULL: the
+ * first); NULL when none is left. Quadratic, but allocation-free: it runs
+ * inside sort comparators, on keys of a handful of fields. */
+static const char *next_name(const json_t *o, const char *prev)
+{
+    const char *best = NULL, *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v)
+    {
+        if (prev && strcmp(k, prev) <= 0) continue;
+        if (!best || strcmp(k, best) < 0) best = k;
+    }
+    return best;
+}
+
+static int obj_compare(const json_t *a, const json_t *b);
 
 int api__val_compare(const json_t *a, const json_t *b)
 {
@@ -310,7 +356,8 @@ int api__val_compare(const json_t *a, const json_t *b)
         if (json_is_number(b)) return sgn(json_real_value(a) - json_number_value(b));
         return -1;
     }
-    if (json_is_real(b)) return json_is_integer(a) ? sgn(json_number_value(a) - json_real_value(b)) : 1;
+    if (json_is_real(b))
+        return json_is_integer(a) ? sgn(json_number_value(a) - json_real_value(b)) : 1;
     if (json_is_integer(a) || json_is_integer(b)) {
         if (!json_is_integer(b)) return -1;
         if (!json_is_integer(a)) return 1;
@@ -341,22 +388,7 @@ int api__val_compare(const json_t *a, const json_t *b)
     if (json_is_object(a) || json_is_object(b)) {
         if (!json_is_object(b)) return -1;
         if (!json_is_object(a)) return 1;
-        const char **ka = NULL, **kb = NULL;
-        size_t na = 0, nb = 0;
-        int c = 0;
-        if (sorted_names(a, &ka, &na) || sorted_names(b, &kb, &nb)) {
-            c = na < nb ? -1 : na > nb; /* out of memory: an order, if not the true one */
-        } else {
-            for (size_t i = 0; i < na && i < nb && !c; i++) {
-                c = strcmp(ka[i], kb[i]);
-                c = c < 0 ? -1 : c > 0;
-                if (!c) c = api__val_compare(json_object_get(a, ka[i]), json_object_get(b, kb[i]));
-            }
-            if (!c) c = na < nb ? -1 : na > nb;
-        }
-        free(ka);
-        free(kb);
-        return c;
+        return obj_compare(a, b);
     }
     return 0; /* both null */
 }
@@ -392,6 +424,122 @@ typedef struct pek {
     long long idx;  /* i: the index */
 } pek_t;
 
+/* A JSON syntax check that allocates nothing: jansson reports running out
+ * of memory while parsing as a syntax error, so a text this accepts and
+ * json_loads() refused means memory ran out. Rejects what jansson rejects:
+ * control characters and \u0000 in strings, numbers out of range. */
+static const char *js_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    return p;
+}
+
+static const char *js_value(const char *p, int depth);
+
+static const char *js_string(const char *p)
+{
+    for (p++; *p != '"'; p++) {
+        if (!*p || (unsigned char)*p < 0x20) return NULL;
+        if (*p != '\\') continue;
+        p++;
+        if (*p == 'u') {
+            int zero = 1;
+            for (int i = 1; i <= 4; i++) {
+                char c = p[i];
+                if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+                    return NULL;
+                zero &= c == '0';
+            }
+            if (zero) return NULL;
+            p += 4;
+        } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+            return NULL;
+        }
+    }
+    return p + 1;
+}
+
+static const char *js_number(const char *p)
+{
+    const char *start = p;
+    int real = 0;
+    if (*p == '-') p++;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        while (*p >= '0' && *p <= '9')
+            p++;
+    else
+        return NULL;
+    if (*p == '.') {
+        real = 1, p++;
+        if (*p < '0' || *p > '9') return NULL;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        real = 1, p++;
+        if (*p == '+' || *p == '-') p++;
+        if (*p < '0' || *p > '9') return NULL;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    errno = 0;
+    if (real) {
+        double d = strtod(start, NULL);
+        if (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL)) return NULL;
+    } else {
+        strtoll(start, NULL, 10);
+        if (errno == ERANGE) return NULL;
+    }
+    return p;
+}
+
+static const char *js_value(const char *p, int depth)
+{
+    if (depth > 2048) return NULL; /* jansson's own nesting limit */
+    p = js_ws(p);
+    switch (*p) {
+    case '"':
+        return js_string(p);
+    case '{':
+    case '[': {
+        char close = *p == '{' ? '}' : ']';
+        p = js_ws(p + 1);
+        if (*p == close) return p + 1;
+        for (;;) {
+            if (close == '}') {
+                if (*p != '"' || !(p = js_string(p))) return NULL;
+                p = js_ws(p);
+                if (*p++ != ':') return NULL;
+            }
+            if (!(p = js_value(p, depth + 1))) return NULL;
+            p = js_ws(p);
+            if (*p == close) return p + 1;
+            if (*p++ != ',') return NULL;
+            p = js_ws(p);
+        }
+    }
+    case 't':
+        return strncmp(p, "true", 4) ? NULL : p + 4;
+    case 'f':
+        return strncmp(p, "false", 5) ? NULL : p + 5;
+    case 'n':
+        return strncmp(p, "null", 4) ? NULL : p + 4;
+    default:
+        return js_number(p);
+    }
+}
+
+int api__json_valid(const char *text, int any)
+{
+    const char *p = js_ws(text);
+    if (!any && *p != '{' && *p != '[') return 0;
+    p = js_value(p, 0);
+    return p && !*js_ws(p);
+}
+
 static int pek_parse(const char *pe, pek_t *k)
 {
     memset(k, 0, sizeof *k);
@@ -407,6 +555,7 @@ static int pek_parse(const char *pe, pek_t *k)
     if (pe[0] != 'k' && pe[0] != 'v') return KP_EINVAL;
     k->rank = pe[0] == 'k' ? 1 : 2;
     k->v = json_loads(pe + 2, JSON_DECODE_ANY, NULL);
+    if (!k->v && api__json_valid(pe + 2, 1)) return KP_ENOMEM;
     if (!k->v || (k->rank == 1 && !json_is_object(k->v))) {
         json_decref(k->v);
         k->v = NULL;
@@ -415,26 +564,17 @@ static int pek_parse(const char *pe, pek_t *k)
     return 0;
 }
 
-/* fieldpath's FieldList order: sorted names, pairwise by name then value,
- * the shorter list first. */
-static int fieldlist_compare(const json_t *a, const json_t *b)
+/* The order of sorted field lists and maps: pairwise by name, then by
+ * value; the shorter list first. */
+static int obj_compare(const json_t *a, const json_t *b)
 {
-    const char **ka = NULL, **kb = NULL;
-    size_t na = 0, nb = 0;
-    int c = 0;
-    if (sorted_names(a, &ka, &na) || sorted_names(b, &kb, &nb)) {
-        c = na < nb ? -1 : na > nb;
-    } else {
-        for (size_t i = 0; i < na && i < nb && !c; i++) {
-            c = strcmp(ka[i], kb[i]);
-            c = c < 0 ? -1 : c > 0;
-            if (!c) c = api__val_compare(json_object_get(a, ka[i]), json_object_get(b, kb[i]));
-        }
-        if (!c) c = na < nb ? -1 : na > nb;
+    const char *ka = next_name(a, NULL), *kb = next_name(b, NULL);
+    for (; ka && kb; ka = next_name(a, ka), kb = next_name(b, kb)) {
+        int c = strcmp(ka, kb);
+        if (c) return c < 0 ? -1 : 1;
+        if ((c = api__val_compare(json_object_get(a, ka), json_object_get(b, kb)))) return c;
     }
-    free(ka);
-    free(kb);
-    return c;
+    return ka ? 1 : kb ? -1 : 0;
 }
 
 static int pek_cmp(const void *pa, const void *pb)
@@ -442,16 +582,21 @@ static int pek_cmp(const void *pa, const void *pb)
     const pek_t *a = pa, *b = pb;
     if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
     switch (a->rank) {
-    case 0: return strcmp(a->pe + 2, b->pe + 2);
-    case 1: return fieldlist_compare(a->v, b->v);
-    case 2: return api__val_compare(a->v, b->v);
-    default: return a->idx < b->idx ? -1 : a->idx > b->idx;
+    case 0:
+        return strcmp(a->pe + 2, b->pe + 2);
+    case 1:
+        return obj_compare(a->v, b->v);
+    case 2:
+        return api__val_compare(a->v, b->v);
+    default:
+        return a->idx < b->idx ? -1 : a->idx > b->idx;
     }
 }
 
 static void peks_free(pek_t *v, size_t n)
 {
-    for (size_t i = 0; i < n; i++) json_decref(v[i].v);
+    for (size_t i = 0; i < n; i++)
+        json_decref(v[i].v);
     free(v);
 }
 
@@ -463,9 +608,15 @@ static int peks_sorted(const json_t *node, pek_t **out, size_t *n)
     if (!v) return KP_ENOMEM;
     const char *key;
     json_t *child;
-    json_object_foreach((json_t *)node, key, child) {
+    json_object_foreach((json_t *)node, key, child)
+    {
         if (!strcmp(key, ".")) continue;
-        if (pek_parse(key, &v[k])) v[k].rank = 4; /* cannot happen: keys are canonical */
+        int rc = pek_parse(key, &v[k]);
+        if (rc == KP_ENOMEM) {
+            peks_free(v, k);
+            return rc;
+        }
+        if (rc) v[k].rank = 4; /* cannot happen: keys are canonical */
         k++;
     }
     qsort(v, k, sizeof *v, pek_cmp);
@@ -478,7 +629,7 @@ static int pe_display(const char *pe, buf_t *b)
 {
     pek_t k;
     int rc = pek_parse(pe, &k);
-    if (rc) return app(b, pe);
+    if (rc) return rc == KP_ENOMEM ? rc : app(b, pe);
     char num[32];
     switch (k.rank) {
     case 0:
@@ -516,7 +667,8 @@ static int pe_display(const char *pe, buf_t *b)
 int api__path_display(const char *const *pev, size_t n, buf_t *b)
 {
     int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) rc = pe_display(pev[i], b);
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = pe_display(pev[i], b);
     return rc;
 }
 
@@ -528,7 +680,10 @@ int api__mset_insert(json_t *node)
     return json_object_set_new(node, ".", json_object()) ? KP_ENOMEM : 0;
 }
 
-int api__mset_member(const json_t *node) { return json_object_get(node, ".") != NULL; }
+int api__mset_member(const json_t *node)
+{
+    return json_object_get(node, ".") != NULL;
+}
 
 json_t *api__mset_child(json_t *node, const char *pe)
 {
@@ -549,7 +704,8 @@ int api__mset_union(json_t *dst, const json_t *src)
 {
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)src, k, v) {
+    json_object_foreach((json_t *)src, k, v)
+    {
         int rc;
         if (!strcmp(k, ".")) {
             rc = api__mset_insert(dst);
@@ -568,7 +724,8 @@ void api__mset_diff(json_t *a, const json_t *b)
     const char *k;
     json_t *v;
     void *tmp;
-    json_object_foreach_safe(a, tmp, k, v) {
+    json_object_foreach_safe(a, tmp, k, v)
+    {
         const json_t *bv = json_object_get(b, k);
         if (!bv) continue;
         if (!strcmp(k, ".")) {
@@ -585,7 +742,8 @@ void api__mset_rdiff(json_t *a, const json_t *b)
     const char *k;
     json_t *v;
     void *tmp;
-    json_object_foreach_safe(a, tmp, k, v) {
+    json_object_foreach_safe(a, tmp, k, v)
+    {
         const json_t *bv = json_object_get(b, k);
         if (!bv || !strcmp(k, ".")) continue;
         if (api__mset_member(bv)) {
@@ -604,7 +762,8 @@ json_t *api__mset_intersect(const json_t *a, const json_t *b)
     if (api__mset_member(a) && api__mset_member(b) && api__mset_insert(out)) goto fail;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)a, k, v) {
+    json_object_foreach((json_t *)a, k, v)
+    {
         const json_t *bv = json_object_get(b, k);
         if (!bv || !strcmp(k, ".")) continue;
         json_t *c = api__mset_intersect(v, bv);
@@ -624,7 +783,8 @@ fail:
 int api__mset_has(const json_t *set, const char *const *pev, size_t n)
 {
     const json_t *node = set;
-    for (size_t i = 0; i < n && node; i++) node = json_object_get(node, pev[i]);
+    for (size_t i = 0; i < n && node; i++)
+        node = json_object_get(node, pev[i]);
     return n && api__mset_member(node);
 }
 
@@ -671,7 +831,8 @@ static int decode_node(const json_t *in, json_t *out, int root, buf_t *tmp, int 
     if (depth > API__MW_DEPTH) return KP_EINVAL;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)in, k, v) {
+    json_object_foreach((json_t *)in, k, v)
+    {
         int rc;
         if (!json_is_object(v)) return KP_EINVAL;
         if (!strcmp(k, ".")) {
@@ -715,8 +876,8 @@ json_t *api__mset_encode(const json_t *node)
     if (n && api__mset_member(node) && json_object_set_new(out, ".", json_object())) goto fail;
     for (size_t i = 0; i < n; i++) {
         const json_t *c = json_object_get(node, keys[i].pe);
-        json_t *e = json_object_size(c) == 1 && api__mset_member(c) ? json_object()
-                                                                      : api__mset_encode(c);
+        json_t *e =
+            json_object_size(c) == 1 && api__mset_member(c) ? json_object() : api__mset_encode(c);
         if (!e || json_object_set_new(out, keys[i].pe, e)) goto fail;
     }
     peks_free(keys, n);

@@ -20,18 +20,23 @@
  *
  * INVARIANTS
  *   1. A path is in a value's field set iff it is a leaf, a list element,
- *      or a map entry / undeclared field (ToFieldSet): declared object
- *      fields enter only through the leaves below them.
+ *      a map entry / undeclared field, or an object field holding null or
+ *      {} (ToFieldSet): other declared object fields enter only through
+ *      the leaves below them.
  *   2. Compare reports leaves that were added, removed or changed, and
  *      non-leaf nodes (objects, lists, elements) that exist on one side
- *      only. Two empty-or-null containers compare as one leaf.
+ *      only. Two empty-or-null containers compare as one leaf. A key that
+ *      repeats in a stored list makes its elements one value: one member
+ *      path in field sets, one leaf in comparisons.
  *   3. Merge keeps the live order of list elements the config does not
  *      touch and the config's order for the ones it does (merge.go's
  *      visitListItems); the config wins every leaf.
- *   4. A creation compares against the kind's zero value: the object fields
- *      a Go zero value of the kind holds (required fields, and the
- *      non-pointer structs named in skel_names) count as present, so they
- *      get no "." of their own, as in Kubernetes' managedFields.
+ *   4. Kubernetes compares Go objects, in which the non-pointer struct
+ *      fields always exist. So an object field that a Go zero value holds
+ *      (a required field, or one named in skel_names, reached from the root
+ *      through object fields only) counts as present on the left even when
+ *      absent: it gets no "." of its own when it appears. A creation
+ *      compares against that zero value (f:spec has no ".", f:labels has).
  */
 #include "apiserver/managed_int.h"
 
@@ -55,7 +60,7 @@ typedef struct mti {
 /* Object fields that are non-pointer structs in the Go types (so a zero
  * value holds them) although the schema does not call them required. */
 static const char *const skel_names[] = {
-    "metadata",  "spec",      "status",       "template", "jobTemplate",     "strategy",
+    "metadata",       "spec",      "status",       "template", "jobTemplate",     "strategy",
     "updateStrategy", "resources", "loadBalancer", "nodeInfo", "daemonEndpoints", NULL,
 };
 
@@ -77,8 +82,7 @@ static int map_atomic(const api_schema_t *s, const json_t *decl)
 
 /* The type of a node declared as `decl` (known = 0: not in the schema),
  * holding `v` (NULL: judge by the schema alone). */
-static void mti_of(const api_schema_t *s, const json_t *decl, int known, const json_t *v,
-                   mti_t *ti)
+static void mti_of(const api_schema_t *s, const json_t *decl, int known, const json_t *v, mti_t *ti)
 {
     memset(ti, 0, sizeof *ti);
     ti->t = MT_LEAF;
@@ -145,7 +149,8 @@ static int is_required(const api_schema_t *s, const json_t *decl, const char *k)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(api_schema_resolve(s, decl), "required"), i, v) {
+    json_array_foreach(json_object_get(api_schema_resolve(s, decl), "required"), i, v)
+    {
         if (json_is_string(v) && !strcmp(json_string_value(v), k)) return 1;
     }
     return 0;
@@ -175,9 +180,15 @@ static int push(api__mwalk_t *w, const char *pe)
     return 0;
 }
 
-static void pop(api__mwalk_t *w) { w->depth--; }
+static void pop(api__mwalk_t *w)
+{
+    w->depth--;
+}
 
-static int skipped(const api__mwalk_t *w, const char *k) { return !w->depth && in_list(w->reset, k); }
+static int skipped(const api__mwalk_t *w, const char *k)
+{
+    return !w->depth && in_list(w->reset, k);
+}
 
 /* Kubernetes' typed schema defaults the protocol of ContainerPort and
  * ServicePort to "TCP" (Go +default markers); the OpenAPI v2 facts carry
@@ -227,7 +238,8 @@ static int elem_pe(api__mwalk_t *w, const mti_t *ti, const json_t *el, size_t i,
                                  "element %zu: associative list with keys has an element that "
                                  "omits key field \"%s\" (and doesn't have default value)",
                                  i, name);
-        } else if (v ? json_object_set(keys, name, v) : json_object_set_new(keys, name, json_string(def))) {
+        } else if (v ? json_object_set(keys, name, v)
+                     : json_object_set_new(keys, name, json_string(def))) {
             rc = KP_ENOMEM;
         }
     }
@@ -246,7 +258,55 @@ static int dup_fail(api__mwalk_t *w, const char *pe)
     return rc;
 }
 
+/* The root is an object: with no object schema (kind NULL, or a node of
+ * no type) its fields are deduced. */
+static int root_known(const api__mwalk_t *w, const json_t *kind)
+{
+    api_schema_type_t t = api_schema_type(w->s, kind);
+    return kind && (t == API_SCHEMA_OBJECT || t == API_SCHEMA_MAP);
+}
+
 /* --- field sets ------------------------------------------------------- */
+
+static int toset(api__mwalk_t *w, const json_t *v, const json_t *decl, int known, json_t *node);
+
+/* The elements of a keyed or set list. A key that repeats is an error in a
+ * config (strict); in a stored object the element path is a member once
+ * and nothing below it is (tofieldset.go's duplicates). */
+static int toset_list(api__mwalk_t *w, const mti_t *ti, const json_t *v, json_t *node, buf_t *pe)
+{
+    json_t *seen = json_object();
+    int rc = seen ? 0 : KP_ENOMEM;
+    size_t i;
+    json_t *el;
+    json_array_foreach(v, i, el)
+    {
+        if (rc || (rc = elem_pe(w, ti, el, i, 0, pe))) break;
+        json_t *n = json_object_get(seen, pe->p);
+        if (n && w->strict) {
+            rc = dup_fail(w, pe->p);
+            break;
+        }
+        if (json_object_set_new(seen, pe->p, json_integer(n ? 2 : 1))) rc = KP_ENOMEM;
+    }
+    json_array_foreach(v, i, el)
+    {
+        json_t *c;
+        if (rc || (rc = elem_pe(w, ti, el, i, 0, pe))) break;
+        if (!(c = api__mset_child(node, pe->p))) {
+            rc = KP_ENOMEM;
+            break;
+        }
+        if (json_integer_value(json_object_get(seen, pe->p)) == 1 && !(rc = push(w, pe->p))) {
+            rc = toset(w, el, ti->items, ti->items != NULL, c);
+            pop(w);
+        }
+        if (!rc) rc = api__mset_insert(c);
+        api__mset_prune(node, pe->p);
+    }
+    json_decref(seen);
+    return rc;
+}
 
 static int toset(api__mwalk_t *w, const json_t *v, const json_t *decl, int known, json_t *node)
 {
@@ -259,7 +319,8 @@ static int toset(api__mwalk_t *w, const json_t *v, const json_t *decl, int known
     if (ti.t == MT_STRUCT || ti.t == MT_MAP) {
         const char *k;
         json_t *cv;
-        json_object_foreach((json_t *)v, k, cv) {
+        json_object_foreach((json_t *)v, k, cv)
+        {
             if (skipped(w, k)) continue;
             int ck, named;
             const json_t *cd = child_of(w->s, &ti, k, &ck, &named);
@@ -269,33 +330,20 @@ static int toset(api__mwalk_t *w, const json_t *v, const json_t *decl, int known
                 rc = KP_ENOMEM;
                 break;
             }
-            if ((rc = push(w, pe.p))) break;
-            rc = toset(w, cv, cd, ck, c);
-            pop(w);
-            if (!rc && !named) rc = api__mset_insert(c);
+            if (!(rc = push(w, pe.p))) {
+                rc = toset(w, cv, cd, ck, c);
+                pop(w);
+            }
+            /* Map entries are members; so are object fields holding null or
+             * {} (an applier owns "emptyDir: {}"). */
+            if (!rc &&
+                (!named || json_is_null(cv) || (json_is_object(cv) && !json_object_size(cv))))
+                rc = api__mset_insert(c);
             api__mset_prune(node, pe.p);
             if (rc) break;
         }
     } else {
-        size_t i;
-        json_t *el;
-        json_array_foreach(v, i, el) {
-            json_t *c;
-            if ((rc = elem_pe(w, &ti, el, i, 0, &pe))) break;
-            if (w->strict && json_object_get(node, pe.p)) {
-                rc = dup_fail(w, pe.p);
-                break;
-            }
-            if (!(c = api__mset_child(node, pe.p))) {
-                rc = KP_ENOMEM;
-                break;
-            }
-            if ((rc = push(w, pe.p))) break;
-            rc = toset(w, el, ti.items, ti.items != NULL, c);
-            pop(w);
-            if (!rc) rc = api__mset_insert(c);
-            if (rc) break;
-        }
+        rc = toset_list(w, &ti, v, node, &pe);
     }
     buf_free(&pe);
     return rc;
@@ -304,7 +352,7 @@ static int toset(api__mwalk_t *w, const json_t *v, const json_t *decl, int known
 int api__mw_toset(api__mwalk_t *w, const json_t *obj, const json_t *kind, json_t *set)
 {
     w->depth = 0;
-    return toset(w, obj, kind, 1, set);
+    return toset(w, obj, kind, root_known(w, kind), set);
 }
 
 /* --- comparison ------------------------------------------------------- */
@@ -357,15 +405,16 @@ static int cmp_fields(api__mwalk_t *w, const mti_t *ti, const json_t *lo, const 
         const json_t *o = side ? ro : lo;
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)o, k, v) {
+        json_object_foreach((json_t *)o, k, v)
+        {
             if (skipped(w, k) || (side && json_object_get(lo, k))) continue;
             int ck, named;
             const json_t *cd = child_of(w->s, ti, k, &ck, &named);
             int cskel = skel && ti->t == MT_STRUCT && named &&
                         (is_required(w->s, ti->node, k) || in_list(skel_names, k));
             if ((rc = api__pe_field(k, &pe))) break;
-            rc = cmp_child(w, pe.p, json_object_get(lo, k), json_object_get(ro, k), cd, ck,
-                           cskel, cs);
+            rc = cmp_child(w, pe.p, json_object_get(lo, k), json_object_get(ro, k), cd, ck, cskel,
+                           cs);
             if (rc) break;
         }
     }
@@ -373,7 +422,7 @@ static int cmp_fields(api__mwalk_t *w, const mti_t *ti, const json_t *lo, const 
     return rc;
 }
 
-/* Index a list's elements by path element: the first element of each key. */
+/* Index a list's elements by path element: pe -> [elements with that key]. */
 static int index_list(api__mwalk_t *w, const mti_t *ti, const json_t *list, json_t *idx)
 {
     buf_t pe;
@@ -381,9 +430,15 @@ static int index_list(api__mwalk_t *w, const mti_t *ti, const json_t *list, json
     int rc = 0;
     size_t i;
     json_t *el;
-    json_array_foreach(list, i, el) {
+    json_array_foreach(list, i, el)
+    {
         if ((rc = elem_pe(w, ti, el, i, 0, &pe))) break;
-        if (!json_object_get(idx, pe.p) && json_object_set(idx, pe.p, el)) {
+        json_t *group = json_object_get(idx, pe.p);
+        if (!group && (!(group = json_array()) || json_object_set_new(idx, pe.p, group))) {
+            rc = KP_ENOMEM;
+            break;
+        }
+        if (json_array_append(group, el)) {
             rc = KP_ENOMEM;
             break;
         }
@@ -392,6 +447,15 @@ static int index_list(api__mwalk_t *w, const mti_t *ti, const json_t *list, json
     return rc;
 }
 
+static int mark(json_t *set, const char *pe)
+{
+    json_t *c = api__mset_child(set, pe);
+    return c ? api__mset_insert(c) : KP_ENOMEM;
+}
+
+/* compare.go's visitListItems. A key held by one element on each side
+ * compares element to element; a repeated key (only stored objects have
+ * them) makes its elements one atomic value. */
 static int cmp_list(api__mwalk_t *w, const mti_t *ti, const json_t *la, const json_t *ra,
                     cmpsets_t *cs)
 {
@@ -399,19 +463,30 @@ static int cmp_list(api__mwalk_t *w, const mti_t *ti, const json_t *la, const js
     int rc = li && ri ? 0 : KP_ENOMEM;
     if (!rc) rc = index_list(w, ti, la, li);
     if (!rc) rc = index_list(w, ti, ra, ri);
-    const char *k;
-    json_t *v;
-    if (!rc) {
-        json_object_foreach(li, k, v) {
-            if ((rc = cmp_child(w, k, v, json_object_get(ri, k), ti->items, ti->items != NULL,
-                                0, cs)))
-                break;
-        }
-    }
-    if (!rc) {
-        json_object_foreach(ri, k, v) {
-            if (json_object_get(li, k)) continue;
-            if ((rc = cmp_child(w, k, NULL, v, ti->items, ti->items != NULL, 0, cs))) break;
+    for (int side = 0; side < 2 && !rc; side++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(side ? ri : li, k, v)
+        {
+            if (side && json_object_get(li, k)) continue;
+            const json_t *lg = json_object_get(li, k), *rg = json_object_get(ri, k);
+            size_t nl = json_array_size(lg), nr = json_array_size(rg);
+            const json_t *items = ti->items;
+            if (nl <= 1 && nr <= 1) {
+                rc = cmp_child(w, k, json_array_get(lg, 0), json_array_get(rg, 0), items,
+                               items != NULL, 0, cs);
+            } else if (nl >= 2 && nr >= 2) {
+                rc = api__val_equal(lg, rg) ? 0 : mark(cs->m, k);
+            } else if (nl >= 2) {
+                if (nr)
+                    rc = cmp_child(w, k, NULL, json_array_get(rg, 0), items, items != NULL, 0, cs);
+                if (!rc) rc = mark(cs->r, k);
+            } else {
+                if (nl)
+                    rc = cmp_child(w, k, json_array_get(lg, 0), NULL, items, items != NULL, 0, cs);
+                if (!rc) rc = mark(cs->a, k);
+            }
+            if (rc) break;
         }
     }
     json_decref(li);
@@ -450,15 +525,15 @@ int api__mw_compare(api__mwalk_t *w, const json_t *l, const json_t *r, const jso
     json_t *zero = l ? NULL : json_object();
     if (!l && !zero) return KP_ENOMEM;
     w->depth = 0;
-    int rc = cmp(w, l ? l : zero, r, kind, 1, 1, &cs);
+    int rc = cmp(w, l ? l : zero, r, kind, root_known(w, kind), 1, &cs);
     json_decref(zero);
     return rc;
 }
 
 /* --- merge ------------------------------------------------------------ */
 
-static int merge(api__mwalk_t *w, const json_t *l, const json_t *r, const json_t *decl,
-                 int known, json_t **out);
+static int merge(api__mwalk_t *w, const json_t *l, const json_t *r, const json_t *decl, int known,
+                 json_t **out);
 
 static int merge_child(api__mwalk_t *w, const char *pe, const json_t *l, const json_t *r,
                        const json_t *decl, int known, json_t **out)
@@ -480,7 +555,8 @@ static int merge_fields(api__mwalk_t *w, const mti_t *ti, const json_t *lo, cons
     for (int side = 0; side < 2 && !rc; side++) {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)(side ? ro : lo), k, v) {
+        json_object_foreach((json_t *)(side ? ro : lo), k, v)
+        {
             if (side && json_object_get(lo, k)) continue;
             int ck, named;
             const json_t *cd = child_of(w->s, ti, k, &ck, &named);
@@ -508,7 +584,8 @@ typedef struct lent {
 
 static void lents_free(lent_t *v, size_t n)
 {
-    for (size_t i = 0; v && i < n; i++) free(v[i].pe);
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].pe);
     free(v);
 }
 
@@ -526,7 +603,8 @@ static int list_entries(api__mwalk_t *w, const mti_t *ti, const json_t *list, in
     buf_init(&pe, API__MSET_BUF_MAX);
     int rc = v ? 0 : KP_ENOMEM;
     json_t *el;
-    json_array_foreach(list, i, el) {
+    json_array_foreach(list, i, el)
+    {
         if (rc || (rc = elem_pe(w, ti, el, i, 0, &pe))) break;
         if (json_object_get(map, pe.p)) {
             if (rhs) {
@@ -593,7 +671,8 @@ static int merge_list(api__mwalk_t *w, const mti_t *ti, const json_t *la, const 
             pe = R[ri].pe, rv = R[ri].v;
             lv = take == 3 ? L[li++].v : lmap_first(L, lmap, pe);
             ri++;
-            if (take == 3 || (next && !strcmp(next, pe))) next = si < ns ? R[shared[si++]].pe : NULL;
+            if (take == 3 || (next && !strcmp(next, pe)))
+                next = si < ns ? R[shared[si++]].pe : NULL;
         }
         json_t *c = NULL;
         rc = merge_child(w, pe, lv, rv, ti->items, ti->items != NULL, &c);
@@ -612,8 +691,8 @@ static int merge_list(api__mwalk_t *w, const mti_t *ti, const json_t *la, const 
     return 0;
 }
 
-static int merge(api__mwalk_t *w, const json_t *l, const json_t *r, const json_t *decl,
-                 int known, json_t **out)
+static int merge(api__mwalk_t *w, const json_t *l, const json_t *r, const json_t *decl, int known,
+                 json_t **out)
 {
     *out = NULL;
     mti_t ti;
@@ -634,13 +713,13 @@ int api__mw_merge(api__mwalk_t *w, const json_t *l, const json_t *r, const json_
                   json_t **out)
 {
     w->depth = 0;
-    return merge(w, l, r, kind, 1, out);
+    return merge(w, l, r, kind, root_known(w, kind), out);
 }
 
 /* --- removal ---------------------------------------------------------- */
 
-static int rm(api__mwalk_t *w, const json_t *v, const json_t *decl, int known,
-              const json_t *set, json_t **out)
+static int rm(api__mwalk_t *w, const json_t *v, const json_t *decl, int known, const json_t *set,
+              json_t **out)
 {
     *out = NULL;
     mti_t ti;
@@ -658,7 +737,8 @@ static int rm(api__mwalk_t *w, const json_t *v, const json_t *decl, int known,
     if (fields && !rc) {
         const char *k;
         json_t *cv;
-        json_object_foreach((json_t *)v, k, cv) {
+        json_object_foreach((json_t *)v, k, cv)
+        {
             int ck, named;
             const json_t *cd = child_of(w->s, &ti, k, &ck, &named), *sub;
             json_t *c = NULL;
@@ -672,15 +752,17 @@ static int rm(api__mwalk_t *w, const json_t *v, const json_t *decl, int known,
     } else if (!rc) {
         size_t i;
         json_t *el;
-        json_array_foreach(v, i, el) {
+        json_array_foreach(v, i, el)
+        {
             const json_t *sub = NULL;
             json_t *c = NULL;
             rc = elem_pe(w, &ti, el, i, 1, &pe);
             if (rc == KP_ENOMEM) break;
             if (!rc) sub = json_object_get(set, pe.p);
             if (api__mset_member(sub)) continue;
-            rc = sub ? rm(w, el, ti.items, ti.items != NULL, sub, &c)
-                     : (c = json_deep_copy(el)) ? 0 : KP_ENOMEM;
+            rc = sub                        ? rm(w, el, ti.items, ti.items != NULL, sub, &c)
+                 : (c = json_deep_copy(el)) ? 0
+                                            : KP_ENOMEM;
             if (!rc && c && json_array_append_new(o, c)) rc = KP_ENOMEM;
             if (rc) break;
         }
@@ -698,21 +780,21 @@ int api__mw_remove(api__mwalk_t *w, const json_t *obj, const json_t *kind, const
                    json_t **out)
 {
     w->depth = 0;
-    int rc = rm(w, obj, kind, 1, set, out);
+    int rc = rm(w, obj, kind, root_known(w, kind), set, out);
     if (!rc && !*out && !(*out = json_object())) rc = KP_ENOMEM;
     return rc;
 }
 
 /* --- named fields ----------------------------------------------------- */
 
-static int ensure(api__mwalk_t *w, const json_t *set, const json_t *decl, int known,
-                  json_t *out)
+static int ensure(api__mwalk_t *w, const json_t *set, const json_t *decl, int known, json_t *out)
 {
     mti_t ti;
     mti_of(w->s, decl, known, NULL, &ti);
     const char *k;
     json_t *child;
-    json_object_foreach((json_t *)set, k, child) {
+    json_object_foreach((json_t *)set, k, child)
+    {
         int rc;
         if (!strcmp(k, ".")) {
             if ((rc = api__mset_insert(out))) return rc;
@@ -743,7 +825,7 @@ static int ensure(api__mwalk_t *w, const json_t *set, const json_t *decl, int kn
 json_t *api__mw_ensure_named(api__mwalk_t *w, const json_t *set, const json_t *kind)
 {
     json_t *out = json_object();
-    if (out && ensure(w, set, kind, 1, out)) {
+    if (out && ensure(w, set, kind, root_known(w, kind), out)) {
         json_decref(out);
         out = NULL;
     }

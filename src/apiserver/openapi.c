@@ -12,9 +12,10 @@
  * one $ref dangles.
  *
  * BUILDING A DOCUMENT (gen_t, build())
- *   1. Roots: for each served resource (every one for v2, those of one
- *      group-version for v3) the kind's definition, its list's, and its paths:
- *      collection, item, all-namespaces list, status and scale. Every
+ *   1. Roots: for each resource the request's view serves (every one for
+ *      v2, those of one group-version for v3) the kind's definition, its
+ *      list's, and its paths: collection, item, all-namespaces list, status
+ *      and scale. Every
  *      operation carries x-kubernetes-group-version-kind and
  *      x-kubernetes-action; writes carry dryRun, fieldManager and
  *      fieldValidation (kubectl 1.32 looks for exactly that on `patch` to
@@ -25,10 +26,8 @@
  *   3. The definitions (components.schemas for v3) are emitted sorted by name.
  *
  * FORMS (conv())
- *   v2  Refs "#/definitions/N". A node with properties does not say
- *       "type": "object": that is the shape Kubernetes served up to 1.2x, and
- *       every kubectl since 1.10 reads it as a kind, whereas older parsers
- *       read an object type as a map of anything (no fields, no validation).
+ *   v2  Refs "#/definitions/N", nodes as the facts hold them (the facts are
+ *       Kubernetes' own v2 definitions without their prose).
  *   v3  Refs "#/components/schemas/N". A $ref with sibling keys (patch rules
  *       such as DeploymentSpec.strategy's retainKeys) becomes
  *       {"allOf": [{"$ref": ...}], siblings...}, as Kubernetes writes it,
@@ -39,17 +38,23 @@
  *       Swagger 2.0 cannot say is dropped the way Kubernetes drops it, so that
  *       kubectl 1.20 accepts whatever the server accepts: allOf/anyOf/oneOf/
  *       not; nullable and x-kubernetes-int-or-string lose their type;
- *       nullable and x-kubernetes-preserve-unknown-fields lose properties and
- *       items; an array left without items loses its type.
+ *       nullable and x-kubernetes-preserve-unknown-fields lose properties,
+ *       items and additionalProperties; nullable fields are not required; an
+ *       array left without items loses its type. Custom kinds' patch
+ *       operations do not list strategic merge patch (Kubernetes serves none
+ *       for them), so kubectl sends them merge patches.
  *   A served kind with neither facts nor a CRD schema is described as an
  *   object preserving unknown fields: explainable, never falsely rejected.
  *
  * COST
  *   Nothing is cached: each request converts the definitions it reaches from
- *   the immutable facts (srv->schema) and the registry as it stands, so a new
- *   CRD shows up at once and no state is shared between threads. The v3 root
- *   builds every group-version's document to digest it (hash= in each URL, so
- *   kubectl's cache drops a document whose content changed).
+ *   the immutable facts (srv->schema) and the resources of its view, so a
+ *   new CRD shows up at once and no state is shared between threads. The v3
+ *   root builds every group-version's document to digest it (hash= in each
+ *   URL, so kubectl's cache drops a document whose content changed).
+ *   Measured (-O2, the 17 built-in kinds, ~270 definitions): v2 built in
+ *   ~4 ms, ~5 ms more to print its 300 KB of JSON, ~2 ms more for the 220 KB
+ *   of protobuf; the v3 root ~10 ms; one group-version's document ~4 ms.
  */
 #include "apiserver/openapi.h"
 
@@ -141,8 +146,10 @@ static void add_meta_fields(gen_t *g, json_t *props)
 {
     if (!json_object_get(props, "apiVersion"))
         put(g, props, "apiVersion", json_pack("{s:s}", "type", "string"));
-    if (!json_object_get(props, "kind")) put(g, props, "kind", json_pack("{s:s}", "type", "string"));
-    if (!json_object_get(props, "metadata")) put(g, props, "metadata", ref_to(g, META_V1 "ObjectMeta"));
+    if (!json_object_get(props, "kind"))
+        put(g, props, "kind", json_pack("{s:s}", "type", "string"));
+    if (!json_object_get(props, "metadata"))
+        put(g, props, "metadata", ref_to(g, META_V1 "ObjectMeta"));
 }
 
 /* v2: the required names of `in` without those of nullable properties (a
@@ -213,17 +220,15 @@ static json_t *conv(gen_t *g, const json_t *in, int depth)
     if (json_is_true(json_object_get(in, "x-kubernetes-embedded-resource")) && !preserve &&
         !open) {
         json_t *props = json_object_get(out, "properties");
-        if (!props) {
-            props = json_object();
-            put(g, out, "properties", props);
-        }
-        add_meta_fields(g, props);
+        if (!props && json_object_set_new(out, "properties", props = json_object()))
+            g->rc = KP_ENOMEM; /* props is gone */
+        else add_meta_fields(g, props);
     }
     if (v2) {
+        /* kube-openapi (kubectl) rejects an array type without items. */
         const char *type = json_string_value(json_object_get(out, "type"));
-        int drop = type && ((!strcmp(type, "array") && !json_object_get(out, "items")) ||
-                            (!strcmp(type, "object") && json_object_get(out, "properties")));
-        if (drop) json_object_del(out, "type");
+        if (type && !strcmp(type, "array") && !json_object_get(out, "items"))
+            json_object_del(out, "type");
     }
     const char *ref = json_string_value(json_object_get(in, "$ref"));
     if (ref && !strncmp(ref, V2_REF, sizeof V2_REF - 1)) {
@@ -305,9 +310,11 @@ static void add_custom_kind(gen_t *g, const api_resource_t *r, const char *name)
                       : json_pack("{s:s, s:b}", "type", "object",
                                   "x-kubernetes-preserve-unknown-fields", 1);
     json_t *props = json_object_get(top, "properties");
-    if (!json_is_object(props)) {
-        props = json_object();
-        put(g, top, "properties", props);
+    if (!top || (!json_is_object(props) &&
+                 json_object_set_new(top, "properties", props = json_object()))) {
+        json_decref(top);
+        g->rc = KP_ENOMEM;
+        return;
     }
     /* In the facts' (v2) form; conv() rewrites it. metadata always refers
      * to ObjectMeta, whatever the CRD says of it. */
@@ -332,6 +339,10 @@ static void add_custom_list(gen_t *g, const api_resource_t *r, const char *name,
         "items", "$ref", V2_REF, item, "kind", "type", "string", "metadata", "$ref",
         V2_REF META_V1 "ListMeta", "type", "object", "x-kubernetes-group-version-kind",
         gvk_json(r->group, r->version, r->list_kind));
+    if (!list) {
+        g->rc = KP_ENOMEM;
+        return;
+    }
     put(g, g->defs, name, conv(g, list, 0));
     json_decref(list);
 }
@@ -436,7 +447,8 @@ typedef struct target {
     int strategic;                      /* strategic merge patch served */
 } target_t;
 
-/* A schema reference to definition `name` ({"$ref": ...}). */
+/* {"$ref": ...} to what operation `op` takes as its body (reply 0) or
+ * answers with (reply 1). */
 static json_t *schema_of(gen_t *g, const op_def_t *op, const target_t *t, int reply)
 {
     if (reply && op->reply == REPLY_STATUS) return ref_to(g, META_V1 "Status");
@@ -446,6 +458,7 @@ static json_t *schema_of(gen_t *g, const op_def_t *op, const target_t *t, int re
     return ref_to(g, t->object_def);
 }
 
+/* v3 content: {"<type>": {"schema": schema}} for each of `types`; steals schema. */
 static json_t *media(gen_t *g, const char *const *types, json_t *schema)
 {
     json_t *content = json_object();
@@ -641,17 +654,17 @@ static void add_resource(gen_t *g, const api_resource_t *r)
 
 /* ---- documents ---- */
 
-/* Build the v2 document (v3 0, group NULL: every resource) or the v3
- * document of one group-version. KP_ENOTFOUND: no resource in it. */
-static int build(const api_schema_t *schema, int v3, const char *group, const char *version,
-                 json_t **out)
+/* Build the v2 document (v3 0, group NULL: every resource of view `v`) or
+ * the v3 document of one group-version. KP_ENOTFOUND: no resource in it. */
+static int build(const api_schema_t *schema, const api_view_t *v, int v3, const char *group,
+                 const char *version, json_t **out)
 {
     *out = NULL;
     gen_t g = {schema, v3, json_object(), json_array(), json_object(), 0};
     if (!g.defs || !g.todo || !g.paths) g.rc = KP_ENOMEM;
     int any = 0;
-    for (size_t i = 0; i < api_registry_count() && !g.rc; i++) {
-        const api_resource_t *r = api_registry_at(i);
+    for (size_t i = 0; i < v->count && !g.rc; i++) {
+        const api_resource_t *r = v->res[i];
         if (group && (strcmp(r->group, group) || strcmp(r->version, version))) continue;
         add_resource(&g, r);
         any = 1;
@@ -681,9 +694,9 @@ static int build(const api_schema_t *schema, int v3, const char *group, const ch
     return 0;
 }
 
-int api_openapi_v2(const api_schema_t *schema, json_t **out)
+int api_openapi_v2(const api_schema_t *schema, const api_view_t *view, json_t **out)
 {
-    return build(schema, 0, NULL, NULL, out);
+    return build(schema, view, 0, NULL, NULL, out);
 }
 
 /* "api/v1" or "apis/<group>/<version>". */
@@ -702,19 +715,19 @@ static uint64_t digest(const char *s, size_t n)
     return h;
 }
 
-static int v3_root(const api_schema_t *schema, json_t **out)
+static int v3_root(const api_schema_t *schema, const api_view_t *v, json_t **out)
 {
     *out = NULL;
     json_t *paths = json_object();
     if (!paths) return KP_ENOMEM;
     int rc = 0;
-    for (size_t i = 0; i < api_registry_count() && !rc; i++) {
-        const api_resource_t *r = api_registry_at(i);
+    for (size_t i = 0; i < v->count && !rc; i++) {
+        const api_resource_t *r = v->res[i];
         char key[NAME_LEN], url[NAME_LEN + 64];
         gv_path(r, key, sizeof key);
         if (json_object_get(paths, key)) continue;
         json_t *doc;
-        if ((rc = build(schema, 1, r->group, r->version, &doc))) break;
+        if ((rc = build(schema, v, 1, r->group, r->version, &doc))) break;
         char *text = json_dumps(doc, JSON_COMPACT);
         json_decref(doc);
         if (!text) {
@@ -745,7 +758,7 @@ static int wants_protobuf(const char *accept)
 static int serve_v2(api_req_t *r)
 {
     json_t *doc;
-    int rc = api_openapi_v2(r->srv->schema, &doc);
+    int rc = api_openapi_v2(r->srv->schema, r->view, &doc);
     if (rc) return api_reply_error(r, rc, NULL, "building the OpenAPI document: %s", err_str(rc));
     if (!wants_protobuf(api_header(r, "Accept"))) return api_reply_json(r, 200, doc);
     buf_t b;
@@ -790,9 +803,9 @@ int api_serve_openapi(api_req_t *r)
     int rc = KP_ENOTFOUND;
     char group[256], version[64];
     if (!strcmp(p, "/openapi/v3") || !strcmp(p, "/openapi/v3/"))
-        rc = v3_root(r->srv->schema, &doc);
+        rc = v3_root(r->srv->schema, r->view, &doc);
     else if (!parse_gv(p, group, sizeof group, version, sizeof version))
-        rc = build(r->srv->schema, 1, group, version, &doc);
+        rc = build(r->srv->schema, r->view, 1, group, version, &doc);
     if (rc == KP_ENOTFOUND)
         return api_reply_status(r, 404, "NotFound", NULL,
                                 "the server could not find the requested resource");

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "apiserver/fields.h"
+#include "apiserver/managed.h"
 #include "apiserver/schema.h"
 #include "apiserver_int.h"
 #include "lib/err.h"
@@ -160,4 +161,24 @@ int rest_same_but_managed(const json_t *a, const json_t *b)
         }
     }
     return 1;
+}
+int rest_track_fields(api_req_t *r, const json_t *old, json_t *obj)
+{
+    const api_resource_t *res = r->route.res;
+    char gv[96], now[32];
+    api_group_version(res, gv, sizeof gv);
+    api_now_rfc3339(now);
+    static const char *const reset_status[] = {"status", NULL};
+    static const char *const reset_spec[] = {"spec", NULL};
+    const char *const *reset = NULL;
+    if (!strcmp(r->route.sub, "status")) reset = reset_spec;
+    else if (!*r->route.sub && (res->subresources & API_SUB_STATUS)) reset = reset_status;
+    api_manager_t m = {.manager = r->manager, .api_version = gv, .subresource = r->route.sub,
+                       .now = now, .reset = reset};
+    int rc = api_managed_update(r->srv->schema, rest_kind_schema(r), old, obj, &m);
+    if (rc) {
+        api_reply_error(r, rc, NULL, "recording managed fields: %s", err_str(rc));
+        return -1;
+    }
+    return 0;
 }

@@ -174,7 +174,8 @@ static json_t *apply_managed(api_req_t *r, const json_t *cur, const json_t *conf
     int rc = api_managed_apply(r->srv->schema, rest_kind_schema(r), cur, config, &m,
                                rest_query_bool(r, "force"), &out, &conflicts, err, sizeof err);
     if (rc == KP_ECONFLICT) {
-        json_t *d = rest_details(r->route.res, r->route.name);
+        /* Kubernetes' details carry only the causes here. */
+        json_t *d = json_object();
         if (d && conflicts) json_object_set(d, "causes", conflicts);
         api_reply_status(r, 409, "Conflict", d, "%s", err);
         json_decref(d);
@@ -183,7 +184,7 @@ static json_t *apply_managed(api_req_t *r, const json_t *cur, const json_t *conf
     }
     json_decref(conflicts);
     if (rc) {
-        if (rc == KP_EINVAL) api_reply_status(r, 422, "Invalid", NULL, "%s", err);
+        if (rc == KP_EINVAL) api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
         else api_reply_error(r, rc, NULL, "applying: %s", err_str(rc));
         return NULL;
     }

@@ -64,9 +64,9 @@ static int reply_causes(api_req_t *r, const char *name, json_t *causes)
     size_t i;
     json_t *c;
     json_array_foreach(causes, i, c) {
+        const char *field = json_string_value(json_object_get(c, "field"));
         int w = snprintf(list + len, sizeof list - len, "%s%s: %s", i ? ", " : "",
-                         json_string_value(json_object_get(c, "field")),
-                         json_string_value(json_object_get(c, "message")));
+                         field ? field : "", json_string_value(json_object_get(c, "message")));
         if (w < 0 || (size_t)w >= sizeof list - len) break;
         len += (size_t)w;
     }
@@ -384,7 +384,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
         reply_invalid(r, name, "metadata.name", name, "name is too long");
         goto out;
     }
-    /* TRACK: if (!r->applying && rest_track_fields(r, NULL, obj)) goto out; */
+    if (!r->applying && rest_track_fields(r, NULL, obj)) goto out;
     if (r->dry_run) { /* everything a create does, but the write */
         json_object_del(meta, "resourceVersion");
         return api_reply_json(r, 201, obj);
@@ -485,11 +485,11 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             json_decref(next);
             return reply ? reply(r, cur, cur_rev) : rest_reply_object(r, 200, cur, cur_rev);
         }
-        /* TRACK: if (!r->applying && rest_track_fields(r, cur, next)) {
+        if (!r->applying && rest_track_fields(r, cur, next)) {
             json_decref(cur);
             json_decref(next);
             return 0;
-        } */
+        }
         json_decref(cur);
         if (r->dry_run) /* everything an update does, but the write */
             return reply ? reply(r, next, cur_rev) : rest_reply_object(r, 200, next, cur_rev);

@@ -12,14 +12,15 @@
 
 void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
 {
-    char msg[512];
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_array_append_new(causes,
-                          json_pack("{s:s, s:s, s:s}", "reason", reason, "message", msg, "field",
-                                    field));
+    /* Kubernetes leaves an empty field out of the cause. */
+    json_t *c = json_pack("{s:s, s:s}", "reason", reason, "message", msg);
+    if (c && field && *field) json_object_set_new(c, "field", json_string(field));
+    if (c) json_array_append_new(causes, c);
 }
 
 static void set_default(json_t *obj, const char *key, json_t *value)

@@ -114,7 +114,7 @@ static int find_at(MDB_txn *txn, lmdb_store_t *ls, const char *key, size_t klen,
         return 0;
     }
     lmdb__logrec_t rec;
-    int64_t rrev;
+    int64_t rrev = 0;
     const char *val;
     size_t vlen;
     int rc = lmdb__lookup_at(txn, ls, key, klen, rev, &rrev, &rec, &val, &vlen);

@@ -69,7 +69,7 @@ for line in open(sys.argv[2]):
     group, _, version = gv.rpartition("/")
     name = by_gvk.get((group, version, kind))
     assert name, "no definition for %s %s" % (gv, kind)
-    assert "properties" in defs[name] and "type" not in defs[name], name
+    assert "properties" in defs[name] and defs[name]["type"] == "object", name
     prefix = "/apis/" + gv if group else "/api/" + gv
     coll = prefix + ("/namespaces/{namespace}/" if ns == "True" else "/") + res
     item = paths[coll + "/{name}"]
@@ -105,8 +105,8 @@ kp_curl GET /openapi/v2 -H 'Accept: application/com.github.proto-openapi.spec.v2
   -o "$KP_DIR/v2.pb" -w '%{content_type}\n' >"$KP_DIR/v2pb.ctype"
 expect_eq "protobuf content type" "$(cat "$KP_DIR/v2pb.ctype")" \
   "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-expect_eq "protobuf starts with swagger 2.0" "$(head -c 5 "$KP_DIR/v2.pb" | od -An -tx1 | tr -d ' \n')" \
-  "0a03322e30"
+head5=$(head -c 5 "$KP_DIR/v2.pb" | od -An -tx1 | tr -d ' \n')
+expect_eq "protobuf starts with swagger 2.0" "$head5" "0a03322e30"
 
 echo "--- /openapi/v3"
 kp_curl GET /openapi/v3 -o "$KP_DIR/v3.json"
@@ -161,8 +161,9 @@ for line in open(sys.argv[2]):
     assert any(want in s.get("x-kubernetes-group-version-kind", []) for s in schemas.values())
 if key == "apis/apps/v1":
     strategy = schemas["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["strategy"]
-    assert strategy == {"allOf": [{"$ref": "#/components/schemas/io.k8s.api.apps.v1.DeploymentStrategy"}],
-                        "x-kubernetes-patch-strategy": "retainKeys"}, strategy
+    ref = "#/components/schemas/io.k8s.api.apps.v1.DeploymentStrategy"
+    assert strategy == {"allOf": [{"$ref": ref}], "x-kubernetes-patch-strategy": "retainKeys"}, \
+        strategy
     assert schemas["io.k8s.api.apps.v1.Deployment"]["type"] == "object"
 print("v3 %s: %d schemas, %d paths" % (key, len(schemas), len(paths)))
 PY
@@ -264,22 +265,130 @@ for o in configmap/cm-v120 service/svc-v120 pod/pod-v120 deployment.apps/dep-v12
   expect_match "1.20 create" "$out" "$o created"
 done
 bad_deployment bad-v120 >"$KP_DIR/bad120.yaml"
-err=$("$K120" create -f "$KP_DIR/bad120.yaml" --validate=true 2>&1) && fail "1.20 accepted replicaz: $err"
+err=$("$K120" create -f "$KP_DIR/bad120.yaml" --validate=true 2>&1) &&
+  fail "1.20 accepted replicaz: $err"
 expect_match "1.20 unknown field" "$err" 'error validating.*unknown field "replicaz"'
 err=$("$K120" get deploy bad-v120 2>&1 || true)
 expect_match "1.20 sent nothing" "$err" "NotFound"
 
 echo "--- kubectl 1.32: --validate=strict leaves validation to the server"
 manifests v132 >"$KP_DIR/ok132.yaml"
-out=$("$K132" create -f "$KP_DIR/ok132.yaml" --validate=strict -v=6 2>&1) || fail "1.32 create: $out"
+out=$("$K132" create -f "$KP_DIR/ok132.yaml" --validate=strict -v=6 2>&1) ||
+  fail "1.32 create: $out"
 for o in configmap/cm-v132 service/svc-v132 pod/pod-v132 deployment.apps/dep-v132; do
   expect_match "1.32 create" "$out" "$o created"
 done
-expect_match "1.32 fieldValidation" "$out" "POST https://[^ ]*/deployments\?[^ ]*fieldValidation=Strict"
+strict="POST https://[^ ]*/deployments\?[^ ]*fieldValidation=Strict"
+expect_match "1.32 fieldValidation" "$out" "$strict"
 printf '%s\n' "$out" | grep -q "/openapi/v2" && fail "1.32 fell back to the v2 document: $out"
 bad_deployment bad-v132 >"$KP_DIR/bad132.yaml"
 out=$("$K132" create -f "$KP_DIR/bad132.yaml" --validate=strict -v=6 2>&1 || true)
-expect_match "1.32 unknown field sent" "$out" "POST https://[^ ]*/deployments\?[^ ]*fieldValidation=Strict"
+expect_match "1.32 unknown field sent" "$out" "$strict"
+printf '%s\n' "$out" | grep -q "/openapi/v2" && fail "1.32 fell back to the v2 document: $out"
+
+echo "--- client-side apply: strategic merge patches from the documents"
+dep_v1() { # IMAGE STRATEGY
+  cat <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: applied}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: applied}}
+  strategy: $2
+  template:
+    metadata: {labels: {app: applied}}
+    spec:
+      containers:
+      - {name: web, image: $1, env: [{name: A, value: "1"}]}
+YAML
+}
+dep_v1 nginx:1.25 "{type: RollingUpdate, rollingUpdate: {maxSurge: 1}}" >"$KP_DIR/applied.yaml"
+out=$("$K132" apply -f "$KP_DIR/applied.yaml")
+expect_eq "1.32 apply" "$out" "deployment.apps/applied created"
+dep_v1 nginx:1.26 "{type: Recreate}" >"$KP_DIR/applied2.yaml"
+out=$("$K132" apply -f "$KP_DIR/applied2.yaml" -v=6 2>&1) || fail "1.32 apply: $out"
+expect_match "1.32 apply" "$out" "deployment.apps/applied configured"
+expect_match "1.32 apply read v3" "$out" "GET https://[^ ]*/openapi/v3/apis/apps/v1\?hash="
+printf '%s\n' "$out" | grep -q "/openapi/v2" && fail "1.32 apply fell back to the v2 document: $out"
+expect_eq "retainKeys applied" "$("$K132" get deploy applied -o jsonpath='{.spec.strategy}')" \
+  '{"type":"Recreate"}'
+dep_v1 nginx:1.27 "{type: Recreate}" >"$KP_DIR/applied3.yaml"
+out=$("$K120" apply -f "$KP_DIR/applied3.yaml" 2>&1) || fail "1.20 apply: $out"
+expect_eq "1.20 apply" "$out" "deployment.apps/applied configured"
+expect_eq "1.20 applied" \
+  "$("$K132" get deploy applied -o jsonpath='{.spec.template.spec.containers[0].image}')" \
+  "nginx:1.27"
+
+echo "--- a CustomResourceDefinition's kind in both documents"
+cat >"$KP_DIR/crd.yaml" <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab, listKind: CronTabList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            description: What to run and when.
+            required: [cronSpec]
+            properties:
+              cronSpec: {type: string, description: The schedule.}
+              image: {type: string}
+              replicas: {type: integer, minimum: 1}
+              port: {x-kubernetes-int-or-string: true}
+              note: {type: string, nullable: true}
+              extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+YAML
+"$K132" create -f "$KP_DIR/crd.yaml" >/dev/null
+for _ in $(seq 100); do
+  code=$(kp_curl GET /apis/stable.example.com/v1 -o /dev/null -w '%{http_code}')
+  [ "$code" = 200 ] && break
+  sleep 0.1
+done
+expect_eq "CRD served" "$code" "200"
+rm -rf "$HOME/.kube/cache" # both kubectls cached discovery before the CRD existed
+kp_curl GET /openapi/v3 | grep -q '"apis/stable.example.com/v1"' || fail "CRD not in the v3 root"
+kp_curl GET /openapi/v2 | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["definitions"]
+spec = d["com.example.stable.v1.CronTab"]["properties"]["spec"]["properties"]
+assert spec["port"] == {"x-kubernetes-int-or-string": True}, spec["port"]
+assert spec["note"] == {}, spec["note"]
+assert d["com.example.stable.v1.CronTabList"]["properties"]["items"]["items"] == \
+    {"$ref": "#/definitions/com.example.stable.v1.CronTab"}'
+for K in "$K132" "$K120"; do
+  out=$("$K" explain crontab.spec)
+  expect_match "explain crontab" "$out" "What to run and when"
+  expect_match "explain crontab" "$out" "cronSpec[[:space:]]+<string> -required-"
+done
+crontabs() { # NAME
+  cat <<YAML
+apiVersion: stable.example.com/v1
+kind: CronTab
+metadata: {name: $1}
+spec: {cronSpec: "*/5 * * * *", image: cron, replicas: 2, port: http, note: null, extra: {a: [1]}}
+YAML
+}
+crontabs ct-v120 >"$KP_DIR/ct120.yaml"
+expect_eq "1.20 create CR" "$("$K120" create -f "$KP_DIR/ct120.yaml" --validate=true)" \
+  "crontab.stable.example.com/ct-v120 created"
+crontabs ct-bad | sed 's/image: cron/imagez: cron/' >"$KP_DIR/ctbad.yaml"
+err=$("$K120" create -f "$KP_DIR/ctbad.yaml" --validate=true 2>&1) && fail "1.20 accepted imagez"
+expect_match "1.20 CR unknown field" "$err" 'error validating.*unknown field "imagez"'
+crontabs ct-v132 >"$KP_DIR/ct132.yaml"
+out=$("$K132" create -f "$KP_DIR/ct132.yaml" --validate=strict -v=6 2>&1) || fail "1.32: $out"
+expect_match "1.32 create CR" "$out" "crontabs\?[^ ]*fieldValidation=Strict"
 printf '%s\n' "$out" | grep -q "/openapi/v2" && fail "1.32 fell back to the v2 document: $out"
 
 echo "--- timing: the v2 document, JSON and protobuf"
