@@ -59,6 +59,7 @@ typedef struct api_resource {
      * openAPIV3Schema and additionalPrinterColumns for this version. */
     const json_t *crd_schema;
     const json_t *printer_columns;
+    const json_t *crd_scale; /* subresources.scale: {specReplicasPath, ...} */
 } api_resource_t;
 
 /* The built-in table (registry.c); requests look resources up in a view. */

@@ -293,7 +293,10 @@ static int make_entry(apiserver_t *s, const json_t *crd, const json_t *version, 
     }
     const json_t *sub = json_object_get(version, "subresources");
     if (json_object_get(sub, "status")) res.subresources |= API_SUB_STATUS;
-    if (json_object_get(sub, "scale")) res.subresources |= API_SUB_SCALE;
+    if (json_object_get(sub, "scale")) {
+        res.subresources |= API_SUB_SCALE;
+        res.crd_scale = json_object_get(sub, "scale");
+    }
     int rc = api_dyn_new(s, &res, owner, out);
     json_decref(owner);
     return rc;

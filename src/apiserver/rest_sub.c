@@ -2,8 +2,9 @@
  * rest_sub.c -- the scale and binding subresources.
  *
  * <workload>/scale reads and writes spec.replicas of its parent as an
- * autoscaling/v1 Scale; the Scale's resourceVersion is the parent's, so a
- * stale one is a 409. pods/binding sets a pending pod's spec.nodeName once
+ * autoscaling/v1 Scale (a custom resource names its paths in its CRD:
+ * specReplicasPath, statusReplicasPath, labelSelectorPath); the Scale's
+ * resourceVersion is the parent's, so a stale one is a 409. pods/binding sets a pending pod's spec.nodeName once
  * (and its PodScheduled condition), as the scheduler's only write to a pod.
  */
 #include <stdio.h>
@@ -51,12 +52,53 @@ static void selector_string(const json_t *sel, char *buf, size_t n)
     }
 }
 
-static json_t *scale_of(const json_t *obj, int64_t rev)
+/* The value at a CRD scale path (".spec.replicas"); NULL if absent. With
+ * `create`, missing objects on the way are made (the last key is not). */
+static json_t *at_path(json_t *obj, const char *path, int create, json_t **parent,
+                       char *last, size_t lastlen)
+{
+    if (!path || path[0] != '.') return NULL;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path + 1);
+    json_t *cur = obj;
+    char *seg = buf;
+    for (;;) {
+        char *dot = strchr(seg, '.');
+        if (dot) *dot = '\0';
+        if (!dot) {
+            if (parent) *parent = cur;
+            if (last) snprintf(last, lastlen, "%s", seg);
+            return json_object_get(cur, seg);
+        }
+        json_t *next = json_object_get(cur, seg);
+        if (!json_is_object(next)) {
+            if (!create) return NULL;
+            next = json_object();
+            json_object_set_new(cur, seg, next);
+        }
+        cur = next;
+        seg = dot + 1;
+    }
+}
+
+static const char *scale_path(const api_resource_t *res, const char *which, const char *dflt)
+{
+    if (!res->crd_scale) return dflt;
+    return json_string_value(json_object_get(res->crd_scale, which));
+}
+
+static json_t *scale_of(const api_resource_t *res, const json_t *obj, int64_t rev)
 {
     const json_t *meta = json_object_get(obj, "metadata");
     const json_t *spec = json_object_get(obj, "spec");
     char sel[1024], rv[24];
-    selector_string(json_object_get(spec, "selector"), sel, sizeof sel);
+    if (res->crd_scale) {
+        const json_t *s = at_path((json_t *)obj, scale_path(res, "labelSelectorPath", NULL), 0,
+                                  NULL, NULL, 0);
+        snprintf(sel, sizeof sel, "%s", json_string_value(s) ? json_string_value(s) : "");
+    } else {
+        selector_string(json_object_get(spec, "selector"), sel, sizeof sel);
+    }
     snprintf(rv, sizeof rv, "%lld", (long long)rev);
     json_t *m = json_object();
     static const char *const keep[] = {"name", "namespace", "uid", "creationTimestamp", NULL};
@@ -65,8 +107,12 @@ static json_t *scale_of(const json_t *obj, int64_t rev)
         if (v) json_object_set(m, *k, v);
     }
     json_object_set_new(m, "resourceVersion", json_string(rv));
-    json_int_t want = json_integer_value(json_object_get(spec, "replicas"));
-    json_int_t have = json_integer_value(json_object_get(json_object_get(obj, "status"), "replicas"));
+    json_int_t want = json_integer_value(
+        at_path((json_t *)obj, scale_path(res, "specReplicasPath", ".spec.replicas"), 0, NULL,
+                NULL, 0));
+    json_int_t have = json_integer_value(
+        at_path((json_t *)obj, scale_path(res, "statusReplicasPath", ".status.replicas"), 0,
+                NULL, NULL, 0));
     return json_pack("{s:s, s:s, s:o, s:{s:I}, s:{s:I, s:s}}", "kind", "Scale", "apiVersion",
                      "autoscaling/v1", "metadata", m, "spec", "replicas", want, "status",
                      "replicas", have, "selector", sel);
@@ -74,7 +120,7 @@ static json_t *scale_of(const json_t *obj, int64_t rev)
 
 static int reply_scale(api_req_t *r, json_t *obj, int64_t rev)
 {
-    json_t *scale = scale_of(obj, rev);
+    json_t *scale = scale_of(r->route.res, obj, rev);
     json_decref(obj);
     return api_reply_json(r, 200, scale);
 }
@@ -87,7 +133,7 @@ static json_t *make_scaled(api_req_t *r, const json_t *cur, void *arg, int64_t *
     int patch = !strcmp(r->method, "PATCH");
     json_t *in = scale;
     if (patch) { /* merge the patch into the Scale the parent has now */
-        in = scale_of(cur, 0);
+        in = scale_of(r->route.res, cur, 0);
         json_object_del(json_object_get(in, "metadata"), "resourceVersion");
         rest_merge_patch(in, scale);
     }
@@ -109,12 +155,12 @@ static json_t *make_scaled(api_req_t *r, const json_t *cur, void *arg, int64_t *
         api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
     } else {
         out = json_deep_copy(cur);
+        json_t *parent = NULL;
+        char last[128];
+        at_path(out, scale_path(r->route.res, "specReplicasPath", ".spec.replicas"), 1, &parent,
+                last, sizeof last);
+        if (parent) json_object_set(parent, last, (json_t *)rep);
         json_t *spec = json_object_get(out, "spec");
-        if (!json_is_object(spec)) {
-            spec = json_object();
-            json_object_set_new(out, "spec", spec);
-        }
-        json_object_set(spec, "replicas", (json_t *)rep);
         json_int_t g = json_integer_value(json_object_get(json_object_get(cur, "metadata"),
                                                           "generation"));
         if (!api_json_same(json_object_get(cur, "spec"), spec))

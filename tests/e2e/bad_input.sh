@@ -264,6 +264,44 @@ case_ "stale still at its second version"           GET   "$CM/stale"           
 case_ "a PUT that changes nothing is not written"   PUT   "$CM/fixture"         $J '{"metadata":{"name":"fixture","labels":{"app":"x"}}}' 200 - - "s[\"metadata\"][\"resourceVersion\"] == \"$FIXTURE_RV\" and \"generation\" not in s[\"metadata\"]"
 case_ "a merge patch that changes nothing"          PATCH "$CM/stale"           $MP '{"data":{"v":"2"}}' 200 - - "s[\"metadata\"][\"resourceVersion\"] == \"$NEW_RV\""
 
+# ---- patch types, apply, write options (reference 1.3, 2.1)
+python3 - "$B" <<'PY'
+import json, os, sys
+ops = [{"op": "add", "path": "/data/k%d" % i, "value": "v"} for i in range(10001)]
+open(os.path.join(sys.argv[1], "jp10001.json"), "w").write(json.dumps(ops))
+PY
+JP=application/json-patch+json
+SMP=application/strategic-merge-patch+json
+AP=application/apply-patch+yaml
+case_ "JSON patch of 10001 operations"              PATCH "$CM/fixture"         $JP @jp10001.json     413 RequestEntityTooLarge '^The allowed maximum operations in a JSON patch is 10000, got 10001$'
+case_ "JSON patch that is not a list"               PATCH "$CM/fixture"         $JP '{"op":"add"}'    400 BadRequest 'cannot unmarshal object'
+case_ "JSON patch whose test fails"                 PATCH "$CM/fixture"         $JP '[{"op":"test","path":"/metadata/name","value":"other"}]' 422 Invalid 'testing value /metadata/name failed'
+case_ "JSON patch of a missing path"                PATCH "$CM/fixture"         $JP '[{"op":"replace","path":"/data/nope","value":"x"}]' 422 Invalid 'replace operation does not apply'
+case_ "PATCH in an unknown media type"              PATCH "$CM/fixture"         application/xml '<x/>' 415 UnsupportedMediaType 'accepted media types include: application/json-patch\+json, application/merge-patch\+json, application/apply-patch\+yaml, application/strategic-merge-patch\+json'
+case_ "strategic merge patch with \$patch: merge"   PATCH "$CM/fixture"         $SMP '{"data":{"$patch":"merge"}}' 400 BadRequest '.'
+case_ "apply without a fieldManager"                PATCH "$CM/applied"         $AP 'apiVersion: v1'  422 Invalid 'fieldManager: Required value: is required for apply patch' 's["details"]["causes"][0]["field"] == "fieldManager"'
+case_ "apply of YAML that does not parse"           PATCH "$CM/applied?fieldManager=t" $AP 'a: [1' 400 BadRequest 'error decoding YAML'
+case_ "apply without kind"                          PATCH "$CM/applied?fieldManager=t" $AP 'apiVersion: v1' 400 BadRequest 'apiVersion and kind must be set'
+case_ "unknown field with fieldValidation=Strict"   POST  "$CM?fieldValidation=Strict" $J '{"metadata":{"name":"strict"},"bogus":1}' 400 BadRequest '^ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus"$'
+case_ "duplicate field with fieldValidation=Strict" POST  "$CM?fieldValidation=Strict" $J '{"metadata":{"name":"strict"},"data":{},"data":{}}' 400 BadRequest 'strict decoding error: duplicate field "data"'
+case_ "a wrongly typed field"                       POST  "$CM"                 $J '{"metadata":{"name":"typed"},"data":5}' 400 BadRequest 'json: cannot unmarshal number into Go struct field ConfigMap.data of type map\[string\]string'
+case_ "fieldValidation=Bogus"                       POST  "$CM?fieldValidation=Bogus" $J '{"metadata":{"name":"x"}}' 422 Invalid 'fieldValidation: Unsupported value: "Bogus"'
+case_ "dryRun=Some"                                 POST  "$CM?dryRun=Some"     $J '{"metadata":{"name":"x"}}' 422 Invalid 'dryRun: Unsupported value: "Some"'
+case_ "dryRun=All create answers"                   POST  "$CM?dryRun=All"      $J '{"metadata":{"name":"dry"}}' 201 - - 's["metadata"]["name"] == "dry" and "resourceVersion" not in s["metadata"]'
+case_ "dryRun=All created nothing"                  GET   "$CM/dry"             - -                   404 NotFound '^configmaps "dry" not found$'
+case_ "unknown field with Ignore is dropped"        POST  "$CM?fieldValidation=Ignore" $J '{"metadata":{"name":"ignored"},"bogus":1}' 201 - - '"bogus" not in s'
+# Warn (the default) answers with a Warning header, which kubectl prints.
+hdr=$(kp_curl POST "$CM" -o /dev/null -D - -H "Content-Type: $J" \
+  --data-binary '{"metadata":{"name":"warned"},"bogus":1,"data":{"a":"1"}}' | tr -d '\r')
+ncases=$((ncases + 1))
+if printf '%s' "$hdr" | grep -q '^Warning: 299 - "unknown field \\"bogus\\""$'; then
+  echo "ok   Warning header for an unknown field"
+else
+  echo "FAIL Warning header for an unknown field: $hdr"
+  failed+=("Warning header for an unknown field")
+fi
+alive "Warning header"
+
 echo "--- the server after $ncases cases"
 kill -0 "$KP_PID" 2>/dev/null || fail "the server is not running"
 if grep -En "ERROR: (Address|Leak)Sanitizer|runtime error:" "$KP_DIR/server.log"; then

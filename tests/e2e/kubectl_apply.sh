@@ -174,6 +174,9 @@ spec:
     storage: true
     subresources:
       status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
     additionalPrinterColumns:
     - name: Spec
       type: string
@@ -205,6 +208,7 @@ spec:
             type: object
             properties:
               state: {type: string}
+              replicas: {type: integer}
 YAML
 expect_match "crd create" "$(k apply -f "$KP_DIR/crd.yaml")" "created"
 k wait --for condition=established --timeout=20s crd/crontabs.stable.example.com >/dev/null
@@ -229,6 +233,18 @@ expect_match "schema 422" "$err" 'is invalid: spec.replicas: Invalid value: 20'
 sed 's/replicas: 3/replicas: "three"/' "$KP_DIR/ct.yaml" >"$KP_DIR/ct-bad2.yaml"
 err=$(k apply -f "$KP_DIR/ct-bad2.yaml" 2>&1 || true)
 expect_match "schema type" "$err" 'spec.replicas'
+
+echo "--- a custom resource's scale and status subresources"
+expect_match "scale ct" "$(k -n shop scale ct my-cron --replicas=5)" "scaled"
+expect_eq "scaled" "$(k -n shop get ct my-cron -o jsonpath='{.spec.replicas}')" "5"
+kp_curl PATCH /apis/stable.example.com/v1/namespaces/shop/crontabs/my-cron/status \
+  -H 'Content-Type: application/merge-patch+json' -d '{"status":{"state":"ok","replicas":5}}' >/dev/null
+expect_eq "status written" "$(k -n shop get ct my-cron -o jsonpath='{.status.state}')" "ok"
+kp_curl PATCH /apis/stable.example.com/v1/namespaces/shop/crontabs/my-cron \
+  -H 'Content-Type: application/merge-patch+json' -d '{"status":{"state":"main"}}' >/dev/null
+expect_eq "main resource ignores status" "$(k -n shop get ct my-cron -o jsonpath='{.status.state}')" "ok"
+expect_match "scale status" \
+  "$(kp_curl GET /apis/stable.example.com/v1/namespaces/shop/crontabs/my-cron/scale)" '"status":\{"replicas":5'
 
 echo "--- wait --for=condition on a status condition"
 # (kubectl 1.20 has no --subresource: the status goes in over curl)
