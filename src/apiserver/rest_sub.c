@@ -156,7 +156,7 @@ static json_t *make_scaled(api_req_t *r, const json_t *cur, void *arg, int64_t *
     } else {
         out = json_deep_copy(cur);
         json_t *parent = NULL;
-        char last[128];
+        char last[256];
         at_path(out, scale_path(r->route.res, "specReplicasPath", ".spec.replicas"), 1, &parent,
                 last, sizeof last);
         if (parent) json_object_set(parent, last, (json_t *)rep);
