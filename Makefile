@@ -25,7 +25,9 @@ test-deps:
 run: all
 	$(BUILD)/kplane server --data-dir $(DATA_DIR)
 
-test: test-deps
+# The release build too: -O2 finds warnings (-Werror) that the debug build
+# does not, and `make run` must never be the first to meet them.
+test: test-deps all
 	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKP_SANITIZE=ON >/dev/null
 	cmake --build $(TEST_BUILD) -j $(JOBS)
 	cd $(TEST_BUILD) && ctest --output-on-failure -j $(JOBS)

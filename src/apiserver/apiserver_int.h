@@ -220,6 +220,8 @@ const char *api_header(api_req_t *r, const char *name);
 int api_reply_json(api_req_t *r, int code, json_t *doc);            /* steals doc */
 int api_reply_bytes(api_req_t *r, int code, const char *ctype, const char *body,
                     size_t len);                                    /* copies */
+int api_reply_take(api_req_t *r, int code, const char *ctype, char *body,
+                   size_t len); /* takes body (malloc'd): freed with free() when sent */
 /* A Kubernetes Status for `rc` (status.c maps the code): `fmt` is the message. */
 int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -85,6 +85,14 @@ int api_reply_bytes(api_req_t *r, int code, const char *ctype, const char *body,
     return queue(r, code, resp, ctype);
 }
 
+int api_reply_take(api_req_t *r, int code, const char *ctype, char *body, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) free(body);
+    return queue(r, code, resp, ctype);
+}
+
 int api_reply_json(api_req_t *r, int code, json_t *doc)
 {
     if (!doc) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");

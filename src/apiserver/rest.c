@@ -366,7 +366,11 @@ typedef struct list_sink {
 } list_sink_t;
 
 /* 0, or -1 after replying 400 to a bad includeObject. */
-static int sink_init(api_req_t *r, list_sink_t *s)
+/* `hint`: the bytes the items will take, to allocate the body once. The
+ * List is written in one buffer that goes to the connection as it is:
+ * kind, apiVersion, the items, and metadata last (known only at the end;
+ * key order means nothing to JSON clients). */
+static int sink_init(api_req_t *r, list_sink_t *s, size_t hint)
 {
     memset(s, 0, sizeof s[0]);
     buf_init(&s->b, (size_t)-1);
@@ -377,6 +381,16 @@ static int sink_init(api_req_t *r, list_sink_t *s)
         return -1;
     }
     s->now = time(NULL);
+    if (!t) {
+        char gv[96], head[256];
+        const api_resource_t *res = r->route.res;
+        int n = snprintf(head, sizeof head, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"items\":[",
+                         res->list_kind, api_group_version(res, gv, sizeof gv));
+        if (buf_reserve(&s->b, hint + 512) || buf_append(&s->b, head, (size_t)n)) {
+            api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -413,26 +427,15 @@ static int finish_list(api_req_t *r, list_sink_t *s, int64_t rev, const char *co
         s->table = NULL;
         return api_reply_json(r, 200, t);
     }
-    buf_t *b = &s->b;
-    char gv[96], head[512];
-    const api_resource_t *res = r->route.res;
-    int n = snprintf(head, sizeof head,
-                     "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":"
-                     "\"%lld\"%s%s%s},\"items\":[",
-                     res->list_kind, api_group_version(res, gv, sizeof gv), (long long)rev,
-                     cont ? ",\"continue\":\"" : "", cont ? cont : "", cont ? "\"" : "");
-    buf_t out;
-    buf_init(&out, (size_t)-1);
-    int rc = buf_append(&out, head, (size_t)n);
-    if (!rc && b->len) rc = buf_append(&out, b->p, b->len);
-    if (!rc) rc = buf_append(&out, "]}", 2);
-    if (rc) {
-        buf_free(&out);
-        return api_reply_error(r, rc, NULL, "list too large");
-    }
-    rc = api_reply_bytes(r, 200, "application/json", out.p, out.len);
-    buf_free(&out);
-    return rc;
+    char tail[512];
+    int n = snprintf(tail, sizeof tail, "],\"metadata\":{\"resourceVersion\":\"%lld\"%s%s%s}}",
+                     (long long)rev, cont ? ",\"continue\":\"" : "", cont ? cont : "",
+                     cont ? "\"" : "");
+    int rc = n > 0 && (size_t)n < sizeof tail ? buf_append(&s->b, tail, (size_t)n) : KP_EINVAL;
+    if (rc) return api_reply_error(r, rc, NULL, "list too large");
+    size_t len;
+    char *body = buf_detach(&s->b, &len);
+    return api_reply_take(r, 200, "application/json", body, len);
 }
 
 /* A continuation page: from the store, at the first page's revision. */
@@ -440,7 +443,7 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
                            int64_t rev, const char *after, size_t limit)
 {
     list_sink_t s;
-    if (sink_init(r, &s)) return 0;
+    if (sink_init(r, &s, 0)) return 0;
     char last[STORE_KEY_MAX + 1];
     snprintf(last, sizeof last, "%s", after);
     int more = 0, done = 0, rc = 0;
@@ -565,8 +568,10 @@ static int do_list(api_req_t *r)
                                     (long long)min_rev);
         return api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
     }
+    size_t hint = 0;
+    for (size_t i = 0; i < l->count; i++) hint += l->objs[i]->json_len + 1;
     list_sink_t s;
-    if (sink_init(r, &s)) {
+    if (sink_init(r, &s, hint)) {
         wc_list_free(l);
         rest_filter_free(&f);
         return 0;

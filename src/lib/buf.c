@@ -12,18 +12,40 @@ void buf_init(buf_t *b, size_t max)
     b->max = max;
 }
 
-int buf_append(buf_t *b, const void *data, size_t n)
+/* Room for n more bytes and the NUL; exact when `exact`, else doubling. */
+static int grow(buf_t *b, size_t n, int exact)
 {
     if (n > b->max - b->len) return KP_ETOOLARGE;
     size_t need = b->len + n + 1;
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < need) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return KP_ENOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
+    if (need <= b->cap) return 0;
+    size_t cap = exact ? need : b->cap ? b->cap : 256;
+    while (cap < need) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return KP_ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+int buf_reserve(buf_t *b, size_t n)
+{
+    int rc = grow(b, n, 1);
+    if (!rc && b->p) b->p[b->len] = '\0';
+    return rc;
+}
+
+char *buf_detach(buf_t *b, size_t *len)
+{
+    char *p = b->p;
+    *len = b->len;
+    buf_init(b, b->max);
+    return p;
+}
+
+int buf_append(buf_t *b, const void *data, size_t n)
+{
+    int rc = grow(b, n, 0);
+    if (rc) return rc;
     if (n) memcpy(b->p + b->len, data, n);
     b->len += n;
     b->p[b->len] = '\0';

@@ -23,6 +23,14 @@ void buf_init(buf_t *b, size_t max);
  * on error the buffer is unchanged. */
 int buf_append(buf_t *b, const void *data, size_t n);
 
+/* Make room for n more bytes (and the NUL) in one allocation, so that the
+ * appends that follow do not move the buffer. Errors: KP_ETOOLARGE, KP_ENOMEM. */
+int buf_reserve(buf_t *b, size_t n);
+
+/* Hand the contents to the caller, who frees them with free(); *len gets the
+ * length. The buffer is left empty. NULL if nothing was ever appended. */
+char *buf_detach(buf_t *b, size_t *len);
+
 /* Forget the contents but keep the memory. */
 void buf_reset(buf_t *b);
 

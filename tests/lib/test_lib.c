@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
@@ -34,6 +35,30 @@ static void test_buf_grows_and_caps(void **state)
     assert_int_equal(b.max, 1000);
 }
 
+static void test_buf_reserve_and_detach(void **state)
+{
+    (void)state;
+    buf_t b;
+    buf_init(&b, 100);
+    assert_int_equal(buf_reserve(&b, 101), KP_ETOOLARGE);
+    assert_int_equal(buf_reserve(&b, 50), 0);
+    assert_int_equal(b.cap, 51); /* exact: the bytes and the NUL */
+    char *before = b.p;
+    for (int i = 0; i < 5; i++) assert_int_equal(buf_append(&b, "0123456789", 10), 0);
+    assert_ptr_equal(b.p, before); /* reserved: no move */
+    assert_int_equal(b.len, 50);
+    size_t len;
+    char *p = buf_detach(&b, &len);
+    assert_int_equal(len, 50);
+    assert_int_equal(p[50], '\0');
+    assert_null(b.p);
+    assert_int_equal(b.len, 0);
+    assert_int_equal(b.max, 100);
+    free(p);
+    assert_null(buf_detach(&b, &len));
+    assert_int_equal(len, 0);
+}
+
 static void test_err_str(void **state)
 {
     (void)state;
@@ -48,6 +73,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_grows_and_caps),
+        cmocka_unit_test(test_buf_reserve_and_detach),
         cmocka_unit_test(test_err_str),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
