@@ -1,0 +1,2 @@
+/* client.c -- being written. */
+#include "client/sdk.h"

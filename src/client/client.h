@@ -1,0 +1,160 @@
+/*
+ * client.h -- kplane's controller SDK: everything a control loop needs to
+ * talk to a Kubernetes API server (kplane's or any other), in the shape of
+ * client-go. A user writes a controller against sdk.h, which includes:
+ *
+ *   client.h   (this file) the client, requests and watches
+ *   informer.h, queue.h, leader.h, events.h
+ *
+ *   kc_client_t    an API client: keep-alive HTTPS connections (libcurl),
+ *                  bearer token, JSON in and out, an optional client-side
+ *                  rate limit (off by default: --kube-api-qps/-burst).
+ *   kc_watch_t     one watch stream: newline-delimited events.
+ *   kc_informer_t  list, then watch from the list's resourceVersion; relist
+ *                  on 410; a local cache with indexes; handlers for adds,
+ *                  updates and deletes; periodic resync from the cache.
+ *   kc_queue_t     the work queue: a key is queued once, handed to one
+ *                  worker at a time, retried with per-item exponential
+ *                  backoff under an overall rate limit; delayed adds.
+ *   kc_leader_t    leader election on a coordination.k8s.io/v1 Lease.
+ *   kc_recorder_t  core/v1 Events, aggregated as Kubernetes does.
+ *
+ * OWNERSHIP. Objects are jansson values. Objects a call returns through an
+ * out-parameter are the caller's (one reference; json_decref). Objects handed
+ * to handlers and returned by cache reads are SHARED and READ-ONLY: never
+ * modify one (copy it with json_deep_copy first); a handler's arguments are
+ * borrowed for the call, a cache read's results hold a reference each.
+ * Strings passed in are copied when kept.
+ *
+ * THREADS. A kc_client_t may be used from any number of threads. A watch is
+ * used by one thread at a time (kc_watch_cancel excepted). Informer handlers
+ * run on the informer's own thread, one at a time, in event order: they
+ * should only enqueue keys. Cache reads and queue calls are safe anywhere.
+ *
+ * ERRORS are KP_* codes (lib/err.h). API answers map as:
+ *   404 -> KP_ENOTFOUND   409 AlreadyExists -> KP_EEXIST
+ *   409 Conflict -> KP_ECONFLICT   410 -> KP_ECOMPACTED
+ *   400, 422 -> KP_EINVAL  413 -> KP_ETOOLARGE  429 -> KP_EBUSY
+ *   401, 403 -> KP_EINVAL (with the message)   5xx, no connection -> KP_EUNAVAILABLE
+ *   request timeout -> KP_ETIMEDOUT
+ * A call that fails with an API error may return the Status in *status
+ * (where offered) for its message.
+ */
+#ifndef KP_CLIENT_H
+#define KP_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- configuration and the client ---- */
+
+typedef struct kc_config {
+    const char *server;     /* "https://127.0.0.1:6443" */
+    const char *token;      /* bearer token, NULL for none */
+    const char *ca_pem;     /* PEM of the CA to trust; NULL: the system's */
+    const char *user_agent; /* NULL: "kplane" */
+    double qps;             /* client-side rate limit; 0: none (the default) */
+    int burst;              /* bucket size when qps > 0 */
+    int timeout_ms;         /* per request (not watches); 0: 30000 */
+} kc_config_t;
+
+/* Read a kubeconfig (current context; token and certificate-authority[-data]
+ * of its user and cluster) into *cfg. The strings it points to live in
+ * *storage, which the caller frees with json_decref(). Errors: KP_ENOTFOUND
+ * (no file), KP_EINVAL (not a kubeconfig we can use: the message in err). */
+int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *err,
+                   size_t errlen);
+
+typedef struct kc_client kc_client_t;
+
+/* *out is the caller's; free with kc_client_free() after every watch and
+ * informer on it is freed. Errors: KP_EINVAL (bad server URL), KP_ENOMEM. */
+int kc_client_new(const kc_config_t *cfg, kc_client_t **out);
+void kc_client_free(kc_client_t *c);
+
+/* Requests sent and errors seen so far (for metrics and benchmarks). */
+typedef struct kc_client_stats {
+    uint64_t requests, errors, watches;
+} kc_client_stats_t;
+void kc_client_stats(const kc_client_t *c, kc_client_stats_t *out);
+
+/* ---- resources ---- */
+
+/* A resource, as a URL names it. */
+typedef struct kc_resource {
+    const char *group;    /* "" for core */
+    const char *version;
+    const char *resource; /* plural */
+    const char *kind;
+    int namespaced;
+} kc_resource_t;
+
+extern const kc_resource_t kc_pods, kc_nodes, kc_namespaces, kc_events, kc_services,
+    kc_endpoints, kc_configmaps, kc_secrets, kc_deployments, kc_replicasets, kc_statefulsets,
+    kc_daemonsets, kc_controllerrevisions, kc_jobs, kc_leases;
+
+/* ---- requests ---- */
+
+/* GET one object. ns is ignored for cluster-scoped resources. */
+int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+           json_t **out);
+
+/* LIST, following `continue` until done; `query` is extra URL query text
+ * ("labelSelector=app%3Dweb&resourceVersion=0"), NULL for none; ns NULL or
+ * "" lists all namespaces. *out is the List (items and metadata). */
+int kc_list(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
+            json_t **out);
+
+/* POST. *out (may be NULL: not wanted) is the created object. */
+int kc_create(kc_client_t *c, const kc_resource_t *r, const char *ns, const json_t *obj,
+              json_t **out, json_t **status);
+
+/* PUT of obj (metadata.name names it; its resourceVersion, if set, is a
+ * precondition). `subresource` NULL or "status". */
+int kc_update(kc_client_t *c, const kc_resource_t *r, const char *ns, const json_t *obj,
+              const char *subresource, json_t **out, json_t **status);
+
+typedef enum kc_patch_type {
+    KC_PATCH_MERGE = 1,     /* application/merge-patch+json */
+    KC_PATCH_STRATEGIC,     /* application/strategic-merge-patch+json */
+    KC_PATCH_JSON,          /* application/json-patch+json */
+    KC_PATCH_APPLY,         /* application/apply-patch+yaml (needs a field manager) */
+} kc_patch_type_t;
+
+/* PATCH name[/subresource] with `patch`; `query` as for kc_list (e.g.
+ * "fieldManager=x&force=true"). */
+int kc_patch(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+             const char *subresource, kc_patch_type_t type, const json_t *patch,
+             const char *query, json_t **out, json_t **status);
+
+/* DELETE with DeleteOptions `opts` (NULL: none). Returns 0 also when the
+ * object is only marked (finalizers, graceful pods). */
+int kc_delete(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+              const json_t *opts, json_t **status);
+
+/* POST pods/<name>/binding to `node`. */
+int kc_bind(kc_client_t *c, const char *ns, const char *pod, const char *node);
+
+/* ---- watches ---- */
+
+typedef struct kc_watch kc_watch_t;
+
+typedef enum kc_event_type {
+    KC_ADDED = 1, KC_MODIFIED, KC_DELETED, KC_BOOKMARK,
+} kc_event_type_t;
+
+/* WATCH from resourceVersion `rv` ("" or "0" as the API defines them), with
+ * bookmarks, ending after timeout_s (0: the server's cap). */
+int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
+                  const char *rv, int timeout_s, kc_watch_t **out);
+
+/* The next event, waiting up to timeout_ms (negative: forever). On 0, *type
+ * and *obj (the caller's reference) are set. Errors: KP_ETIMEDOUT;
+ * KP_ECLOSED (the stream ended or was cancelled: re-watch from the last
+ * resourceVersion); KP_ECOMPACTED (410: relist); KP_EUNAVAILABLE. */
+int kc_watch_next(kc_watch_t *w, int timeout_ms, kc_event_type_t *type, json_t **obj);
+void kc_watch_cancel(kc_watch_t *w); /* any thread: next() returns KP_ECLOSED */
+void kc_watch_close(kc_watch_t *w);
+
+#endif

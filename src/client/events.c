@@ -1,0 +1,2 @@
+/* events.c -- being written. */
+#include "client/sdk.h"

@@ -1,0 +1,2 @@
+/* informer.c -- being written. */
+#include "client/sdk.h"

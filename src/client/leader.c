@@ -1,0 +1,2 @@
+/* leader.c -- being written. */
+#include "client/sdk.h"

@@ -1,0 +1,2 @@
+/* queue.c -- being written. */
+#include "client/sdk.h"

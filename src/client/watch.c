@@ -1,0 +1,2 @@
+/* watch.c -- being written. */
+#include "client/sdk.h"

@@ -1,0 +1,98 @@
+/*
+ * kpserver.c -- start and stop a real kplane server for the SDK tests.
+ */
+#include "kpserver.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#ifndef KPLANE_BIN
+#error "KPLANE_BIN must name the kplane binary"
+#endif
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+void kpserver_start(kpserver_t *s, const char *const *extra)
+{
+    memset(s, 0, sizeof *s);
+    s->dir = tu_tmpdir("kpserver");
+    char out[600], log[600], data[600];
+    snprintf(out, sizeof out, "%s/server.out", s->dir);
+    snprintf(log, sizeof log, "%s/server.log", s->dir);
+    snprintf(data, sizeof data, "%s/data", s->dir);
+    const char *argv[32] = {KPLANE_BIN, "server", "--data-dir", data, "--listen", "127.0.0.1:0"};
+    int argc = 6;
+    for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    if (pid < 0) abort();
+    if (pid == 0) {
+        if (!freopen(out, "w", stdout) || !freopen(log, "a", stderr)) _exit(127);
+        execv(KPLANE_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    s->pid = pid;
+    for (int i = 0; i < 400 && !s->port; i++) {
+        FILE *f = fopen(out, "r");
+        char line[1024];
+        while (f && fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, "https://127.0.0.1:");
+            if (p) s->port = (int)strtol(p + 18, NULL, 10);
+        }
+        if (f) fclose(f);
+        if (!s->port) {
+            int st;
+            if (waitpid(pid, &st, WNOHANG) == pid) {
+                fprintf(stderr, "kpserver: the server exited (see %s)\n", log);
+                abort();
+            }
+            sleep_ms(25);
+        }
+    }
+    if (!s->port) {
+        fprintf(stderr, "kpserver: no port reported (see %s)\n", log);
+        kill(pid, SIGKILL);
+        abort();
+    }
+    snprintf(s->kubeconfig, sizeof s->kubeconfig, "%s/kubeconfig", data);
+}
+
+void kpserver_kill(kpserver_t *s)
+{
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+    }
+    s->pid = 0;
+}
+
+void kpserver_stop(kpserver_t *s)
+{
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        int done = 0;
+        for (int i = 0; i < 400 && !done; i++) {
+            if (waitpid(s->pid, NULL, WNOHANG) == s->pid) done = 1;
+            else sleep_ms(25);
+        }
+        if (!done) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, NULL, 0);
+        }
+    }
+    s->pid = 0;
+    tu_rmtree(s->dir);
+    free(s->dir);
+    s->dir = NULL;
+}

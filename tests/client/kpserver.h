@@ -1,0 +1,26 @@
+/*
+ * kpserver.h -- a real `kplane server` for SDK tests: started on a free
+ * loopback port in a fresh data dir, stopped (by pid) and removed again.
+ * The binary comes from KPLANE_BIN (set by CMake).
+ */
+#ifndef KP_TEST_KPSERVER_H
+#define KP_TEST_KPSERVER_H
+
+#include <sys/types.h>
+
+typedef struct kpserver {
+    pid_t pid;
+    int port;
+    char *dir;          /* the data dir (removed by kpserver_stop) */
+    char kubeconfig[700];
+} kpserver_t;
+
+/* Start and wait until it serves (abort()s the test on failure). Extra
+ * command-line flags in `extra` (NULL-terminated, may be NULL). */
+void kpserver_start(kpserver_t *s, const char *const *extra);
+/* SIGTERM, wait (SIGKILL after 10 s), remove the data dir. */
+void kpserver_stop(kpserver_t *s);
+/* SIGKILL now (a crash), reap it; the data dir stays for a restart. */
+void kpserver_kill(kpserver_t *s);
+
+#endif

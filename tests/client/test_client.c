@@ -1,0 +1,2 @@
+/* test_client.c -- being written. */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* test_events.c -- being written. */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* test_informer.c -- being written. */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* test_leader.c -- being written. */
+int main(void) { return 0; }
