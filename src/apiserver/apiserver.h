@@ -37,6 +37,12 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out);
 /* The port the server listens on (useful with port 0). */
 int apiserver_port(const apiserver_t *s);
 
+/* Append what fn writes (*text: malloc'd Prometheus text, freed by the
+ * server) to /metrics: the components that run beside the API server in one
+ * process. NULL fn removes it; once this returns, fn is no longer called. */
+void apiserver_set_metrics_source(apiserver_t *s, int (*fn)(void *arg, char **text),
+                                  void *arg);
+
 /* Stop accepting, end open watches, wait for requests in flight, free. */
 void apiserver_stop(apiserver_t *s);
 

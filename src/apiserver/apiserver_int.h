@@ -180,6 +180,9 @@ struct apiserver {
     wc_t **caches;          /* one per built-in resource, same index */
     api_view_t *view;       /* the current view (guarded by mu), a reference */
     struct crd_ctl *crd;    /* the CRD controller (crd.c) */
+    pthread_mutex_t metrics_mu; /* held while the source below is used */
+    int (*metrics_fn)(void *arg, char **text);
+    void *metrics_arg;
     api_metrics_t *metrics;
     struct api_schema *schema; /* the API's type facts (schema.h), immutable */
 };

@@ -338,6 +338,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         return KP_ENOMEM;
     }
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->metrics_mu, NULL);
     if (!(s->metrics = api_metrics_new())) {
         rc = KP_ENOMEM;
         goto fail;
@@ -391,12 +392,21 @@ fail:
     api_schema_free(s->schema);
     api_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->metrics_mu);
     free(s->admin_token);
     free(s);
     return rc;
 }
 
 int apiserver_port(const apiserver_t *s) { return s->port; }
+
+void apiserver_set_metrics_source(apiserver_t *s, int (*fn)(void *arg, char **text), void *arg)
+{
+    pthread_mutex_lock(&s->metrics_mu);
+    s->metrics_fn = fn;
+    s->metrics_arg = arg;
+    pthread_mutex_unlock(&s->metrics_mu);
+}
 
 void apiserver_stop(apiserver_t *s)
 {
@@ -413,6 +423,7 @@ void apiserver_stop(apiserver_t *s)
     api_schema_free(s->schema);
     api_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->metrics_mu);
     free(s->admin_token);
     free(s);
 }

@@ -160,6 +160,12 @@ int api_serve_metrics(api_req_t *r)
                  "# TYPE apiserver_storage_compacted_revision gauge\n"
                  "apiserver_storage_compacted_revision %lld\n",
                  watches, (long long)st.revision, (long long)st.compact_revision);
+    pthread_mutex_lock(&r->srv->metrics_mu);
+    char *extra = NULL;
+    if (!rc && r->srv->metrics_fn && !r->srv->metrics_fn(r->srv->metrics_arg, &extra) && extra)
+        rc = buf_append(&b, extra, strlen(extra));
+    free(extra);
+    pthread_mutex_unlock(&r->srv->metrics_mu);
     if (rc) {
         buf_free(&b);
         return api_reply_error(r, rc, NULL, "metrics: %s", err_str(rc));

@@ -42,6 +42,11 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cmd_server(int argc, char **argv);
 int cmd_apiserver(int argc, char **argv);
 
+/* `kplane controller-manager|scheduler|node ...` (cmd_components.c) */
+int cmd_controller_manager(int argc, char **argv);
+int cmd_scheduler(int argc, char **argv);
+int cmd_node(int argc, char **argv);
+
 /* `kplane store [--data-dir DIR | --store URL] SUBCOMMAND ...` */
 int cmd_store(int argc, char **argv);
 /* The store help text, written to `out`. */

@@ -3,13 +3,17 @@
  * `kplane apiserver` (the API server alone).
  *
  *   kplane server    [--data-dir DIR] [--listen ADDR:PORT] [--store URL]
+ *                    [--nodes N] [--no-controllers] [--no-scheduler]
+ *                    [--kube-api-qps Q] [--kube-api-burst B]
  *   kplane apiserver  --store URL [--data-dir DIR] [--listen ADDR:PORT]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin token in DIR/admin-token (created on first start), print how to point
- * kubectl at it, and run until SIGINT or SIGTERM. For now `server` is the API
- * server on the embedded store; controllers, scheduler and nodes join it with
- * the next issues.
+ * kubectl at it, and run until SIGINT or SIGTERM. `server` also runs the
+ * controller manager, the scheduler and N simulated nodes (3 by default) in
+ * the same process, each a client of the API over HTTPS like any other (no
+ * shortcut around the API: the boundaries stay the same as when they run
+ * apart); their metrics join the API server's /metrics.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -20,6 +24,8 @@
 
 #include "apiserver/apiserver.h"
 #include "cli/cli.h"
+#include "cli/components.h"
+#include "client/client.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "store/store.h"
@@ -34,6 +40,18 @@ static void usage(FILE *out, const char *cmd)
             "  --listen ADDR:PORT where to serve (default 127.0.0.1:6443; port 0: any free)\n"
             "  --store URL        lmdb:DIR (default lmdb:<data-dir>/store)\n",
             cmd);
+    if (!strcmp(cmd, "server"))
+        fputs("  --nodes N          simulated nodes to run (default 3; 0: none)\n"
+              "  --no-controllers   do not run the controller manager\n"
+              "  --no-scheduler     do not run the scheduler\n"
+              "  --kube-api-qps Q, --kube-api-burst B\n"
+              "                     rate limit of the components' API client (default off)\n",
+              out);
+}
+
+static int components_metrics(void *arg, char **text)
+{
+    return cli_components_metrics(arg, text);
 }
 
 static int serve(const char *cmd, int argc, char **argv)
@@ -41,9 +59,19 @@ static int serve(const char *cmd, int argc, char **argv)
     static const struct option opts[] = {{"data-dir", required_argument, NULL, 'd'},
                                          {"listen", required_argument, NULL, 'l'},
                                          {"store", required_argument, NULL, 's'},
+                                         {"nodes", required_argument, NULL, 'n'},
+                                         {"no-controllers", no_argument, NULL, 'C'},
+                                         {"no-scheduler", no_argument, NULL, 'S'},
+                                         {"kube-api-qps", required_argument, NULL, 'q'},
+                                         {"kube-api-burst", required_argument, NULL, 'b'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
+    int all = !strcmp(cmd, "server");
+    cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
+    double qps = 0;
+    long burst = 0;
+    char *end;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -51,6 +79,20 @@ static int serve(const char *cmd, int argc, char **argv)
         case 'd': data_flag = optarg; break;
         case 'l': listen = optarg; break;
         case 's': url_flag = optarg; break;
+        case 'n':
+            co.nodes = (int)strtol(optarg, &end, 10);
+            if (!all || *end || co.nodes < 0) return cli_usage_error(cmd, "bad --nodes");
+            break;
+        case 'C': co.controllers = 0; break;
+        case 'S': co.scheduler = 0; break;
+        case 'q':
+            qps = strtod(optarg, &end);
+            if (*end || qps < 0) return cli_usage_error(cmd, "bad --kube-api-qps");
+            break;
+        case 'b':
+            burst = strtol(optarg, &end, 10);
+            if (*end || burst < 0) return cli_usage_error(cmd, "bad --kube-api-burst");
+            break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_usage_error(cmd, "bad option");
         }
@@ -105,6 +147,27 @@ static int serve(const char *cmd, int argc, char **argv)
     int port = apiserver_port(api);
     if ((rc = apiserver_write_kubeconfig(dir, host, port, token, tls.ca_pem)))
         log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
+    /* The components: clients of this API server like any other. */
+    kc_client_t *client = NULL;
+    cli_components_t *comps = NULL;
+    if (co.controllers || co.scheduler || co.nodes) {
+        char server[128];
+        snprintf(server, sizeof server, "https://%s:%d", host, port);
+        kc_config_t kc = {.server = server, .token = token, .ca_pem = tls.ca_pem,
+                          .user_agent = "kplane-server", .qps = qps, .burst = (int)burst};
+        if ((rc = kc_client_new(&kc, &client)) ||
+            (rc = cli_components_start(client, &co, &comps))) {
+            log_error("server", "starting the controllers, scheduler and nodes: %s",
+                      err_str(rc));
+            kc_client_free(client);
+            apiserver_stop(api);
+            apiserver_tls_free(&tls);
+            store_close(store);
+            free(token);
+            return cli_fail(rc, "starting components");
+        }
+        apiserver_set_metrics_source(api, components_metrics, comps);
+    }
     printf("kplane %s is serving on https://%s:%d; point kubectl at it with: "
            "export KUBECONFIG=%s/kubeconfig\n",
            cmd, host, port, dir);
@@ -113,6 +176,9 @@ static int serve(const char *cmd, int argc, char **argv)
     int sig = 0;
     sigwait(&stop, &sig);
     log_info("server", "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    apiserver_set_metrics_source(api, NULL, NULL);
+    cli_components_stop(comps);
+    kc_client_free(client);
     apiserver_stop(api);
     apiserver_tls_free(&tls);
     store_close(store);

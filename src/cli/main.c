@@ -29,8 +29,12 @@ static void usage(FILE *out)
           "A Kubernetes-compatible control plane.\n"
           "\n"
           "Commands:\n"
-          "  server    run the control plane (API server on the embedded store)\n"
+          "  server    run the control plane: API server, embedded store, controllers,\n"
+          "            scheduler and simulated nodes, in one process\n"
           "  apiserver run the API server alone on a given store\n"
+          "  controller-manager  run the controllers against a kubeconfig\n"
+          "  scheduler run the scheduler against a kubeconfig\n"
+          "  node      run simulated nodes against a kubeconfig\n"
           "  store     read, write, watch and maintain the local store\n"
           "  version   print the kplane version\n"
           "\n"
@@ -137,6 +141,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "store")) return cmd_store(argc - 1, argv + 1);
     if (!strcmp(cmd, "server")) return cmd_server(argc - 1, argv + 1);
     if (!strcmp(cmd, "apiserver")) return cmd_apiserver(argc - 1, argv + 1);
+    if (!strcmp(cmd, "controller-manager")) return cmd_controller_manager(argc - 1, argv + 1);
+    if (!strcmp(cmd, "scheduler")) return cmd_scheduler(argc - 1, argv + 1);
+    if (!strcmp(cmd, "node")) return cmd_node(argc - 1, argv + 1);
 
     return cli_usage_error(NULL, "unknown command '%s'", cmd);
 }

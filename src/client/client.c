@@ -1,2 +1,840 @@
-/* client.c -- being written. */
-#include "client/sdk.h"
+/*
+ * client.c -- the API client: kubeconfig loading, the resource table and
+ * the request verbs (GET, LIST with continue, POST, PUT, PATCH, DELETE,
+ * pods/binding) over libcurl.
+ *
+ * Why this shape. A libcurl easy handle is the unit of one transfer at a
+ * time and keeps its own connection cache, so "one handle per request in
+ * flight" is the simple correct threading model; a mutex-protected free
+ * list of idle handles makes the next request on any thread reuse a
+ * keep-alive connection (and its TLS session) instead of handshaking again.
+ * Watches (watch.c) need their own handles on a multi, so they do not use
+ * the pool.
+ *
+ * Invariants:
+ *  1. A handle is either in c->pool (idle, owned by the client) or held by
+ *     exactly one request; c->npool <= KC__POOL_MAX.
+ *  2. Every request passes kc__rate_wait() once before it is sent, and is
+ *     counted once in c->requests, and once in c->errors when it fails.
+ *  3. Out-parameters are NULL on every failure; *status is set only for an
+ *     answer from the server (never for transport errors).
+ *
+ * Threads: every function here may be called from any thread at once; the
+ * client's mutable parts are the pool (pool_mu), the token bucket (rl_mu)
+ * and the atomic counters. Nothing else changes after kc_client_new().
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/client_int.h"
+#include "lib/base64.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/yamljson.h"
+
+#define KC_LIST_PAGE      500
+#define KC_CONFIG_MAX     (16u << 20) /* cap on a kubeconfig and files it names */
+#define KC_CONFIG_DEPTH   64
+#define KC_CONFIG_NODES   (1u << 20)
+
+/* ---- resources ---- */
+
+const kc_resource_t kc_pods = {"", "v1", "pods", "Pod", 1};
+const kc_resource_t kc_nodes = {"", "v1", "nodes", "Node", 0};
+const kc_resource_t kc_namespaces = {"", "v1", "namespaces", "Namespace", 0};
+const kc_resource_t kc_events = {"", "v1", "events", "Event", 1};
+const kc_resource_t kc_services = {"", "v1", "services", "Service", 1};
+const kc_resource_t kc_endpoints = {"", "v1", "endpoints", "Endpoints", 1};
+const kc_resource_t kc_configmaps = {"", "v1", "configmaps", "ConfigMap", 1};
+const kc_resource_t kc_secrets = {"", "v1", "secrets", "Secret", 1};
+const kc_resource_t kc_deployments = {"apps", "v1", "deployments", "Deployment", 1};
+const kc_resource_t kc_replicasets = {"apps", "v1", "replicasets", "ReplicaSet", 1};
+const kc_resource_t kc_statefulsets = {"apps", "v1", "statefulsets", "StatefulSet", 1};
+const kc_resource_t kc_daemonsets = {"apps", "v1", "daemonsets", "DaemonSet", 1};
+const kc_resource_t kc_controllerrevisions = {"apps", "v1", "controllerrevisions",
+                                              "ControllerRevision", 1};
+const kc_resource_t kc_jobs = {"batch", "v1", "jobs", "Job", 1};
+const kc_resource_t kc_leases = {"coordination.k8s.io", "v1", "leases", "Lease", 1};
+
+/* ---- kubeconfig ---- */
+
+static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+    if (err && errlen) snprintf(err, errlen, fmt, a, b);
+}
+
+/* Read a whole file (at most KC_CONFIG_MAX bytes), NUL-terminated; the
+ * caller frees *data. Errors: KP_ENOTFOUND, KP_EIO, KP_ETOOLARGE, KP_ENOMEM. */
+static int read_file(const char *path, char **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT || errno == ENOTDIR ? KP_ENOTFOUND : KP_EIO;
+    buf_t b;
+    buf_init(&b, KC_CONFIG_MAX);
+    char chunk[8192];
+    size_t n;
+    int rc = buf_append(&b, "", 0);
+    while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0) rc = buf_append(&b, chunk, n);
+    if (!rc && ferror(f)) rc = KP_EIO;
+    fclose(f);
+    if (rc) {
+        buf_free(&b);
+        return rc;
+    }
+    *data = buf_detach(&b, len);
+    return 0;
+}
+
+/* The entry named `name` in the list doc[list] ({name, <field>: {...}}):
+ * its <field> object, or NULL. */
+static json_t *find_named(json_t *doc, const char *list, const char *name, const char *field)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach (json_object_get(doc, list), i, e) {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        json_t *v = json_object_get(e, field);
+        if (n && !strcmp(n, name) && json_is_object(v)) return v;
+    }
+    return NULL;
+}
+
+/* A path from a kubeconfig: relative ones are relative to its directory. */
+static void resolve_path(const char *kubeconfig, const char *p, char *out, size_t n)
+{
+    const char *slash = strrchr(kubeconfig, '/');
+    if (p[0] == '/' || !slash) snprintf(out, n, "%s", p);
+    else snprintf(out, n, "%.*s/%s", (int)(slash - kubeconfig), kubeconfig, p);
+}
+
+/* Read the file a kubeconfig names and keep its text in store[key]. */
+static int store_file(json_t *store, const char *key, const char *kubeconfig, const char *p,
+                      int trim, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    resolve_path(kubeconfig, p, path, sizeof path);
+    char *data = NULL;
+    size_t len = 0;
+    int rc = read_file(path, &data, &len);
+    if (rc) {
+        set_err(err, errlen, "cannot read %s: %s", path, err_str(rc));
+        return rc == KP_ENOMEM ? rc : KP_EINVAL;
+    }
+    while (trim && len && strchr(" \t\r\n", data[len - 1])) len--;
+    json_t *s = json_stringn(data, len);
+    free(data);
+    if (!s) {
+        set_err(err, errlen, "%s is not text%s", path, "");
+        return KP_EINVAL;
+    }
+    json_object_set_new(store, key, s);
+    return 0;
+}
+
+static int load_doc(json_t *doc, const char *path, json_t *store, char *err, size_t errlen)
+{
+    if (!json_is_object(doc)) {
+        set_err(err, errlen, "%s: not a kubeconfig (not a mapping)%s", path, "");
+        return KP_EINVAL;
+    }
+    const char *cur = json_string_value(json_object_get(doc, "current-context"));
+    if (!cur || !*cur) {
+        set_err(err, errlen, "%s: no current-context%s", path, "");
+        return KP_EINVAL;
+    }
+    json_t *ctx = find_named(doc, "contexts", cur, "context");
+    if (!ctx) {
+        set_err(err, errlen, "%s: context \"%s\" not found", path, cur);
+        return KP_EINVAL;
+    }
+    const char *cname = json_string_value(json_object_get(ctx, "cluster"));
+    json_t *cl = cname ? find_named(doc, "clusters", cname, "cluster") : NULL;
+    if (!cl) {
+        set_err(err, errlen, "%s: the cluster of context \"%s\" is not defined", path, cur);
+        return KP_EINVAL;
+    }
+    const char *server = json_string_value(json_object_get(cl, "server"));
+    if (!server || !*server) {
+        set_err(err, errlen, "%s: cluster \"%s\" has no server", path, cname);
+        return KP_EINVAL;
+    }
+    json_object_set_new(store, "server", json_string(server));
+
+    int rc = 0;
+    const char *cad = json_string_value(json_object_get(cl, "certificate-authority-data"));
+    const char *caf = json_string_value(json_object_get(cl, "certificate-authority"));
+    if (cad && *cad) {
+        size_t n = strlen(cad), outlen = 0;
+        char *pem = malloc(n / 4 * 3 + 4);
+        if (!pem) return KP_ENOMEM;
+        rc = base64_decode(cad, n, pem, n / 4 * 3 + 3, &outlen);
+        json_t *s = rc ? NULL : json_stringn(pem, outlen);
+        free(pem);
+        if (!s) {
+            set_err(err, errlen, "%s: certificate-authority-data of \"%s\" is not base64 PEM",
+                    path, cname);
+            return KP_EINVAL;
+        }
+        json_object_set_new(store, "ca_pem", s);
+    } else if (caf && *caf) {
+        if ((rc = store_file(store, "ca_pem", path, caf, 0, err, errlen))) return rc;
+    }
+    json_t *ins = json_object_get(cl, "insecure-skip-tls-verify");
+    const char *inss = json_string_value(ins);
+    json_object_set_new(store, "insecure",
+                        json_boolean(json_is_true(ins) || (inss && !strcmp(inss, "true"))));
+
+    const char *uname = json_string_value(json_object_get(ctx, "user"));
+    if (!uname || !*uname) return 0; /* no credentials: anonymous */
+    json_t *u = find_named(doc, "users", uname, "user");
+    if (!u) {
+        set_err(err, errlen, "%s: user \"%s\" is not defined", path, uname);
+        return KP_EINVAL;
+    }
+    const char *tok = json_string_value(json_object_get(u, "token"));
+    const char *tokf = json_string_value(json_object_get(u, "tokenFile"));
+    if (tok && *tok) json_object_set_new(store, "token", json_string(tok));
+    else if (tokf && *tokf) rc = store_file(store, "token", path, tokf, 1, err, errlen);
+    else if (json_object_get(u, "client-certificate-data") ||
+             json_object_get(u, "client-certificate") || json_object_get(u, "exec") ||
+             json_object_get(u, "auth-provider")) {
+        set_err(err, errlen, "%s: user \"%s\" needs client certificates or a plugin; "
+                "only tokens are supported", path, uname);
+        rc = KP_EINVAL;
+    }
+    return rc;
+}
+
+int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *err,
+                   size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    *storage = NULL;
+    if (err && errlen) err[0] = '\0';
+    char def[PATH_MAX];
+    if (!path || !*path) {
+        const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+        if (env && *env) snprintf(def, sizeof def, "%.*s", (int)strcspn(env, ":"), env);
+        else snprintf(def, sizeof def, "%s/.kube/config", home ? home : "");
+        path = def;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    json_t *doc = NULL, *store = NULL;
+    int rc = read_file(path, &text, &len);
+    if (rc) {
+        set_err(err, errlen, "%s: %s", path, err_str(rc));
+        return rc;
+    }
+    char yerr[256] = "";
+    rc = yaml_to_json(text, len, KC_CONFIG_DEPTH, KC_CONFIG_NODES, &doc, yerr, sizeof yerr);
+    free(text);
+    if (rc) {
+        set_err(err, errlen, "%s: %s", path, yerr[0] ? yerr : err_str(rc));
+        return rc == KP_ENOMEM ? rc : KP_EINVAL;
+    }
+    if (!(store = json_object())) {
+        rc = KP_ENOMEM;
+        goto fail;
+    }
+    if ((rc = load_doc(doc, path, store, err, errlen))) goto fail;
+    json_decref(doc);
+    cfg->server = json_string_value(json_object_get(store, "server"));
+    cfg->token = json_string_value(json_object_get(store, "token"));
+    cfg->ca_pem = json_string_value(json_object_get(store, "ca_pem"));
+    cfg->insecure = json_is_true(json_object_get(store, "insecure"));
+    *storage = store;
+    return 0;
+fail:
+    json_decref(store);
+    json_decref(doc);
+    return rc;
+}
+
+/* ---- the client ---- */
+
+int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
+{
+    *out = NULL;
+    const char *s = cfg ? cfg->server : NULL;
+    if (!s || (strncmp(s, "http://", 7) && strncmp(s, "https://", 8))) return KP_EINVAL;
+    const char *host = strstr(s, "://") + 3;
+    if (!*host || *host == '/' || strpbrk(s, " \t\r\n")) return KP_EINVAL;
+    if (cfg->token && strpbrk(cfg->token, "\r\n")) return KP_EINVAL;
+    if (cfg->qps < 0 || cfg->timeout_ms < 0) return KP_EINVAL;
+
+    kc_client_t *c = calloc(1, sizeof *c);
+    if (!c) return KP_ENOMEM;
+    int mu1 = 0, mu2 = 0, rc = KP_ENOMEM;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) goto fail_nocurl;
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '/') n--;
+    if (!(c->server = strndup(s, n))) goto fail;
+    if (cfg->token && *cfg->token) {
+        size_t hn = strlen(cfg->token) + 32;
+        if (!(c->auth_header = malloc(hn))) goto fail;
+        snprintf(c->auth_header, hn, "Authorization: Bearer %s", cfg->token);
+    }
+    if (cfg->ca_pem && *cfg->ca_pem) {
+        if (!(c->ca_pem = strdup(cfg->ca_pem))) goto fail;
+        c->ca_len = strlen(c->ca_pem);
+    }
+    if (!(c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "kplane"))) goto fail;
+    c->insecure = cfg->insecure;
+    c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : KC__DEFAULT_TIMEOUT_MS;
+    c->qps = cfg->qps;
+    c->burst = cfg->burst >= 1 ? cfg->burst : 1;
+    c->tokens = c->burst;
+    c->rl_last_ns = clock_mono_ns();
+    if (pthread_mutex_init(&c->rl_mu, NULL)) goto fail;
+    mu1 = 1;
+    if (pthread_mutex_init(&c->pool_mu, NULL)) goto fail;
+    mu2 = 1;
+    *out = c;
+    return 0;
+fail:
+    curl_global_cleanup();
+fail_nocurl:
+    if (mu1) pthread_mutex_destroy(&c->rl_mu);
+    if (mu2) pthread_mutex_destroy(&c->pool_mu);
+    free(c->server);
+    free(c->auth_header);
+    free(c->ca_pem);
+    free(c->user_agent);
+    free(c);
+    return rc;
+}
+
+void kc_client_free(kc_client_t *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->npool; i++) curl_easy_cleanup(c->pool[i]);
+    pthread_mutex_destroy(&c->rl_mu);
+    pthread_mutex_destroy(&c->pool_mu);
+    free(c->server);
+    free(c->auth_header);
+    free(c->ca_pem);
+    free(c->user_agent);
+    free(c);
+    curl_global_cleanup();
+}
+
+void kc_client_stats(const kc_client_t *c, kc_client_stats_t *out)
+{
+    out->requests = atomic_load(&((kc_client_t *)c)->requests);
+    out->errors = atomic_load(&((kc_client_t *)c)->errors);
+    out->watches = atomic_load(&((kc_client_t *)c)->watches);
+}
+
+/* ---- internals shared with watch.c ---- */
+
+CURL *kc__easy_get(kc_client_t *c)
+{
+    CURL *h = NULL;
+    pthread_mutex_lock(&c->pool_mu);
+    if (c->npool) h = c->pool[--c->npool];
+    pthread_mutex_unlock(&c->pool_mu);
+    if (h) curl_easy_reset(h);
+    else h = curl_easy_init();
+    return h;
+}
+
+void kc__easy_put(kc_client_t *c, CURL *h)
+{
+    if (!h) return;
+    pthread_mutex_lock(&c->pool_mu);
+    if (c->npool < KC__POOL_MAX) {
+        c->pool[c->npool++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&c->pool_mu);
+    if (h) curl_easy_cleanup(h);
+}
+
+int kc__easy_setup(kc_client_t *c, CURL *h, const char *url, const char *ctype,
+                   struct curl_slist **hdrs)
+{
+    *hdrs = NULL;
+    struct curl_slist *l = curl_slist_append(NULL, "Accept: application/json");
+    struct curl_slist *t = l;
+    /* No "Expect: 100-continue" round trip before large bodies. */
+    if (t) t = curl_slist_append(l, "Expect:");
+    if (t && c->auth_header) t = curl_slist_append(l, c->auth_header);
+    if (t && ctype) {
+        char ct[128];
+        snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+        t = curl_slist_append(l, ct);
+    }
+    if (!t) {
+        curl_slist_free_all(l);
+        return KP_ENOMEM;
+    }
+    CURLcode cc = curl_easy_setopt(h, CURLOPT_URL, url);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (!cc && c->ca_pem) {
+        struct curl_blob blob = {c->ca_pem, c->ca_len, CURL_BLOB_COPY};
+        cc = curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (!cc && c->insecure) {
+        cc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        if (!cc) cc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (cc) {
+        curl_slist_free_all(l);
+        return cc == CURLE_OUT_OF_MEMORY ? KP_ENOMEM : KP_EINVAL;
+    }
+    *hdrs = l;
+    return 0;
+}
+
+int kc__escape(buf_t *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int rc = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            rc = buf_append(b, p, 1);
+        } else {
+            char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+            rc = buf_append(b, e, 3);
+        }
+    }
+    return rc;
+}
+
+int kc__url(const kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+            const char *sub, const char *query, buf_t *url)
+{
+    buf_init(url, KC__URL_MAX);
+    char gv[256];
+    if (r->group && *r->group) snprintf(gv, sizeof gv, "/apis/%s/%s", r->group, r->version);
+    else snprintf(gv, sizeof gv, "/api/%s", r->version);
+    int rc = buf_append(url, c->server, strlen(c->server));
+    if (!rc) rc = buf_append(url, gv, strlen(gv));
+    if (!rc && r->namespaced && ns && *ns) {
+        rc = buf_append(url, "/namespaces/", 12);
+        if (!rc) rc = kc__escape(url, ns);
+    }
+    if (!rc) rc = buf_append(url, "/", 1);
+    if (!rc) rc = buf_append(url, r->resource, strlen(r->resource));
+    if (!rc && name) {
+        rc = buf_append(url, "/", 1);
+        if (!rc) rc = kc__escape(url, name);
+    }
+    if (!rc && sub && *sub) {
+        rc = buf_append(url, "/", 1);
+        if (!rc) rc = buf_append(url, sub, strlen(sub));
+    }
+    if (!rc && query && *query) {
+        rc = buf_append(url, "?", 1);
+        if (!rc) rc = buf_append(url, query, strlen(query));
+    }
+    if (rc) buf_free(url);
+    return rc;
+}
+
+void kc__rate_wait(kc_client_t *c)
+{
+    if (c->qps <= 0) return;
+    pthread_mutex_lock(&c->rl_mu);
+    int64_t now = clock_mono_ns();
+    c->tokens += (double)(now - c->rl_last_ns) / 1e9 * c->qps;
+    if (c->tokens > c->burst) c->tokens = c->burst;
+    c->rl_last_ns = now;
+    c->tokens -= 1;
+    double wait_s = c->tokens < 0 ? -c->tokens / c->qps : 0;
+    pthread_mutex_unlock(&c->rl_mu);
+    if (wait_s > 0) {
+        struct timespec ts = {(time_t)wait_s, (long)((wait_s - (double)(time_t)wait_s) * 1e9)};
+        while (nanosleep(&ts, &ts) && errno == EINTR) {
+        }
+    }
+}
+
+int kc__http_err(long code, const json_t *status)
+{
+    if (code >= 200 && code < 300) return 0;
+    switch (code) {
+    case 404: return KP_ENOTFOUND;
+    case 409: {
+        const char *reason = json_string_value(json_object_get(status, "reason"));
+        return reason && !strcmp(reason, "AlreadyExists") ? KP_EEXIST : KP_ECONFLICT;
+    }
+    case 410: return KP_ECOMPACTED;
+    case 413: return KP_ETOOLARGE;
+    case 429: return KP_EBUSY;
+    }
+    if (code >= 500 || code < 100) return KP_EUNAVAILABLE;
+    return KP_EINVAL; /* 400, 401, 403, 405, 415, 422, ... */
+}
+
+int kc__curl_err(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_OK: return 0;
+    case CURLE_OPERATION_TIMEDOUT: return KP_ETIMEDOUT;
+    case CURLE_OUT_OF_MEMORY: return KP_ENOMEM;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL: return KP_EINVAL;
+    default: return KP_EUNAVAILABLE; /* no connection, TLS, reset, ... */
+    }
+}
+
+/* ---- one request ---- */
+
+typedef struct req {
+    const char *method; /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+    const char *url;
+    const char *ctype; /* Content-Type of body, NULL when no body */
+    const char *body;
+    size_t blen;
+    json_t **out;    /* the 2xx body, parsed; NULL: not wanted */
+    json_t **status; /* the error body, parsed; NULL: not wanted */
+} req_t;
+
+typedef struct sink {
+    buf_t b;
+    int rc; /* why the write callback refused */
+} sink_t;
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+    sink_t *s = arg;
+    int rc = buf_append(&s->b, p, size * n);
+    if (rc) {
+        s->rc = rc;
+        return 0; /* != size * n: curl stops with CURLE_WRITE_ERROR */
+    }
+    return size * n;
+}
+
+/* A Status for an error answer whose body is not one (a proxy's HTML). */
+static json_t *status_of(long code, const char *body, size_t len)
+{
+    json_t *st = body ? json_loadb(body, len, 0, NULL) : NULL;
+    if (json_is_object(st)) return st;
+    json_decref(st);
+    return json_pack("{s:s,s:s,s:{},s:s,s:s%,s:I}", "kind", "Status", "apiVersion", "v1",
+                     "metadata", "status", "Failure", "message", body ? body : "",
+                     body ? (len > 1024 ? 1024 : len) : 0, "code", (json_int_t)code);
+}
+
+static int do_request(kc_client_t *c, const req_t *q)
+{
+    if (q->out) *q->out = NULL;
+    if (q->status) *q->status = NULL;
+    kc__rate_wait(c);
+    atomic_fetch_add(&c->requests, 1);
+    struct curl_slist *hdrs = NULL;
+    sink_t sink = {.rc = 0};
+    buf_init(&sink.b, KC__BODY_MAX);
+    long code = 0;
+    CURL *h = kc__easy_get(c);
+    int rc = h ? kc__easy_setup(c, h, q->url, q->ctype, &hdrs) : KP_ENOMEM;
+    if (rc) goto done;
+    CURLcode cc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    if (!cc && strcmp(q->method, "GET")) cc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, q->method);
+    if (!cc && q->body) {
+        cc = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->blen);
+        if (!cc) cc = curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body);
+    }
+    if (!cc) cc = curl_easy_perform(h);
+    if (cc) {
+        rc = sink.rc ? sink.rc : kc__curl_err(cc);
+        log_debug("client", "%s %s: %s", q->method, q->url, curl_easy_strerror(cc));
+        goto done;
+    }
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    if (code >= 200 && code < 300) {
+        if (q->out) {
+            json_error_t jerr;
+            *q->out = sink.b.p ? json_loadb(sink.b.p, sink.b.len, 0, &jerr) : NULL;
+            if (!json_is_object(*q->out)) {
+                json_decref(*q->out);
+                *q->out = NULL;
+                rc = KP_ECORRUPT;
+            }
+        }
+        goto done;
+    }
+    json_t *st = status_of(code, sink.b.p, sink.b.len);
+    rc = kc__http_err(code, st);
+    log_debug("client", "%s %s: HTTP %ld: %s", q->method, q->url, code,
+              json_string_value(json_object_get(st, "message")));
+    if (q->status) *q->status = st;
+    else json_decref(st);
+done:
+    curl_slist_free_all(hdrs);
+    kc__easy_put(c, h);
+    buf_free(&sink.b);
+    if (rc) atomic_fetch_add(&c->errors, 1);
+    return rc;
+}
+
+/* The namespace a request on r goes to: ns, else obj's, else none (an error
+ * for a namespaced resource). */
+static int pick_ns(const kc_resource_t *r, const char *ns, const json_t *obj, const char **res)
+{
+    *res = NULL;
+    if (!r || !r->resource || !r->version) return KP_EINVAL;
+    if (!r->namespaced) return 0;
+    if (ns && *ns) {
+        *res = ns;
+        return 0;
+    }
+    const char *o = json_string_value(json_object_get(json_object_get(obj, "metadata"),
+                                                      "namespace"));
+    if (o && *o) {
+        *res = o;
+        return 0;
+    }
+    return KP_EINVAL;
+}
+
+/* Serialise, send, and parse. */
+static int send_json(kc_client_t *c, const char *method, const buf_t *url, const char *ctype,
+                     const json_t *body, json_t **out, json_t **status)
+{
+    char *js = NULL;
+    if (body && !(js = json_dumps(body, JSON_COMPACT))) {
+        if (out) *out = NULL;
+        if (status) *status = NULL;
+        return KP_ENOMEM;
+    }
+    req_t q = {method, url->p, js ? ctype : NULL, js, js ? strlen(js) : 0, out, status};
+    int rc = do_request(c, &q);
+    free(js);
+    return rc;
+}
+
+/* ---- the verbs ---- */
+
+int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+           json_t **out)
+{
+    *out = NULL;
+    const char *n = NULL;
+    int rc = pick_ns(r, ns, NULL, &n);
+    if (rc || !name || !*name) return KP_EINVAL;
+    buf_t url;
+    if ((rc = kc__url(c, r, n, name, NULL, NULL, &url))) return rc;
+    req_t q = {"GET", url.p, NULL, NULL, 0, out, NULL};
+    rc = do_request(c, &q);
+    buf_free(&url);
+    return rc;
+}
+
+/* Is parameter `name` in query text q? */
+static int has_param(const char *q, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = q; p && *p; p = strchr(p, '&'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == '=') return 1;
+    return 0;
+}
+
+/* The query of one LIST page: limit (unless the caller set one), the
+ * caller's query (without resourceVersion[Match] after the first page: the
+ * continue token carries the snapshot), and continue. */
+static int page_query(buf_t *b, const char *query, const char *cont)
+{
+    buf_init(b, KC__URL_MAX);
+    int rc = buf_append(b, "", 0);
+    if (!rc && !has_param(query, "limit")) {
+        char lim[32];
+        snprintf(lim, sizeof lim, "limit=%d", KC_LIST_PAGE);
+        rc = buf_append(b, lim, strlen(lim));
+    }
+    for (const char *p = query; !rc && p && *p;) {
+        size_t n = strcspn(p, "&");
+        int skip = n == 0 || (cont && (!strncmp(p, "resourceVersion=", 16) ||
+                                       !strncmp(p, "resourceVersionMatch=", 21)));
+        if (!skip && b->len) rc = buf_append(b, "&", 1);
+        if (!skip && !rc) rc = buf_append(b, p, n);
+        p = p[n] ? p + n + 1 : NULL;
+    }
+    if (!rc && cont) {
+        rc = buf_append(b, b->len ? "&continue=" : "continue=", b->len ? 10 : 9);
+        if (!rc) rc = kc__escape(b, cont);
+    }
+    if (rc) buf_free(b);
+    return rc;
+}
+
+int kc_list(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
+            json_t **out)
+{
+    *out = NULL;
+    if (!r || !r->resource || !r->version) return KP_EINVAL;
+    json_t *list = NULL, *page = NULL;
+    char *cont = NULL, *next = NULL;
+    int rc;
+    do {
+        buf_t qb, url;
+        if ((rc = page_query(&qb, query, cont))) goto fail;
+        rc = kc__url(c, r, ns, NULL, NULL, qb.p, &url);
+        buf_free(&qb);
+        if (rc) goto fail;
+        req_t q = {"GET", url.p, NULL, NULL, 0, &page, NULL};
+        rc = do_request(c, &q);
+        buf_free(&url);
+        if (rc) goto fail;
+        json_t *items = json_object_get(page, "items");
+        if (items && !json_is_array(items) && !json_is_null(items)) {
+            rc = KP_ECORRUPT;
+            goto fail;
+        }
+        const char *pc = json_string_value(json_object_get(json_object_get(page, "metadata"),
+                                                           "continue"));
+        if (pc && *pc && !(next = strdup(pc))) {
+            rc = KP_ENOMEM;
+            goto fail;
+        }
+        if (cont && next && !strcmp(cont, next)) {
+            rc = KP_ECORRUPT; /* the same page again: a server that loops */
+            goto fail;
+        }
+        if (!list) {
+            /* The first page's metadata stays: its resourceVersion is the
+             * snapshot every later page continues. */
+            list = page;
+            if (!json_is_array(items)) json_object_set_new(list, "items", json_array());
+        } else {
+            if (json_is_array(items) && json_array_extend(json_object_get(list, "items"), items)) {
+                rc = KP_ENOMEM;
+                goto fail;
+            }
+            json_decref(page);
+        }
+        page = NULL;
+        free(cont);
+        cont = next;
+        next = NULL;
+    } while (cont);
+    json_t *md = json_object_get(list, "metadata");
+    json_object_del(md, "continue");
+    json_object_del(md, "remainingItemCount");
+    *out = list;
+    return 0;
+fail:
+    free(cont);
+    free(next);
+    json_decref(page);
+    json_decref(list);
+    return rc;
+}
+
+int kc_create(kc_client_t *c, const kc_resource_t *r, const char *ns, const json_t *obj,
+              json_t **out, json_t **status)
+{
+    if (out) *out = NULL;
+    if (status) *status = NULL;
+    const char *n = NULL;
+    int rc = pick_ns(r, ns, obj, &n);
+    if (rc || !json_is_object(obj)) return KP_EINVAL;
+    buf_t url;
+    if ((rc = kc__url(c, r, n, NULL, NULL, NULL, &url))) return rc;
+    rc = send_json(c, "POST", &url, "application/json", obj, out, status);
+    buf_free(&url);
+    return rc;
+}
+
+int kc_update(kc_client_t *c, const kc_resource_t *r, const char *ns, const json_t *obj,
+              const char *subresource, json_t **out, json_t **status)
+{
+    if (out) *out = NULL;
+    if (status) *status = NULL;
+    const char *n = NULL;
+    int rc = pick_ns(r, ns, obj, &n);
+    const char *name =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    if (rc || !name || !*name) return KP_EINVAL;
+    buf_t url;
+    if ((rc = kc__url(c, r, n, name, subresource, NULL, &url))) return rc;
+    rc = send_json(c, "PUT", &url, "application/json", obj, out, status);
+    buf_free(&url);
+    return rc;
+}
+
+int kc_patch(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+             const char *subresource, kc_patch_type_t type, const json_t *patch,
+             const char *query, json_t **out, json_t **status)
+{
+    if (out) *out = NULL;
+    if (status) *status = NULL;
+    const char *ctype = NULL;
+    switch (type) {
+    case KC_PATCH_MERGE: ctype = "application/merge-patch+json"; break;
+    case KC_PATCH_STRATEGIC: ctype = "application/strategic-merge-patch+json"; break;
+    case KC_PATCH_JSON: ctype = "application/json-patch+json"; break;
+    case KC_PATCH_APPLY: ctype = "application/apply-patch+yaml"; break; /* JSON is YAML */
+    }
+    const char *n = NULL;
+    int rc = pick_ns(r, ns, NULL, &n);
+    if (rc || !ctype || !name || !*name || !patch) return KP_EINVAL;
+    /* Server-side apply needs a field manager: the user agent unless given. */
+    buf_t qb;
+    buf_init(&qb, KC__URL_MAX);
+    rc = buf_append(&qb, "", 0);
+    if (!rc && type == KC_PATCH_APPLY && !has_param(query, "fieldManager")) {
+        rc = buf_append(&qb, "fieldManager=", 13);
+        if (!rc) rc = kc__escape(&qb, c->user_agent);
+    }
+    if (!rc && query && *query) {
+        if (qb.len) rc = buf_append(&qb, "&", 1);
+        if (!rc) rc = buf_append(&qb, query, strlen(query));
+    }
+    buf_t url;
+    if (!rc) rc = kc__url(c, r, n, name, subresource, qb.p, &url);
+    buf_free(&qb);
+    if (rc) return rc;
+    rc = send_json(c, "PATCH", &url, ctype, patch, out, status);
+    buf_free(&url);
+    return rc;
+}
+
+int kc_delete(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+              const json_t *opts, json_t **status)
+{
+    if (status) *status = NULL;
+    const char *n = NULL;
+    int rc = pick_ns(r, ns, NULL, &n);
+    if (rc || !name || !*name) return KP_EINVAL;
+    buf_t url;
+    if ((rc = kc__url(c, r, n, name, NULL, NULL, &url))) return rc;
+    rc = send_json(c, "DELETE", &url, "application/json", opts, NULL, status);
+    buf_free(&url);
+    return rc;
+}
+
+int kc_bind(kc_client_t *c, const char *ns, const char *pod, const char *node)
+{
+    if (!ns || !*ns || !pod || !*pod || !node || !*node) return KP_EINVAL;
+    json_t *b = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
+                          "Binding", "metadata", "name", pod, "namespace", ns, "target",
+                          "apiVersion", "v1", "kind", "Node", "name", node);
+    if (!b) return KP_ENOMEM;
+    buf_t url;
+    int rc = kc__url(c, &kc_pods, ns, pod, "binding", NULL, &url);
+    if (!rc) {
+        rc = send_json(c, "POST", &url, "application/json", b, NULL, NULL);
+        buf_free(&url);
+    }
+    json_decref(b);
+    return rc;
+}

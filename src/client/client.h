@@ -57,6 +57,8 @@ typedef struct kc_config {
     double qps;             /* client-side rate limit; 0: none (the default) */
     int burst;              /* bucket size when qps > 0 */
     int timeout_ms;         /* per request (not watches); 0: 30000 */
+    int insecure;           /* 1: do not verify the server's certificate
+                               (kubeconfig insecure-skip-tls-verify) */
 } kc_config_t;
 
 /* Read a kubeconfig (current context; token and certificate-authority[-data]

@@ -1,2 +1,431 @@
-/* test_leader.c -- being written. */
-int main(void) { return 0; }
+/*
+ * test_leader.c -- leader election (src/client/leader.c) against a real
+ * kplane server.
+ *
+ * What it proves:
+ *  - A lone candidate creates the Lease and leads: holderIdentity
+ *    "<hostname>_<uuid>", leaseDurationSeconds rounded up, MicroTime
+ *    acquireTime/renewTime, renewals every retry period; stopping releases
+ *    the Lease (holderIdentity "", leaseDurationSeconds 1).
+ *  - Two candidates never lead at the same time (sampled every 10 ms), one
+ *    leads throughout, and stopping the leader hands over within about a
+ *    retry period (leaseTransitions 1).
+ *  - A Lease held by a silent holder is taken over only after it has not
+ *    changed for the record's lease duration by the candidate's own clock,
+ *    whatever its renewTime says.
+ *  - A stolen Lease (another holder written with kc_update) makes the leader
+ *    stop at its next renewal; it leads again once the thief goes silent.
+ *  - A leader that cannot reach the server stops leading within the renew
+ *    deadline (is_leader by the clock, then on_stopped).
+ *  - Bad configurations are refused.
+ *
+ * Threads never call cmocka asserts: callbacks count, the main thread asserts.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "client/leader.h"
+#include "kpserver.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+
+#define LEASE_MS 1000
+#define RENEW_MS 700
+#define RETRY_MS 200
+
+typedef struct fx {
+    kpserver_t s;
+    kc_config_t cfg;
+    json_t *storage;
+    kc_client_t *c;
+} fx_t;
+
+static int fx_setup(void **state)
+{
+    fx_t *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    kpserver_start(&f->s, NULL);
+    char err[256];
+    if (kc_config_load(f->s.kubeconfig, &f->cfg, &f->storage, err, sizeof err)) {
+        fprintf(stderr, "kc_config_load: %s\n", err);
+        return -1;
+    }
+    if (kc_client_new(&f->cfg, &f->c)) return -1;
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    fx_t *f = *state;
+    kc_client_free(f->c);
+    json_decref(f->storage);
+    kpserver_stop(&f->s);
+    free(f);
+    return 0;
+}
+
+static double now_ms(void) { return (double)clock_mono_ns() / 1e6; }
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct cand {
+    atomic_int started, stopped;
+} cand_t;
+
+static void on_started(void *arg) { atomic_fetch_add(&((cand_t *)arg)->started, 1); }
+static void on_stopped(void *arg) { atomic_fetch_add(&((cand_t *)arg)->stopped, 1); }
+
+static kc_leader_config_t config(const char *name, const char *identity, cand_t *cand)
+{
+    kc_leader_config_t cfg = {.ns = "default",
+                              .name = name,
+                              .identity = identity,
+                              .lease_ms = LEASE_MS,
+                              .renew_deadline_ms = RENEW_MS,
+                              .retry_ms = RETRY_MS,
+                              .on_started = on_started,
+                              .on_stopped = on_stopped,
+                              .arg = cand};
+    return cfg;
+}
+
+static kc_leader_t *start(kc_client_t *c, const kc_leader_config_t *cfg)
+{
+    kc_leader_t *l = NULL;
+    assert_int_equal(kc_leader_start(c, cfg, &l), 0);
+    assert_non_null(l);
+    return l;
+}
+
+/* Wait up to ms for l to lead; returns the time waited or -1. */
+static double wait_leader(kc_leader_t *l, int ms)
+{
+    double t0 = now_ms();
+    while (now_ms() - t0 < ms) {
+        if (kc_leader_is_leader(l)) return now_ms() - t0;
+        sleep_ms(5);
+    }
+    return -1;
+}
+
+static double wait_count(atomic_int *n, int want, int ms)
+{
+    double t0 = now_ms();
+    while (now_ms() - t0 < ms) {
+        if (atomic_load(n) >= want) return now_ms() - t0;
+        sleep_ms(5);
+    }
+    return -1;
+}
+
+static json_t *get_lease(kc_client_t *c, const char *name)
+{
+    json_t *l = NULL;
+    assert_int_equal(kc_get(c, &kc_leases, "default", name, &l), 0);
+    return l;
+}
+
+static const char *spec_s(const json_t *lease, const char *field)
+{
+    const char *s = json_string_value(json_object_get(json_object_get(lease, "spec"), field));
+    return s ? s : "";
+}
+
+static long long spec_i(const json_t *lease, const char *field)
+{
+    return json_integer_value(json_object_get(json_object_get(lease, "spec"), field));
+}
+
+/* "2006-01-02T15:04:05.000000Z" */
+static void assert_micro_time(const char *s)
+{
+    assert_int_equal(strlen(s), 27);
+    const char *shape = "dddd-dd-ddTdd:dd:dd.ddddddZ";
+    for (int i = 0; i < 27; i++) {
+        if (shape[i] == 'd')
+            assert_true(isdigit((unsigned char)s[i]));
+        else
+            assert_int_equal(s[i], shape[i]);
+    }
+}
+
+/* Write a Lease held by `holder` (created or overwritten), as another
+ * process would; retried over conflicts with a renewing leader. */
+static void write_holder(kc_client_t *c, const char *name, const char *holder, int secs,
+                         const char *renew)
+{
+    for (int i = 0; i < 50; i++) {
+        json_t *lease = NULL;
+        int rc = kc_get(c, &kc_leases, "default", name, &lease);
+        if (rc == KP_ENOTFOUND) {
+            lease = json_pack("{s:s,s:s,s:{s:s,s:s},s:{}}", "apiVersion",
+                              "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", name,
+                              "namespace", "default", "spec");
+        } else {
+            assert_int_equal(rc, 0);
+        }
+        json_t *spec = json_object_get(lease, "spec");
+        json_object_set_new(spec, "holderIdentity", json_string(holder));
+        json_object_set_new(spec, "leaseDurationSeconds", json_integer(secs));
+        json_object_set_new(spec, "renewTime", json_string(renew));
+        json_object_set_new(spec, "acquireTime", json_string(renew));
+        if (rc == KP_ENOTFOUND)
+            rc = kc_create(c, &kc_leases, "default", lease, NULL, NULL);
+        else
+            rc = kc_update(c, &kc_leases, "default", lease, NULL, NULL, NULL);
+        json_decref(lease);
+        if (rc == 0) return;
+        assert_true(rc == KP_ECONFLICT || rc == KP_EEXIST);
+    }
+    fail_msg("could not write the lease %s", name);
+}
+
+/* ---- tests ---- */
+
+static void test_bad_config(void **state)
+{
+    fx_t *f = *state;
+    cand_t cand = {0};
+    kc_leader_t *l = (kc_leader_t *)1;
+    kc_leader_config_t cfg = config("bad", NULL, &cand);
+    cfg.ns = NULL;
+    assert_int_equal(kc_leader_start(f->c, &cfg, &l), KP_EINVAL);
+    assert_null(l);
+    cfg = config("", NULL, &cand);
+    assert_int_equal(kc_leader_start(f->c, &cfg, &l), KP_EINVAL);
+    cfg = config("bad", "", &cand);
+    assert_int_equal(kc_leader_start(f->c, &cfg, &l), KP_EINVAL);
+    cfg = config("bad", NULL, &cand);
+    cfg.renew_deadline_ms = LEASE_MS; /* must be below the lease */
+    assert_int_equal(kc_leader_start(f->c, &cfg, &l), KP_EINVAL);
+    cfg = config("bad", NULL, &cand);
+    cfg.renew_deadline_ms = 240; /* must be above 1.2 * retry */
+    assert_int_equal(kc_leader_start(f->c, &cfg, &l), KP_EINVAL);
+    cfg = config("bad", NULL, &cand);
+    cfg.retry_ms = -1;
+    assert_int_equal(kc_leader_start(f->c, &cfg, &l), KP_EINVAL);
+    cfg = config("bad", NULL, &cand);
+    cfg.lease_ms = 0; /* default 15 s with our 700 ms deadline: fine */
+    l = start(f->c, &cfg);
+    kc_leader_stop(l);
+    kc_leader_stop(NULL);
+}
+
+static void test_one_candidate(void **state)
+{
+    fx_t *f = *state;
+    cand_t cand = {0};
+    kc_leader_config_t cfg = config("one", NULL, &cand);
+    cfg.lease_ms = 1500; /* written as 2 s: rounded up */
+    kc_leader_t *l = start(f->c, &cfg);
+    assert_true(wait_leader(l, 3000) >= 0);
+    assert_int_equal(atomic_load(&cand.started), 1);
+
+    /* The identity: "<hostname>_<uuid v4>". */
+    const char *id = kc_leader_identity(l);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    assert_int_equal(strlen(id), strlen(host) + 1 + 36);
+    assert_memory_equal(id, host, strlen(host));
+    const char *u = id + strlen(host);
+    assert_int_equal(u[0], '_');
+    assert_true(u[9] == '-' && u[14] == '-' && u[15] == '4' && u[19] == '-' && u[24] == '-');
+
+    json_t *lease = get_lease(f->c, "one");
+    assert_string_equal(spec_s(lease, "holderIdentity"), id);
+    assert_int_equal(spec_i(lease, "leaseDurationSeconds"), 2);
+    assert_int_equal(spec_i(lease, "leaseTransitions"), 0);
+    assert_micro_time(spec_s(lease, "renewTime"));
+    assert_micro_time(spec_s(lease, "acquireTime"));
+    char renew1[40], acquire1[40];
+    snprintf(renew1, sizeof renew1, "%s", spec_s(lease, "renewTime"));
+    snprintf(acquire1, sizeof acquire1, "%s", spec_s(lease, "acquireTime"));
+    json_decref(lease);
+
+    /* Renewed every retry period; acquireTime stays. */
+    sleep_ms(3 * RETRY_MS);
+    lease = get_lease(f->c, "one");
+    assert_string_not_equal(spec_s(lease, "renewTime"), renew1);
+    assert_true(strcmp(spec_s(lease, "renewTime"), renew1) > 0);
+    assert_string_equal(spec_s(lease, "acquireTime"), acquire1);
+    assert_int_equal(spec_i(lease, "leaseTransitions"), 0);
+    json_decref(lease);
+    assert_true(kc_leader_is_leader(l));
+    assert_int_equal(atomic_load(&cand.stopped), 0);
+
+    /* Stop: on_stopped, then the lease is released. */
+    kc_leader_stop(l);
+    assert_int_equal(atomic_load(&cand.started), 1);
+    assert_int_equal(atomic_load(&cand.stopped), 1);
+    lease = get_lease(f->c, "one");
+    assert_string_equal(spec_s(lease, "holderIdentity"), "");
+    assert_int_equal(spec_i(lease, "leaseDurationSeconds"), 1);
+    assert_int_equal(spec_i(lease, "leaseTransitions"), 0);
+    json_decref(lease);
+}
+
+static void test_two_candidates(void **state)
+{
+    fx_t *f = *state;
+    cand_t ca = {0}, cb = {0};
+    kc_leader_config_t cfa = config("two", "cand-a", &ca), cfb = config("two", "cand-b", &cb);
+    kc_leader_t *a = start(f->c, &cfa), *b = start(f->c, &cfb);
+    int both = 0, none_after = 0, seen_leader = 0, samples = 0;
+    double t0 = now_ms();
+    while (now_ms() - t0 < 3500) {
+        int la = kc_leader_is_leader(a), lb = kc_leader_is_leader(b);
+        if (la && lb) both++;
+        if (la || lb) seen_leader = 1;
+        else if (seen_leader)
+            none_after++;
+        samples++;
+        sleep_ms(10);
+    }
+    assert_true(samples > 100);
+    assert_int_equal(both, 0);
+    assert_true(seen_leader);
+    assert_int_equal(none_after, 0); /* one leads throughout */
+    int a_leads = kc_leader_is_leader(a);
+    cand_t *won = a_leads ? &ca : &cb, *lost = a_leads ? &cb : &ca;
+    assert_int_equal(atomic_load(&won->started), 1);
+    assert_int_equal(atomic_load(&won->stopped), 0);
+    assert_int_equal(atomic_load(&lost->started), 0);
+
+    /* Stop the leader: the other takes over at its next retry, well
+     * within a lease duration, since the lease was released. */
+    kc_leader_t *leader = a_leads ? a : b, *other = a_leads ? b : a;
+    double t1 = now_ms();
+    kc_leader_stop(leader);
+    assert_int_equal(atomic_load(&won->stopped), 1);
+    double waited = wait_leader(other, 5000);
+    assert_true(waited >= 0);
+    double handover = now_ms() - t1;
+    assert_true(handover < LEASE_MS + 500);
+    json_t *lease = get_lease(f->c, "two");
+    assert_string_equal(spec_s(lease, "holderIdentity"), a_leads ? "cand-b" : "cand-a");
+    assert_int_equal(spec_i(lease, "leaseTransitions"), 1);
+    json_decref(lease);
+    assert_int_equal(atomic_load(&lost->started), 1);
+    kc_leader_stop(other);
+    assert_int_equal(atomic_load(&lost->stopped), 1);
+}
+
+/* A silent holder: taken over only after its record stayed the same for the
+ * record's lease duration by our clock -- an old renewTime changes nothing. */
+static void test_silent_holder(void **state)
+{
+    fx_t *f = *state;
+    write_holder(f->c, "silent", "ghost", 1, "2000-01-01T00:00:00.000000Z");
+    cand_t cand = {0};
+    kc_leader_config_t cfg = config("silent", "heir", &cand);
+    double t0 = now_ms();
+    kc_leader_t *l = start(f->c, &cfg);
+    double waited = wait_leader(l, 5000);
+    assert_true(waited >= 0);
+    assert_true(now_ms() - t0 >= LEASE_MS - 5);
+    json_t *lease = get_lease(f->c, "silent");
+    assert_string_equal(spec_s(lease, "holderIdentity"), "heir");
+    assert_int_equal(spec_i(lease, "leaseTransitions"), 1);
+    assert_int_equal(spec_i(lease, "leaseDurationSeconds"), 1);
+    json_decref(lease);
+    kc_leader_stop(l);
+
+    /* The record's duration rules: a holder promising 2 s gets 2 s. */
+    write_holder(f->c, "silent2", "ghost", 2, "2000-01-01T00:00:00.000000Z");
+    cfg = config("silent2", "heir", &cand);
+    t0 = now_ms();
+    l = start(f->c, &cfg);
+    assert_true(wait_leader(l, 6000) >= 0);
+    assert_true(now_ms() - t0 >= 2000 - 5);
+    kc_leader_stop(l);
+}
+
+static void test_stolen_lease(void **state)
+{
+    fx_t *f = *state;
+    cand_t cand = {0};
+    kc_leader_config_t cfg = config("steal", "owner", &cand);
+    kc_leader_t *l = start(f->c, &cfg);
+    assert_true(wait_leader(l, 3000) >= 0);
+    sleep_ms(RETRY_MS);
+
+    char now_s[40];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(now_s, sizeof now_s, "%Y-%m-%dT%H:%M:%S.000000Z", gmtime_r(&t, &tm));
+    write_holder(f->c, "steal", "thief", 1, now_s);
+    double t_steal = now_ms();
+    /* The owner sees the thief at its next renewal and stops at once. */
+    double waited = wait_count(&cand.stopped, 1, 3000);
+    assert_true(waited >= 0);
+    assert_true(waited < RETRY_MS + 800);
+    assert_false(kc_leader_is_leader(l));
+    json_t *lease = get_lease(f->c, "steal");
+    assert_string_equal(spec_s(lease, "holderIdentity"), "thief");
+    json_decref(lease);
+
+    /* The thief goes silent: the owner campaigns again and takes the lease
+     * back a lease duration after it saw the thief's record. */
+    assert_true(wait_leader(l, 5000) >= 0);
+    assert_true(now_ms() - t_steal >= LEASE_MS - 100);
+    assert_int_equal(atomic_load(&cand.started), 2);
+    lease = get_lease(f->c, "steal");
+    assert_string_equal(spec_s(lease, "holderIdentity"), "owner");
+    assert_int_equal(spec_i(lease, "leaseTransitions"), 1);
+    json_decref(lease);
+    kc_leader_stop(l);
+    assert_int_equal(atomic_load(&cand.stopped), 2);
+}
+
+/* The server goes away: is_leader() turns false by the renew deadline. */
+static void test_server_lost(void **state)
+{
+    fx_t *f = *state;
+    cand_t cand = {0};
+    kc_leader_config_t cfg = config("lost", "alone", &cand);
+    kc_leader_t *l = start(f->c, &cfg);
+    assert_true(wait_leader(l, 3000) >= 0);
+    double t0 = now_ms();
+    kpserver_kill(&f->s);
+    while (kc_leader_is_leader(l) && now_ms() - t0 < 5000) sleep_ms(2);
+    double gone = now_ms() - t0;
+    assert_true(gone <= RENEW_MS + 50);
+    assert_true(wait_count(&cand.stopped, 1, 5000) >= 0);
+    assert_int_equal(atomic_load(&cand.started), 1);
+    kc_leader_stop(l); /* no server: the release fails, logged */
+    assert_int_equal(atomic_load(&cand.stopped), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_one_candidate),
+        cmocka_unit_test(test_two_candidates),
+        cmocka_unit_test(test_silent_holder),
+        cmocka_unit_test(test_stolen_lease),
+    };
+    const struct CMUnitTest kill_tests[] = {
+        cmocka_unit_test(test_server_lost),
+    };
+    int failed = cmocka_run_group_tests_name("leader", tests, fx_setup, fx_teardown);
+    failed += cmocka_run_group_tests_name("leader_server_lost", kill_tests, fx_setup, fx_teardown);
+    return failed;
+}

@@ -1,0 +1,211 @@
+/*
+ * cmd_components.c -- the workers as processes of their own:
+ *
+ *   kplane controller-manager --kubeconfig F [--controllers a,b] [--workers N]
+ *   kplane scheduler          --kubeconfig F
+ *   kplane node               --kubeconfig F --simulate N [--name-prefix P]
+ *
+ * common: [--leader-elect] [--leader-elect-lease-duration 15s]
+ *         [--leader-elect-renew-deadline 10s] [--leader-elect-retry-period 2s]
+ *         [--kube-api-qps Q] [--kube-api-burst B] [--metrics-listen ADDR:PORT]
+ *
+ * Each serves /healthz and /metrics over plain HTTP on --metrics-listen
+ * (default: none) and runs until SIGINT or SIGTERM.
+ */
+#include <getopt.h>
+#include <microhttpd.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/components.h"
+#include "client/client.h"
+#include "lib/err.h"
+#include "lib/log.h"
+
+enum { COMP_CM, COMP_SCHED, COMP_NODE };
+
+static const char *const names[] = {"controller-manager", "scheduler", "node"};
+
+static void usage(FILE *out, int which)
+{
+    fprintf(out, "Usage: kplane %s --kubeconfig FILE [options]\n\n", names[which]);
+    if (which == COMP_CM)
+        fputs("  --controllers a,b     the controllers to run (default: all: "
+              "replicaset,deployment)\n"
+              "  --workers N           workers per controller (default 5)\n",
+              out);
+    if (which == COMP_NODE)
+        fputs("  --simulate N          run N simulated nodes\n"
+              "  --name-prefix P       node names P0..PN-1 (default kplane-node-)\n",
+              out);
+    if (which != COMP_NODE)
+        fputs("  --leader-elect        run only while holding the Lease in kube-system\n"
+              "  --leader-elect-lease-duration D, --leader-elect-renew-deadline D,\n"
+              "  --leader-elect-retry-period D   (Go durations; 15s, 10s, 2s)\n",
+              out);
+    fputs("  --kube-api-qps Q, --kube-api-burst B   client-side rate limit (default off)\n"
+          "  --metrics-listen ADDR:PORT             serve /healthz and /metrics there\n",
+          out);
+}
+
+typedef struct health {
+    cli_components_t *cc;
+} health_t;
+
+static enum MHD_Result on_health(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *data,
+                                 size_t *size, void **state)
+{
+    (void)version, (void)data, (void)size, (void)state, (void)method;
+    health_t *h = cls;
+    char *text = NULL;
+    int code = 200;
+    if (!strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz")) {
+        int ok = cli_components_healthy(h->cc);
+        code = ok ? 200 : 503;
+        text = strdup(ok ? "ok" : "not running");
+    } else if (!strcmp(url, "/metrics")) {
+        if (cli_components_metrics(h->cc, &text)) code = 500;
+    } else {
+        code = 404;
+        text = strdup("404 page not found\n");
+    }
+    if (!text) text = strdup("");
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+    enum MHD_Result r = MHD_queue_response(conn, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static struct MHD_Daemon *health_start(const char *listen, health_t *h)
+{
+    const char *colon = strrchr(listen, ':');
+    if (!colon) return NULL;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)strtol(colon + 1, NULL, 10))};
+    char host[64];
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+    if (inet_pton(AF_INET, *host ? host : "127.0.0.1", &sa.sin_addr) != 1) return NULL;
+    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                            on_health, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                            MHD_OPTION_END);
+}
+
+/* "a,b,c" -> a NULL-terminated array in `store` (at most n-1 names). */
+static const char *const *split_list(char *s, const char **store, size_t n)
+{
+    size_t k = 0;
+    for (char *save = NULL, *t = strtok_r(s, ",", &save); t && k + 1 < n;
+         t = strtok_r(NULL, ",", &save))
+        store[k++] = t;
+    store[k] = NULL;
+    return store;
+}
+
+static int run(int which, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"kubeconfig", required_argument, NULL, 'k'},
+        {"controllers", required_argument, NULL, 'c'},
+        {"workers", required_argument, NULL, 'w'},
+        {"simulate", required_argument, NULL, 'n'},
+        {"name-prefix", required_argument, NULL, 'p'},
+        {"leader-elect", optional_argument, NULL, 'e'},
+        {"leader-elect-lease-duration", required_argument, NULL, 'L'},
+        {"leader-elect-renew-deadline", required_argument, NULL, 'R'},
+        {"leader-elect-retry-period", required_argument, NULL, 'T'},
+        {"kube-api-qps", required_argument, NULL, 'q'},
+        {"kube-api-burst", required_argument, NULL, 'b'},
+        {"metrics-listen", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *name = names[which], *kubeconfig = NULL, *metrics = NULL;
+    cli_components_opts_t o = {.controllers = which == COMP_CM, .scheduler = which == COMP_SCHED};
+    const char *enabled[32];
+    double qps = 0;
+    long burst = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        long ms;
+        char *end;
+        switch (c) {
+        case 'k': kubeconfig = optarg; break;
+        case 'c': o.enabled = split_list(optarg, enabled, 32); break;
+        case 'w': o.workers = (int)strtol(optarg, &end, 10); if (*end || o.workers <= 0) return cli_usage_error(name, "bad --workers"); break;
+        case 'n': o.nodes = (int)strtol(optarg, &end, 10); if (*end || o.nodes <= 0) return cli_usage_error(name, "bad --simulate"); break;
+        case 'p': o.node_prefix = optarg; break;
+        case 'e': o.leader_elect = !optarg || !strcmp(optarg, "true"); break;
+        case 'L': case 'R': case 'T':
+            if ((ms = cli_duration_ms(optarg)) <= 0) return cli_usage_error(name, "bad duration '%s'", optarg);
+            if (c == 'L') o.lease_ms = (int)ms;
+            else if (c == 'R') o.renew_ms = (int)ms;
+            else o.retry_ms = (int)ms;
+            break;
+        case 'q': qps = strtod(optarg, &end); if (*end || qps < 0) return cli_usage_error(name, "bad --kube-api-qps"); break;
+        case 'b': burst = strtol(optarg, &end, 10); if (*end || burst < 0) return cli_usage_error(name, "bad --kube-api-burst"); break;
+        case 'm': metrics = optarg; break;
+        case 'h': usage(stdout, which); return CLI_EXIT_OK;
+        default: return cli_usage_error(name, "bad option");
+        }
+    }
+    if (optind != argc) return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
+    if (!kubeconfig) return cli_usage_error(name, "--kubeconfig FILE is required");
+    if (which == COMP_NODE && !o.nodes) return cli_usage_error(name, "--simulate N is required");
+
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    kc_config_t cfg;
+    json_t *storage = NULL;
+    char err[512];
+    int rc = kc_config_load(kubeconfig, &cfg, &storage, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "kplane: %s: reading %s: %s\n", name, kubeconfig, rc == KP_EINVAL ? err : err_str(rc));
+        return CLI_EXIT_FAIL;
+    }
+    char ua[64];
+    snprintf(ua, sizeof ua, "kplane-%s", name);
+    cfg.user_agent = ua;
+    cfg.qps = qps;
+    cfg.burst = (int)burst;
+    kc_client_t *client;
+    if ((rc = kc_client_new(&cfg, &client))) {
+        json_decref(storage);
+        return cli_fail(rc, "API client for %s", cfg.server);
+    }
+    cli_components_t *cc;
+    if ((rc = cli_components_start(client, &o, &cc))) {
+        kc_client_free(client);
+        json_decref(storage);
+        return cli_fail(rc, "starting %s", name);
+    }
+    health_t h = {.cc = cc};
+    struct MHD_Daemon *hd = metrics ? health_start(metrics, &h) : NULL;
+    if (metrics && !hd) log_warn(name, "cannot serve /metrics on %s", metrics);
+    log_info(name, "running against %s", cfg.server);
+    printf("kplane %s is running against %s\n", name, cfg.server);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    log_info(name, "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (hd) MHD_stop_daemon(hd);
+    cli_components_stop(cc);
+    kc_client_free(client);
+    json_decref(storage);
+    return CLI_EXIT_OK;
+}
+
+int cmd_controller_manager(int argc, char **argv) { return run(COMP_CM, argc, argv); }
+int cmd_scheduler(int argc, char **argv) { return run(COMP_SCHED, argc, argv); }
+int cmd_node(int argc, char **argv) { return run(COMP_NODE, argc, argv); }

@@ -1,0 +1,209 @@
+/*
+ * components.c -- start, stop and observe the controller manager, the
+ * scheduler and simulated nodes (see components.h).
+ *
+ * Leader election: one elector per elected component (Lease kube-system/
+ * kube-controller-manager and kube-system/kube-scheduler, as Kubernetes).
+ * Winning starts the component on the elector's thread; losing ends the
+ * process at once, so that two leaders never act: a restarted process
+ * campaigns again from scratch.
+ */
+#include "cli/components.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/leader.h"
+#include "controllers/controller.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "node/node.h"
+#include "scheduler/scheduler.h"
+
+struct cli_components {
+    kc_client_t *client;
+    cli_components_opts_t o;
+    ctrl_manager_t *cm;
+    sched_t *sched;
+    node_sim_t *nodes;
+    kc_leader_t *cm_leader, *sched_leader;
+    int cm_running, sched_running; /* atomic */
+};
+
+long cli_duration_ms(const char *s)
+{
+    if (!s || !*s) return -1;
+    double total = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p) return -1;
+        p = end;
+        double unit;
+        if (!strncmp(p, "ms", 2)) unit = 1, p += 2;
+        else if (*p == 's') unit = 1000, p++;
+        else if (*p == 'm') unit = 60000, p++;
+        else if (*p == 'h') unit = 3600000, p++;
+        else return -1;
+        total += v * unit;
+    }
+    return total < 0 ? -1 : (long)total;
+}
+
+static void cm_started(void *arg)
+{
+    cli_components_t *cc = arg;
+    log_info("controller-manager", "became leader: starting controllers");
+    int rc = ctrl_manager_start(cc->cm);
+    if (rc) {
+        log_error("controller-manager", "starting: %s", err_str(rc));
+        _exit(1);
+    }
+    __atomic_store_n(&cc->cm_running, 1, __ATOMIC_RELEASE);
+}
+
+static void sched_started(void *arg)
+{
+    cli_components_t *cc = arg;
+    log_info("scheduler", "became leader: starting");
+    int rc = sched_start(cc->sched);
+    if (rc) {
+        log_error("scheduler", "starting: %s", err_str(rc));
+        _exit(1);
+    }
+    __atomic_store_n(&cc->sched_running, 1, __ATOMIC_RELEASE);
+}
+
+static void lost(void *arg)
+{
+    (void)arg;
+    log_error("leaderelection", "leadership lost: exiting");
+    _exit(1);
+}
+
+int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_components_t **out)
+{
+    *out = NULL;
+    cli_components_t *cc = calloc(1, sizeof *cc);
+    if (!cc) return KP_ENOMEM;
+    cc->client = c;
+    cc->o = *o;
+    int rc = 0;
+    if (o->nodes > 0) {
+        node_sim_config_t nc;
+        node_sim_config_default(&nc);
+        nc.count = o->nodes;
+        if (o->node_prefix) nc.name_prefix = o->node_prefix;
+        if ((rc = node_sim_new(c, &nc, &cc->nodes)) || (rc = node_sim_start(cc->nodes))) {
+            log_error("node", "starting %d simulated nodes: %s", o->nodes, err_str(rc));
+            goto fail;
+        }
+    }
+    if (o->controllers) {
+        ctrl_manager_config_t mc = {.workers = o->workers, .enabled = o->enabled};
+        if ((rc = ctrl_manager_new(c, &mc, &cc->cm))) goto fail;
+    }
+    if (o->scheduler) {
+        sched_config_t sc = {0};
+        if ((rc = sched_new(c, &sc, &cc->sched))) goto fail;
+    }
+    for (int which = 0; which < 2; which++) {
+        int want = which == 0 ? o->controllers : o->scheduler;
+        if (!want) continue;
+        if (o->leader_elect) {
+            kc_leader_config_t lc = {
+                .ns = "kube-system",
+                .name = which == 0 ? "kube-controller-manager" : "kube-scheduler",
+                .lease_ms = o->lease_ms,
+                .renew_deadline_ms = o->renew_ms,
+                .retry_ms = o->retry_ms,
+                .on_started = which == 0 ? cm_started : sched_started,
+                .on_stopped = lost,
+                .arg = cc,
+            };
+            rc = kc_leader_start(c, &lc, which == 0 ? &cc->cm_leader : &cc->sched_leader);
+        } else if (which == 0) {
+            if (!(rc = ctrl_manager_start(cc->cm))) cc->cm_running = 1;
+        } else {
+            if (!(rc = sched_start(cc->sched))) cc->sched_running = 1;
+        }
+        if (rc) goto fail;
+    }
+    *out = cc;
+    return 0;
+fail:
+    cli_components_stop(cc);
+    return rc;
+}
+
+void cli_components_stop(cli_components_t *cc)
+{
+    if (!cc) return;
+    if (cc->cm_leader) kc_leader_stop(cc->cm_leader);
+    if (cc->sched_leader) kc_leader_stop(cc->sched_leader);
+    if (cc->cm) ctrl_manager_free(cc->cm); /* stops it first if running */
+    if (cc->sched) {
+        if (cc->sched_running) sched_stop(cc->sched);
+        sched_free(cc->sched);
+    }
+    if (cc->nodes) {
+        node_sim_stop(cc->nodes);
+        node_sim_free(cc->nodes);
+    }
+    free(cc);
+}
+
+int cli_components_healthy(cli_components_t *cc)
+{
+    if (cc->o.controllers && !cc->o.leader_elect &&
+        !__atomic_load_n(&cc->cm_running, __ATOMIC_ACQUIRE))
+        return 0;
+    if (cc->o.scheduler && !cc->o.leader_elect &&
+        !__atomic_load_n(&cc->sched_running, __ATOMIC_ACQUIRE))
+        return 0;
+    return 1;
+}
+
+static int add_text(buf_t *b, char *text)
+{
+    int rc = text ? buf_append(b, text, strlen(text)) : 0;
+    free(text);
+    return rc;
+}
+
+int cli_components_metrics(cli_components_t *cc, char **text)
+{
+    buf_t b;
+    buf_init(&b, 16u << 20);
+    int rc = 0;
+    char *t = NULL;
+    if (cc->cm && __atomic_load_n(&cc->cm_running, __ATOMIC_ACQUIRE) &&
+        !ctrl_manager_metrics(cc->cm, &t))
+        rc = add_text(&b, t);
+    t = NULL;
+    if (!rc && cc->sched && __atomic_load_n(&cc->sched_running, __ATOMIC_ACQUIRE) &&
+        !sched_metrics(cc->sched, &t))
+        rc = add_text(&b, t);
+    t = NULL;
+    if (!rc && cc->nodes && !node_sim_metrics(cc->nodes, &t)) rc = add_text(&b, t);
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "# TYPE leader_election_master_status gauge\n"
+                     "leader_election_master_status{name=\"kube-controller-manager\"} %d\n"
+                     "leader_election_master_status{name=\"kube-scheduler\"} %d\n",
+                     cc->cm_leader ? kc_leader_is_leader(cc->cm_leader) : cc->cm != NULL,
+                     cc->sched_leader ? kc_leader_is_leader(cc->sched_leader) : cc->sched != NULL);
+    if (!rc) rc = buf_append(&b, line, (size_t)n);
+    if (rc) {
+        buf_free(&b);
+        return rc;
+    }
+    size_t len;
+    *text = buf_detach(&b, &len);
+    if (!*text) *text = strdup("");
+    return *text ? 0 : KP_ENOMEM;
+}

@@ -1,0 +1,43 @@
+/*
+ * components.h -- the workers kplane runs beside (or apart from) the API
+ * server: the controller manager, the scheduler and simulated nodes, each a
+ * client of the API through src/client, optionally leader-elected.
+ *
+ * `kplane server` starts all three in its own process against its own API;
+ * `kplane controller-manager`, `kplane scheduler` and `kplane node` start one
+ * each against a kubeconfig. Both use this file so that the wiring is one.
+ */
+#ifndef KP_CLI_COMPONENTS_H
+#define KP_CLI_COMPONENTS_H
+
+#include "client/client.h"
+
+typedef struct cli_components cli_components_t;
+
+typedef struct cli_components_opts {
+    int controllers;              /* run the controller manager */
+    const char *const *enabled;   /* its controllers (NULL: all) */
+    int workers;                  /* per controller; 0: default */
+    int scheduler;                /* run the scheduler */
+    int nodes;                    /* simulated nodes (0: none) */
+    const char *node_prefix;      /* NULL: "kplane-node-" */
+    int leader_elect;             /* campaign before running (controllers, scheduler) */
+    int lease_ms, renew_ms, retry_ms; /* --leader-elect-*; 0: defaults */
+} cli_components_opts_t;
+
+/* Start what `o` asks for on client `c` (borrowed; it must outlive the
+ * components). With leader_elect, the controller manager and the scheduler
+ * start when their Lease is won, and the process exits (status 1, as
+ * Kubernetes' components do) when it is lost. */
+int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_components_t **out);
+void cli_components_stop(cli_components_t *cc); /* stops and frees */
+/* Prometheus text of every running component (caller frees). */
+int cli_components_metrics(cli_components_t *cc, char **text);
+/* 1 when every component asked for is running (leading, or not electing). */
+int cli_components_healthy(cli_components_t *cc);
+
+/* Go-style duration ("15s", "500ms", "1m30s", "2h") in milliseconds; -1 if
+ * malformed. */
+long cli_duration_ms(const char *s);
+
+#endif

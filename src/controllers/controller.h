@@ -1,0 +1,81 @@
+/*
+ * controller.h -- the shape every controller follows, and the manager that
+ * runs them (kplane controller-manager, and inside kplane server).
+ *
+ *   informers (shared: one list+watch per resource for every controller)
+ *     -> handlers enqueue keys ("ns/name") into the controller's queue
+ *     -> workers: sync(key) reads the caches, compares with what is wanted,
+ *        acts through the API (src/client only), returns 0 or an error
+ *     -> an error requeues the key with backoff; 0 forgets its backoff
+ *
+ * Each controller is one file that opens with the invariant it protects and
+ * the objects it owns, implements ctrl_ops_t, and registers its informers
+ * and handlers in init(). Nothing is shared between controllers but the
+ * informers' read-only caches and the API.
+ *
+ * Ownership: the manager owns the client, the informers, each controller's
+ * queue and state; controllers borrow them for their lifetime.
+ */
+#ifndef KP_CONTROLLER_H
+#define KP_CONTROLLER_H
+
+#include <stdint.h>
+
+#include "client/sdk.h"
+
+typedef struct ctrl_manager ctrl_manager_t;
+typedef struct ctrl ctrl_t;
+
+/* What a controller is. `self` is the controller's own state (init sets it). */
+typedef struct ctrl_ops {
+    const char *name; /* "replicaset": flags, metrics, event source */
+    /* Take the informers it needs (ctrl_informer), add handlers that call
+     * ctrl_enqueue, allocate *self. Called before informers start. */
+    int (*init)(ctrl_t *c, void **self);
+    /* Bring the object named by key to its wanted state. Returns 0, or an
+     * error to retry the key with backoff. Runs on a worker: at most one
+     * worker holds a key at a time. */
+    int (*sync)(ctrl_t *c, void *self, const char *key);
+    void (*free)(void *self);
+} ctrl_ops_t;
+
+/* The controllers kplane has (src/controllers/<name>.c). */
+extern const ctrl_ops_t ctrl_replicaset, ctrl_deployment;
+
+typedef struct ctrl_manager_config {
+    int workers;          /* per controller; 0: 5 */
+    int resync_ms;        /* informers' resync; 0: 30 s (level-triggered safety net) */
+    const char *const *enabled; /* controller names, NULL-terminated; NULL: all */
+} ctrl_manager_config_t;
+
+/* A manager over client `c` (borrowed; it must outlive the manager). */
+int ctrl_manager_new(kc_client_t *c, const ctrl_manager_config_t *cfg, ctrl_manager_t **out);
+/* init every controller, start the informers, wait for their caches, start
+ * the workers. Errors: KP_ETIMEDOUT (caches did not sync in 30 s), init's. */
+int ctrl_manager_start(ctrl_manager_t *m);
+/* Stop workers and informers (queues shut down; running syncs finish). */
+void ctrl_manager_stop(ctrl_manager_t *m);
+void ctrl_manager_free(ctrl_manager_t *m);
+/* Prometheus text of every controller's metrics into buf (NUL-terminated). */
+int ctrl_manager_metrics(ctrl_manager_t *m, char **text);
+
+/* ---- for controllers ---- */
+
+/* The shared informer of resource r (all namespaces, no selectors), created
+ * on first use with the built-in indexes "namespace" and "controller" (and
+ * "node" for pods). Only during init. */
+kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r);
+kc_client_t *ctrl_client(ctrl_t *c);
+kc_recorder_t *ctrl_recorder(ctrl_t *c);
+
+/* Queue a key ("ns/name") now / after delay_ms. Safe from handlers. */
+void ctrl_enqueue(ctrl_t *c, const char *key);
+void ctrl_enqueue_after(ctrl_t *c, const char *key, int delay_ms);
+/* Queue the key of obj. */
+void ctrl_enqueue_obj(ctrl_t *c, const json_t *obj);
+
+/* The controller ownerReference of obj: its uid, kind and name (borrowed
+ * from obj), or 0 if it has none. */
+int ctrl_owner(const json_t *obj, const char **uid, const char **kind, const char **name);
+
+#endif

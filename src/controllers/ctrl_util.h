@@ -1,0 +1,45 @@
+/*
+ * ctrl_util.h -- small helpers the controllers share: label selectors, pod
+ * state, owner references, and running API calls side by side.
+ *
+ * All objects are borrowed and read-only unless a function says otherwise.
+ */
+#ifndef KP_CTRL_UTIL_H
+#define KP_CTRL_UTIL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Does metav1.LabelSelector `sel` (matchLabels AND matchExpressions with In,
+ * NotIn, Exists, DoesNotExist) select an object with these labels (a JSON
+ * object, may be NULL)? An empty selector selects everything; a NULL one
+ * selects nothing (as Kubernetes treats a nil selector). */
+int ctrl_selector_matches(const json_t *sel, const json_t *labels);
+
+/* metadata.<field> as a string, "" if absent. */
+const char *ctrl_meta_str(const json_t *obj, const char *field);
+/* metadata.labels (may be NULL). */
+const json_t *ctrl_labels(const json_t *obj);
+
+/* Pod state. */
+int ctrl_pod_active(const json_t *pod);     /* not Succeeded/Failed, not being deleted */
+int ctrl_pod_ready(const json_t *pod);      /* condition Ready True */
+/* Ready for at least min_ready_s seconds at now_s (Unix seconds); when ready
+ * but not yet available, *wait_s (if not NULL) gets the seconds left. */
+int ctrl_pod_available(const json_t *pod, int min_ready_s, int64_t now_s, int *wait_s);
+/* RFC 3339 time to Unix seconds; -1 if absent or malformed. */
+int64_t ctrl_time(const char *rfc3339);
+
+/* An ownerReference naming `owner` as controller (a new reference):
+ * {apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true}. */
+json_t *ctrl_controller_ref(const json_t *owner, const char *api_version, const char *kind);
+/* The uid of obj's controller ownerReference, or NULL. */
+const char *ctrl_controller_uid(const json_t *obj);
+
+/* Run fn(arg, i) for i in [0, n) on up to `threads` threads at once and
+ * return how many returned 0. Each call's rc lands in rcs[i] when rcs is not
+ * NULL. For the batches of creates and deletes a sync issues. */
+size_t ctrl_parallel(size_t n, int threads, int (*fn)(void *arg, size_t i), void *arg, int *rcs);
+
+#endif

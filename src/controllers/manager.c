@@ -1,0 +1,299 @@
+/*
+ * manager.c -- runs controllers: shared informers, one work queue and a few
+ * workers per controller, metrics (see controller.h).
+ *
+ * Lifecycle: new -> start (init each controller: it takes informers and adds
+ * handlers; start informers; wait for their caches; start workers) -> stop
+ * (shut the queues down, join workers, stop informers) -> free.
+ *
+ * A worker takes a key, calls sync, then forgets the key's backoff on
+ * success or re-adds it rate-limited on failure, and marks it done, so the
+ * queue may hand the key to a worker again (never to two at once).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controllers/controller.h"
+#include "lib/buf.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
+
+#define MAX_CONTROLLERS 16
+#define MAX_INFORMERS 32
+#define MAX_WORKERS 64
+#define SYNC_WAIT_MS 30000
+
+static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_deployment};
+
+/* Sync duration histogram bounds, seconds. */
+static const double bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
+#define NBOUNDS (sizeof bounds / sizeof bounds[0])
+
+struct ctrl {
+    ctrl_manager_t *m;
+    const ctrl_ops_t *ops;
+    void *self;
+    kc_queue_t *queue;
+    kc_recorder_t *recorder; /* events from "<name>-controller", as Kubernetes */
+    pthread_t workers[MAX_WORKERS];
+    int nworkers;
+    pthread_mutex_t mu; /* guards the metrics below */
+    uint64_t syncs, errors, hist[NBOUNDS + 1];
+    double sum_s;
+    int64_t last_ok_ns; /* wall clock of the last successful sync, 0: none */
+};
+
+struct ctrl_manager {
+    kc_client_t *client;
+    ctrl_manager_config_t cfg;
+    struct {
+        const kc_resource_t *res;
+        kc_informer_t *inf;
+    } informers[MAX_INFORMERS];
+    int ninformers;
+    ctrl_t ctrls[MAX_CONTROLLERS];
+    int nctrls;
+    int started;
+};
+
+int ctrl_manager_new(kc_client_t *c, const ctrl_manager_config_t *cfg, ctrl_manager_t **out)
+{
+    *out = NULL;
+    ctrl_manager_t *m = calloc(1, sizeof *m);
+    if (!m) return KP_ENOMEM;
+    m->client = c;
+    if (cfg) m->cfg = *cfg;
+    if (m->cfg.workers <= 0) m->cfg.workers = 5;
+    if (m->cfg.workers > MAX_WORKERS) m->cfg.workers = MAX_WORKERS;
+    if (!m->cfg.resync_ms) m->cfg.resync_ms = 30000;
+    *out = m;
+    return 0;
+}
+
+static int enabled(const ctrl_manager_t *m, const char *name)
+{
+    if (!m->cfg.enabled) return 1;
+    for (const char *const *e = m->cfg.enabled; *e; e++)
+        if (!strcmp(*e, name)) return 1;
+    return 0;
+}
+
+kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r)
+{
+    ctrl_manager_t *m = c->m;
+    for (int i = 0; i < m->ninformers; i++)
+        if (m->informers[i].res == r) return m->informers[i].inf;
+    if (m->ninformers == MAX_INFORMERS) return NULL;
+    kc_informer_t *inf;
+    if (kc_informer_new(m->client, r, NULL, NULL, NULL, m->cfg.resync_ms, &inf)) return NULL;
+    kc_informer_add_index(inf, "namespace", kc_index_namespace);
+    kc_informer_add_index(inf, "controller", kc_index_controller);
+    if (r == &kc_pods) kc_informer_add_index(inf, "node", kc_index_node);
+    m->informers[m->ninformers].res = r;
+    m->informers[m->ninformers].inf = inf;
+    m->ninformers++;
+    return inf;
+}
+
+kc_client_t *ctrl_client(ctrl_t *c) { return c->m->client; }
+kc_recorder_t *ctrl_recorder(ctrl_t *c) { return c->recorder; }
+
+void ctrl_enqueue(ctrl_t *c, const char *key)
+{
+    int rc = kc_queue_add(c->queue, key);
+    if (rc && rc != KP_ECLOSED)
+        log_warn(c->ops->name, "queueing %s: %s", key, err_str(rc));
+}
+
+void ctrl_enqueue_after(ctrl_t *c, const char *key, int delay_ms)
+{
+    int rc = kc_queue_add_after(c->queue, key, delay_ms);
+    if (rc && rc != KP_ECLOSED)
+        log_warn(c->ops->name, "queueing %s: %s", key, err_str(rc));
+}
+
+void ctrl_enqueue_obj(ctrl_t *c, const json_t *obj)
+{
+    char key[600];
+    if (!kc_key_of(obj, key, sizeof key)) ctrl_enqueue(c, key);
+}
+
+int ctrl_owner(const json_t *obj, const char **uid, const char **kind, const char **name)
+{
+    size_t i;
+    json_t *ref;
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i,
+                       ref) {
+        if (!json_is_true(json_object_get(ref, "controller"))) continue;
+        if (uid) *uid = json_string_value(json_object_get(ref, "uid"));
+        if (kind) *kind = json_string_value(json_object_get(ref, "kind"));
+        if (name) *name = json_string_value(json_object_get(ref, "name"));
+        return 1;
+    }
+    return 0;
+}
+
+static void record(ctrl_t *c, int rc, double seconds)
+{
+    pthread_mutex_lock(&c->mu);
+    c->syncs++;
+    if (rc) c->errors++;
+    else c->last_ok_ns = clock_wall_ns();
+    size_t b = 0;
+    while (b < NBOUNDS && seconds > bounds[b]) b++;
+    c->hist[b]++;
+    c->sum_s += seconds;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *worker(void *arg)
+{
+    ctrl_t *c = arg;
+    char key[600];
+    for (;;) {
+        int rc = kc_queue_get(c->queue, key, sizeof key, 1000);
+        if (rc == KP_ETIMEDOUT) continue;
+        if (rc) break; /* closed */
+        int64_t t0 = clock_mono_ns();
+        rc = c->ops->sync(c, c->self, key);
+        record(c, rc, (double)(clock_mono_ns() - t0) / 1e9);
+        if (rc) {
+            log_debug(c->ops->name, "sync %s: %s (retrying)", key, err_str(rc));
+            kc_queue_add_rate_limited(c->queue, key);
+        } else {
+            kc_queue_forget(c->queue, key);
+        }
+        kc_queue_done(c->queue, key);
+    }
+    return NULL;
+}
+
+int ctrl_manager_start(ctrl_manager_t *m)
+{
+    int rc = 0;
+    for (size_t i = 0; i < sizeof all_controllers / sizeof all_controllers[0]; i++) {
+        const ctrl_ops_t *ops = all_controllers[i];
+        if (!enabled(m, ops->name) || m->nctrls == MAX_CONTROLLERS) continue;
+        ctrl_t *c = &m->ctrls[m->nctrls];
+        c->m = m;
+        c->ops = ops;
+        pthread_mutex_init(&c->mu, NULL);
+        kc_queue_config_t qc = {0};
+        if ((rc = kc_queue_new(&qc, &c->queue))) return rc;
+        m->nctrls++;
+        char component[96];
+        snprintf(component, sizeof component, "%s-controller", ops->name);
+        if ((rc = kc_recorder_new(m->client, component, &c->recorder))) return rc;
+        if ((rc = ops->init(c, &c->self))) {
+            log_error("controller-manager", "%s: init: %s", ops->name, err_str(rc));
+            return rc;
+        }
+    }
+    for (int i = 0; i < m->ninformers; i++)
+        if ((rc = kc_informer_start(m->informers[i].inf))) return rc;
+    for (int i = 0; i < m->ninformers; i++)
+        if ((rc = kc_informer_wait_synced(m->informers[i].inf, SYNC_WAIT_MS))) return rc;
+    for (int i = 0; i < m->nctrls; i++) {
+        ctrl_t *c = &m->ctrls[i];
+        for (int w = 0; w < m->cfg.workers; w++) {
+            if (pthread_create(&c->workers[w], NULL, worker, c)) return KP_ENOMEM;
+            c->nworkers++;
+        }
+        log_info("controller-manager", "%s: started with %d workers", c->ops->name,
+                 c->nworkers);
+    }
+    m->started = 1;
+    return 0;
+}
+
+void ctrl_manager_stop(ctrl_manager_t *m)
+{
+    for (int i = 0; i < m->nctrls; i++)
+        if (m->ctrls[i].queue) kc_queue_shutdown(m->ctrls[i].queue);
+    for (int i = 0; i < m->nctrls; i++) {
+        ctrl_t *c = &m->ctrls[i];
+        for (int w = 0; w < c->nworkers; w++) pthread_join(c->workers[w], NULL);
+        c->nworkers = 0;
+    }
+    for (int i = 0; i < m->ninformers; i++) kc_informer_stop(m->informers[i].inf);
+    m->started = 0;
+}
+
+void ctrl_manager_free(ctrl_manager_t *m)
+{
+    if (!m) return;
+    if (m->started) ctrl_manager_stop(m);
+    for (int i = 0; i < m->nctrls; i++) {
+        ctrl_t *c = &m->ctrls[i];
+        if (c->self && c->ops->free) c->ops->free(c->self);
+        kc_queue_free(c->queue);
+        kc_recorder_free(c->recorder);
+        pthread_mutex_destroy(&c->mu);
+    }
+    for (int i = 0; i < m->ninformers; i++) kc_informer_free(m->informers[i].inf);
+    free(m);
+}
+
+static int put(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int put(buf_t *b, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return KP_EINVAL;
+    return buf_append(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+int ctrl_manager_metrics(ctrl_manager_t *m, char **text)
+{
+    buf_t b;
+    buf_init(&b, 4u << 20);
+    int rc = put(&b, "# TYPE workqueue_depth gauge\n# TYPE workqueue_adds_total counter\n"
+                     "# TYPE workqueue_retries_total counter\n"
+                     "# TYPE controller_sync_duration_seconds histogram\n"
+                     "# TYPE controller_sync_errors_total counter\n"
+                     "# TYPE controller_last_successful_sync_timestamp_seconds gauge\n");
+    for (int i = 0; i < m->nctrls && !rc; i++) {
+        ctrl_t *c = &m->ctrls[i];
+        const char *n = c->ops->name;
+        kc_queue_stats_t qs;
+        kc_queue_stats(c->queue, &qs);
+        pthread_mutex_lock(&c->mu);
+        rc = put(&b, "workqueue_depth{name=\"%s\"} %zu\n", n, qs.depth);
+        if (!rc) rc = put(&b, "workqueue_adds_total{name=\"%s\"} %" PRIu64 "\n", n, qs.adds);
+        if (!rc) rc = put(&b, "workqueue_retries_total{name=\"%s\"} %" PRIu64 "\n", n, qs.retries);
+        uint64_t cum = 0;
+        for (size_t k = 0; k <= NBOUNDS && !rc; k++) {
+            cum += c->hist[k];
+            if (k < NBOUNDS)
+                rc = put(&b, "controller_sync_duration_seconds_bucket{controller=\"%s\",le=\"%g\"} %" PRIu64 "\n",
+                         n, bounds[k], cum);
+            else
+                rc = put(&b, "controller_sync_duration_seconds_bucket{controller=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+                         n, cum);
+        }
+        if (!rc) rc = put(&b, "controller_sync_duration_seconds_sum{controller=\"%s\"} %.6f\n", n, c->sum_s);
+        if (!rc) rc = put(&b, "controller_sync_duration_seconds_count{controller=\"%s\"} %" PRIu64 "\n", n, c->syncs);
+        if (!rc) rc = put(&b, "controller_sync_errors_total{controller=\"%s\"} %" PRIu64 "\n", n, c->errors);
+        if (!rc)
+            rc = put(&b, "controller_last_successful_sync_timestamp_seconds{controller=\"%s\"} %.3f\n",
+                     n, (double)c->last_ok_ns / 1e9);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (rc) {
+        buf_free(&b);
+        return rc;
+    }
+    size_t len;
+    *text = buf_detach(&b, &len);
+    if (!*text) *text = strdup("");
+    return *text ? 0 : KP_ENOMEM;
+}

@@ -1,0 +1,584 @@
+/*
+ * replicaset.c -- the ReplicaSet controller.
+ *
+ * INVARIANT: every ReplicaSet controls exactly spec.replicas active pods
+ * that match its selector, and its status says how many it has, how many
+ * are ready and how many available.
+ *
+ * OWNS: the pods it creates (generateName "<rs>-", a controller
+ * ownerReference), the ownerReferences it adds to matching orphans
+ * (adoption) and removes from owned pods that stopped matching (release),
+ * and the ReplicaSet's /status. It deletes only pods it controls.
+ *
+ * EXPECTATIONS. The caches lag the API: right after creating 3 pods, the
+ * pod informer may not show them yet, and a naive sync would create 3 more.
+ * So before acting, a sync records what it expects to see (n creates, a set
+ * of pod uids to go); informer events count them off; until they all have
+ * been seen (or 5 minutes passed, as Kubernetes allows), the controller
+ * makes no new create/delete decision for that ReplicaSet -- status only.
+ *   1. A sync acts only when the RS's expectations are met or expired.
+ *   2. Expectations are raised before the calls they stand for, and lowered
+ *      at once for calls that failed or were not made.
+ *   3. A pod is counted as gone when it gets a deletionTimestamp or is
+ *      deleted, once (deletions are tracked by uid).
+ *
+ * Creates and deletes go out in slow-start batches (1, 2, 4, ...), at most
+ * BURST per sync, each batch in parallel; the first failed batch stops the
+ * sync (the error requeues it with backoff).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controllers/controller.h"
+#include "controllers/ctrl_util.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
+
+#define BURST 500                    /* creates or deletes per sync */
+#define EXPECTATIONS_TTL_NS (300LL * 1000000000)
+#define PARALLEL 16                  /* API calls in flight per batch */
+#define ORPHANS "replicaset-orphans" /* pods index: namespace of pods without a controller */
+
+typedef struct rs_ctl {
+    ctrl_t *c;
+    kc_informer_t *rs, *pods;
+    pthread_mutex_t mu; /* guards exp */
+    /* RS key -> {"adds": n, "dels": {uid: true}, "t": mono ns} */
+    json_t *exp;
+} rs_ctl_t;
+
+/* ---- expectations ---- */
+
+static void exp_set(rs_ctl_t *s, const char *key, int adds, json_t *dels)
+{
+    pthread_mutex_lock(&s->mu);
+    json_object_set_new(s->exp, key,
+                        json_pack("{s:i, s:o, s:I}", "adds", adds, "dels",
+                                  dels ? dels : json_object(), "t",
+                                  (json_int_t)clock_mono_ns()));
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void exp_add_seen(rs_ctl_t *s, const char *key, int n)
+{
+    pthread_mutex_lock(&s->mu);
+    json_t *e = json_object_get(s->exp, key);
+    if (e) {
+        json_int_t a = json_integer_value(json_object_get(e, "adds")) - n;
+        json_object_set_new(e, "adds", json_integer(a > 0 ? a : 0));
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void exp_del_seen(rs_ctl_t *s, const char *key, const char *uid)
+{
+    pthread_mutex_lock(&s->mu);
+    json_t *e = json_object_get(s->exp, key);
+    if (e && uid) json_object_del(json_object_get(e, "dels"), uid);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int exp_met(rs_ctl_t *s, const char *key)
+{
+    pthread_mutex_lock(&s->mu);
+    json_t *e = json_object_get(s->exp, key);
+    int met = !e || (json_integer_value(json_object_get(e, "adds")) <= 0 &&
+                     json_object_size(json_object_get(e, "dels")) == 0) ||
+              clock_mono_ns() - json_integer_value(json_object_get(e, "t")) > EXPECTATIONS_TTL_NS;
+    pthread_mutex_unlock(&s->mu);
+    return met;
+}
+
+static void exp_forget(rs_ctl_t *s, const char *key)
+{
+    pthread_mutex_lock(&s->mu);
+    json_object_del(s->exp, key);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- event handlers: only enqueue (and count expectations) ---- */
+
+static void owner_key(const json_t *pod, const char *owner, char *key, size_t n)
+{
+    snprintf(key, n, "%s/%s", ctrl_meta_str(pod, "namespace"), owner);
+}
+
+/* The key of the ReplicaSet controlling pod, or 0. */
+static int rs_of(const json_t *pod, char *key, size_t n)
+{
+    const char *kind, *name;
+    if (!ctrl_owner(pod, NULL, &kind, &name) || !kind || !name || strcmp(kind, "ReplicaSet"))
+        return 0;
+    owner_key(pod, name, key, n);
+    return 1;
+}
+
+/* Queue every ReplicaSet in pod's namespace whose selector matches it (an
+ * orphan someone may adopt). */
+static void enqueue_matching(rs_ctl_t *s, const json_t *pod)
+{
+    json_t **sets;
+    size_t n;
+    if (kc_informer_list(s->rs, "namespace", ctrl_meta_str(pod, "namespace"), &sets, &n)) return;
+    for (size_t i = 0; i < n; i++)
+        if (ctrl_selector_matches(json_object_get(json_object_get(sets[i], "spec"), "selector"),
+                                  ctrl_labels(pod)))
+            ctrl_enqueue_obj(s->c, sets[i]);
+    kc_objs_free(sets, n);
+}
+
+static void pod_added(void *arg, const json_t *pod)
+{
+    rs_ctl_t *s = arg;
+    char key[600];
+    if (rs_of(pod, key, sizeof key)) {
+        if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+            exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+        else exp_add_seen(s, key, 1);
+        ctrl_enqueue(s->c, key);
+    } else {
+        enqueue_matching(s, pod);
+    }
+}
+
+static void pod_updated(void *arg, const json_t *old, const json_t *pod)
+{
+    rs_ctl_t *s = arg;
+    if (old == pod) return; /* a resync: the ReplicaSets resync themselves */
+    char key[600], oldkey[600];
+    int has = rs_of(pod, key, sizeof key), had = rs_of(old, oldkey, sizeof oldkey);
+    const json_t *meta = json_object_get(pod, "metadata");
+    if (has && json_object_get(meta, "deletionTimestamp") &&
+        !json_object_get(json_object_get(old, "metadata"), "deletionTimestamp"))
+        exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+    if (has) ctrl_enqueue(s->c, key);
+    if (had && (!has || strcmp(key, oldkey))) ctrl_enqueue(s->c, oldkey);
+    if (!has && !json_equal(ctrl_labels(old), ctrl_labels(pod))) enqueue_matching(s, pod);
+}
+
+static void pod_deleted(void *arg, const json_t *pod)
+{
+    rs_ctl_t *s = arg;
+    char key[600];
+    if (!rs_of(pod, key, sizeof key)) return;
+    exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+    ctrl_enqueue(s->c, key);
+}
+
+static void rs_changed(void *arg, const json_t *obj) { ctrl_enqueue_obj(((rs_ctl_t *)arg)->c, obj); }
+
+static void rs_updated(void *arg, const json_t *old, const json_t *obj)
+{
+    (void)old;
+    rs_changed(arg, obj);
+}
+
+static size_t orphan_index(const json_t *obj, char vals[][KC_INDEX_VALUE_MAX], size_t max)
+{
+    if (!max || ctrl_controller_uid(obj)) return 0;
+    snprintf(vals[0], KC_INDEX_VALUE_MAX, "%s", ctrl_meta_str(obj, "namespace"));
+    return 1;
+}
+
+static int rs_init(ctrl_t *c, void **self)
+{
+    rs_ctl_t *s = calloc(1, sizeof *s);
+    if (!s || !(s->exp = json_object())) {
+        free(s);
+        return KP_ENOMEM;
+    }
+    s->c = c;
+    pthread_mutex_init(&s->mu, NULL);
+    s->rs = ctrl_informer(c, &kc_replicasets);
+    s->pods = ctrl_informer(c, &kc_pods);
+    if (!s->rs || !s->pods) {
+        json_decref(s->exp);
+        free(s);
+        return KP_ENOMEM;
+    }
+    kc_handlers_t rh = {.on_add = rs_changed, .on_update = rs_updated, .on_delete = rs_changed,
+                        .arg = s};
+    kc_handlers_t ph = {.on_add = pod_added, .on_update = pod_updated,
+                        .on_delete = pod_deleted, .arg = s};
+    int rc = kc_informer_add_handlers(s->rs, &rh);
+    if (!rc) rc = kc_informer_add_handlers(s->pods, &ph);
+    if (!rc) rc = kc_informer_add_index(s->pods, ORPHANS, orphan_index);
+    if (rc) {
+        json_decref(s->exp);
+        free(s);
+        return rc;
+    }
+    *self = s;
+    return 0;
+}
+
+static void rs_free(void *self)
+{
+    rs_ctl_t *s = self;
+    json_decref(s->exp);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+/* ---- sync ---- */
+
+typedef struct batch {
+    rs_ctl_t *s;
+    const json_t *rs;
+    const char *key;
+    json_t *pod;          /* the pod to create (creates) */
+    json_t **victims;     /* pods to delete (deletes) */
+} batch_t;
+
+static int create_one(void *arg, size_t i)
+{
+    (void)i;
+    batch_t *b = arg;
+    json_t *made = NULL;
+    const char *ns = ctrl_meta_str(b->rs, "namespace");
+    int rc = kc_create(ctrl_client(b->s->c), &kc_pods, ns, b->pod, &made, NULL);
+    if (rc) {
+        kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedCreate",
+                 "Error creating: %s", err_str(rc));
+        exp_add_seen(b->s, b->key, 1); /* will never be seen */
+    } else {
+        kc_event(ctrl_recorder(b->s->c), b->rs, "Normal", "SuccessfulCreate", "Created pod: %s",
+                 ctrl_meta_str(made, "name"));
+    }
+    json_decref(made);
+    return rc;
+}
+
+static int delete_one(void *arg, size_t i)
+{
+    batch_t *b = arg;
+    const json_t *pod = b->victims[i];
+    json_t *opts = json_pack("{s:{s:s}}", "preconditions", "uid", ctrl_meta_str(pod, "uid"));
+    int rc = kc_delete(ctrl_client(b->s->c), &kc_pods, ctrl_meta_str(pod, "namespace"),
+                       ctrl_meta_str(pod, "name"), opts, NULL);
+    json_decref(opts);
+    if (rc == KP_ENOTFOUND) rc = 0;
+    if (rc) {
+        kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedDelete",
+                 "Error deleting: %s", err_str(rc));
+        exp_del_seen(b->s, b->key, ctrl_meta_str(pod, "uid")); /* will never be seen */
+    } else {
+        kc_event(ctrl_recorder(b->s->c), b->rs, "Normal", "SuccessfulDelete", "Deleted pod: %s",
+                 ctrl_meta_str(pod, "name"));
+    }
+    return rc;
+}
+
+/* The pod a ReplicaSet's template makes (a new reference). */
+static json_t *pod_from_template(const json_t *rs)
+{
+    const json_t *tmpl = json_object_get(json_object_get(rs, "spec"), "template");
+    const json_t *tmeta = json_object_get(tmpl, "metadata");
+    json_t *meta = json_pack("{s:s}", "generateName", "");
+    json_object_set_new(meta, "generateName", json_sprintf("%s-", ctrl_meta_str(rs, "name")));
+    static const char *const copy[] = {"labels", "annotations", "finalizers", NULL};
+    for (const char *const *k = copy; *k; k++) {
+        json_t *v = json_object_get(tmeta, *k);
+        if (v) json_object_set_new(meta, *k, json_deep_copy(v));
+    }
+    json_object_set_new(meta, "ownerReferences",
+                        json_pack("[o]", ctrl_controller_ref(rs, "apps/v1", "ReplicaSet")));
+    json_t *spec = json_deep_copy(json_object_get(tmpl, "spec"));
+    return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", meta,
+                     "spec", spec ? spec : json_object());
+}
+
+/* Deletion order (Kubernetes' ActivePodsWithRanks, simplified): unassigned,
+ * then Pending < Unknown < Running, not ready, lower deletion cost, more
+ * recently ready, more restarts, newer. */
+static int phase_rank(const json_t *pod)
+{
+    const char *p = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+    if (!p || !strcmp(p, "Pending")) return 0;
+    if (!strcmp(p, "Unknown")) return 1;
+    return 2;
+}
+
+static long restarts(const json_t *pod)
+{
+    long n = 0;
+    size_t i;
+    json_t *cs;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "containerStatuses"), i,
+                       cs) n += (long)json_integer_value(json_object_get(cs, "restartCount"));
+    return n;
+}
+
+static long deletion_cost(const json_t *pod)
+{
+    const char *v = json_string_value(json_object_get(
+        json_object_get(json_object_get(pod, "metadata"), "annotations"),
+        "controller.kubernetes.io/pod-deletion-cost"));
+    return v ? strtol(v, NULL, 10) : 0;
+}
+
+static int64_t ready_since(const json_t *pod)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && !strcmp(t, "Ready"))
+            return ctrl_time(json_string_value(json_object_get(c, "lastTransitionTime")));
+    }
+    return -1;
+}
+
+static int rank_cmp(const void *pa, const void *pb)
+{
+    const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    const char *na = json_string_value(json_object_get(json_object_get(a, "spec"), "nodeName"));
+    const char *nb = json_string_value(json_object_get(json_object_get(b, "spec"), "nodeName"));
+    int ua = !na || !*na, ub = !nb || !*nb;
+    if (ua != ub) return ua ? -1 : 1;
+    int pra = phase_rank(a), prb = phase_rank(b);
+    if (pra != prb) return pra - prb;
+    int ra = ctrl_pod_ready(a), rb = ctrl_pod_ready(b);
+    if (ra != rb) return ra - rb;
+    long ca = deletion_cost(a), cb = deletion_cost(b);
+    if (ca != cb) return ca < cb ? -1 : 1;
+    if (ra && rb) {
+        int64_t ta = ready_since(a), tb = ready_since(b);
+        if (ta != tb) return ta > tb ? -1 : 1;
+    }
+    long xa = restarts(a), xb = restarts(b);
+    if (xa != xb) return xa > xb ? -1 : 1;
+    int64_t ka = ctrl_time(ctrl_meta_str(a, "creationTimestamp"));
+    int64_t kb = ctrl_time(ctrl_meta_str(b, "creationTimestamp"));
+    if (ka != kb) return ka > kb ? -1 : 1;
+    return strcmp(ctrl_meta_str(a, "name"), ctrl_meta_str(b, "name"));
+}
+
+/* Adopt matching orphans, release owned pods that stopped matching. Returns
+ * the pods this RS controls after that (references), active ones first
+ * counted in *nactive... simply: every controlled pod. */
+static int claim_pods(rs_ctl_t *s, const json_t *rs, json_t ***out, size_t *nout)
+{
+    kc_client_t *cl = ctrl_client(s->c);
+    const char *ns = ctrl_meta_str(rs, "namespace"), *uid = ctrl_meta_str(rs, "uid");
+    const json_t *sel = json_object_get(json_object_get(rs, "spec"), "selector");
+    json_t **owned, **orphans;
+    size_t no, nr;
+    int rc = kc_informer_list(s->pods, "controller", uid, &owned, &no);
+    if (rc) return rc;
+    if ((rc = kc_informer_list(s->pods, ORPHANS, ns, &orphans, &nr))) {
+        kc_objs_free(owned, no);
+        return rc;
+    }
+    json_t **keep = calloc(no + nr + 1, sizeof *keep);
+    size_t nk = 0;
+    if (!keep) rc = KP_ENOMEM;
+    for (size_t i = 0; !rc && i < no; i++) {
+        const json_t *pod = owned[i];
+        if (ctrl_selector_matches(sel, ctrl_labels(pod)) ||
+            json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
+            keep[nk++] = json_incref(owned[i]);
+            continue;
+        }
+        /* Release: drop our ownerReference (strategic merge, by uid). */
+        json_t *patch = json_pack("{s:{s:[{s:s, s:s}], s:s}}", "metadata", "ownerReferences",
+                                  "$patch", "delete", "uid", uid, "uid",
+                                  ctrl_meta_str(pod, "uid"));
+        int prc = kc_patch(cl, &kc_pods, ns, ctrl_meta_str(pod, "name"), NULL,
+                           KC_PATCH_STRATEGIC, patch, NULL, NULL, NULL);
+        json_decref(patch);
+        if (prc && prc != KP_ENOTFOUND) rc = prc;
+    }
+    for (size_t i = 0; !rc && i < nr; i++) {
+        const json_t *pod = orphans[i];
+        if (!ctrl_pod_active(pod) || !ctrl_selector_matches(sel, ctrl_labels(pod))) continue;
+        /* Adopt: add our controller ownerReference, guarded by the pod's uid. */
+        json_t *refs = json_deep_copy(
+            json_object_get(json_object_get(pod, "metadata"), "ownerReferences"));
+        if (!json_is_array(refs)) {
+            json_decref(refs);
+            refs = json_array();
+        }
+        json_array_append_new(refs, ctrl_controller_ref(rs, "apps/v1", "ReplicaSet"));
+        json_t *patch = json_pack("{s:{s:o, s:s}}", "metadata", "ownerReferences", refs, "uid",
+                                  ctrl_meta_str(pod, "uid"));
+        json_t *adopted = NULL;
+        int prc = kc_patch(cl, &kc_pods, ns, ctrl_meta_str(pod, "name"), NULL, KC_PATCH_MERGE,
+                           patch, NULL, &adopted, NULL);
+        json_decref(patch);
+        if (!prc) keep[nk++] = adopted;
+        else if (prc != KP_ENOTFOUND && prc != KP_ECONFLICT) rc = prc;
+    }
+    kc_objs_free(owned, no);
+    kc_objs_free(orphans, nr);
+    if (rc) {
+        kc_objs_free(keep, nk);
+        return rc;
+    }
+    *out = keep;
+    *nout = nk;
+    return 0;
+}
+
+/* Create or delete pods toward spec.replicas. */
+static int manage(rs_ctl_t *s, const json_t *rs, const char *key, json_t **active, size_t n)
+{
+    json_int_t want = json_integer_value(json_object_get(json_object_get(rs, "spec"), "replicas"));
+    if (!json_object_get(json_object_get(rs, "spec"), "replicas")) want = 1;
+    long diff = (long)n - (long)want;
+    if (!diff) return 0;
+    batch_t b = {.s = s, .rs = rs, .key = key};
+    if (diff < 0) {
+        size_t todo = (size_t)(-diff) > BURST ? BURST : (size_t)(-diff);
+        exp_set(s, key, (int)todo, NULL);
+        b.pod = pod_from_template(rs);
+        if (!b.pod) return KP_ENOMEM;
+        size_t batch = 1, done = 0;
+        int rc = 0;
+        while (done < todo) {
+            size_t m = todo - done < batch ? todo - done : batch;
+            size_t ok = ctrl_parallel(m, PARALLEL, create_one, &b, NULL);
+            done += m;
+            if (ok < m) {
+                rc = KP_EUNAVAILABLE;
+                break;
+            }
+            batch *= 2;
+        }
+        if (done < todo) exp_add_seen(s, key, (int)(todo - done)); /* not sent */
+        json_decref(b.pod);
+        return rc;
+    }
+    size_t todo = (size_t)diff > BURST ? BURST : (size_t)diff;
+    qsort(active, n, sizeof *active, rank_cmp);
+    json_t *uids = json_object();
+    for (size_t i = 0; i < todo; i++)
+        json_object_set_new(uids, ctrl_meta_str(active[i], "uid"), json_true());
+    exp_set(s, key, 0, uids);
+    b.victims = active;
+    size_t ok = ctrl_parallel(todo, PARALLEL, delete_one, &b, NULL);
+    return ok < todo ? KP_EUNAVAILABLE : 0;
+}
+
+/* Write status when it changed. *requeue_s gets the seconds until a ready
+ * pod becomes available (0: none waiting). */
+static int update_status(rs_ctl_t *s, const json_t *rs, json_t **active, size_t n, int failed,
+                         int *requeue_s)
+{
+    const json_t *spec = json_object_get(rs, "spec");
+    const json_t *tlabels =
+        json_object_get(json_object_get(json_object_get(spec, "template"), "metadata"), "labels");
+    int min_ready = (int)json_integer_value(json_object_get(spec, "minReadySeconds"));
+    int64_t now = time(NULL);
+    long full = 0, ready = 0, avail = 0;
+    *requeue_s = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *labels = ctrl_labels(active[i]);
+        int all = 1;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)tlabels, k, v) {
+            if (!json_equal(json_object_get(labels, k), v)) all = 0;
+        }
+        full += all;
+        if (ctrl_pod_ready(active[i])) ready++;
+        int wait;
+        if (ctrl_pod_available(active[i], min_ready, now, &wait)) avail++;
+        else if (wait && (!*requeue_s || wait < *requeue_s)) *requeue_s = wait;
+    }
+    const json_t *old = json_object_get(rs, "status");
+    json_t *st = json_pack("{s:I, s:I, s:I, s:I, s:I}", "replicas", (json_int_t)n,
+                           "fullyLabeledReplicas", (json_int_t)full, "readyReplicas",
+                           (json_int_t)ready, "availableReplicas", (json_int_t)avail,
+                           "observedGeneration",
+                           json_integer_value(json_object_get(json_object_get(rs, "metadata"),
+                                                              "generation")));
+    /* ReplicaFailure: set while creates or deletes fail, cleared after. */
+    const json_t *oldc = json_object_get(old, "conditions");
+    if (failed) {
+        char now_s[32];
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(now_s, sizeof now_s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        json_object_set_new(st, "conditions",
+                            json_pack("[{s:s, s:s, s:s, s:s, s:s}]", "type", "ReplicaFailure",
+                                      "status", "True", "lastTransitionTime", now_s, "reason",
+                                      failed > 0 ? "FailedCreate" : "FailedDelete", "message",
+                                      "creating or deleting pods failed; see events"));
+        if (json_array_size(oldc)) /* keep the first transition time */
+            json_object_set(json_array_get(json_object_get(st, "conditions"), 0),
+                            "lastTransitionTime",
+                            json_object_get(json_array_get(oldc, 0), "lastTransitionTime"));
+    } else if (json_array_size(oldc)) {
+        json_object_set_new(st, "conditions", json_null()); /* merge patch: remove */
+    }
+    int same = 1;
+    const char *k;
+    json_t *v;
+    json_object_foreach(st, k, v) {
+        const json_t *o = json_object_get(old, k);
+        if (json_is_null(v) ? o != NULL : !(o && json_equal(o, v))) same = 0;
+    }
+    int rc = 0;
+    if (!same) {
+        json_t *patch = json_pack("{s:O}", "status", st);
+        rc = kc_patch(ctrl_client(s->c), &kc_replicasets, ctrl_meta_str(rs, "namespace"),
+                      ctrl_meta_str(rs, "name"), "status", KC_PATCH_MERGE, patch, NULL, NULL,
+                      NULL);
+        json_decref(patch);
+        if (rc == KP_ENOTFOUND) rc = 0;
+    }
+    json_decref(st);
+    return rc;
+}
+
+static int rs_sync(ctrl_t *c, void *self, const char *key)
+{
+    rs_ctl_t *s = self;
+    (void)c;
+    json_t *rs = kc_informer_get(s->rs, key);
+    if (!rs) {
+        exp_forget(s, key);
+        return 0;
+    }
+    int rc = 0;
+    if (json_object_get(json_object_get(rs, "metadata"), "deletionTimestamp")) goto out;
+    json_t **pods;
+    size_t n;
+    if ((rc = claim_pods(s, rs, &pods, &n))) goto out;
+    /* Active pods first; the rest stay out of the count. */
+    size_t na = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ctrl_pod_active(pods[i])) continue;
+        json_t *t = pods[na];
+        pods[na++] = pods[i];
+        pods[i] = t;
+    }
+    int failed = 0;
+    if (exp_met(s, key)) {
+        json_int_t want =
+            json_integer_value(json_object_get(json_object_get(rs, "spec"), "replicas"));
+        rc = manage(s, rs, key, pods, na);
+        if (rc) failed = (long)na < (long)want ? 1 : -1;
+    }
+    int requeue = 0;
+    int src = update_status(s, rs, pods, na, failed, &requeue);
+    if (!rc) rc = src;
+    if (requeue) ctrl_enqueue_after(s->c, key, requeue * 1000 + 100);
+    kc_objs_free(pods, n);
+out:
+    json_decref(rs);
+    return rc;
+}
+
+const ctrl_ops_t ctrl_replicaset = {
+    .name = "replicaset",
+    .init = rs_init,
+    .sync = rs_sync,
+    .free = rs_free,
+};
