@@ -35,6 +35,7 @@ test: test-deps all
 bench: all
 	$(BUILD)/bench/bench_store
 	$(BUILD)/bench/bench_api $(BUILD)/kplane
+	$(BUILD)/bench/bench_converge
 
 clean:
 	rm -rf $(BUILD) $(TEST_BUILD)

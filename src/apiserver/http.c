@@ -311,6 +311,19 @@ static int parse_listen(const char *listen, struct sockaddr_in *sa)
 
 /* Close every watch cache, the run-time resources' too (requests may still
  * hold them: their calls then end with KP_ECLOSED). */
+/* libmicrohttpd's own messages are mostly clients going away mid-stream (a
+ * watcher that stopped reading, a TLS peer that hung up): normal for a
+ * server, so they go to the debug log rather than stderr. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    if (n && msg[n - 1] == '\n') msg[n - 1] = '\0';
+    log_debug("http", "%s", msg);
+}
+
 static void close_caches(apiserver_t *s)
 {
     api_view_t *v = s->view;
@@ -376,7 +389,8 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)(s->cfg.max_watches + s->cfg.max_inflight + 64), MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)(256 * 1024), MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, MHD_OPTION_END);
+        (size_t)(256 * 1024), MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!s->daemon) {
         rc = KP_EBUSY;
         goto fail;

@@ -116,10 +116,27 @@ static void validate_metadata(const json_t *obj, json_t *causes)
 /* Apply the shared metadata rules and the kind's strategy to a main-resource
  * write; replies 422 and returns -1 when validation fails. `old` is NULL on
  * create. */
+/* Go leaves empty lists and maps with omitempty out of the JSON it writes;
+ * so does the store, for the metadata fields clients test for presence
+ * (an ownerReferences: [] left behind by a patch reads as "has owners"). */
+static void drop_empty_metadata(json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    static const char *const keys[] = {"ownerReferences", "finalizers", "labels", "annotations",
+                                       NULL};
+    for (const char *const *k = keys; *k; k++) {
+        json_t *v = json_object_get(meta, *k);
+        if (v && (json_is_null(v) || (json_is_array(v) && !json_array_size(v)) ||
+                  (json_is_object(v) && !json_object_size(v))))
+            json_object_del(meta, *k);
+    }
+}
+
 static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const char *name)
 {
     const api_resource_t *res = r->route.res;
     const api_strategy_t *st = res->strategy;
+    drop_empty_metadata(obj);
     if (st && !old && st->prepare_create) st->prepare_create(obj);
     if (st && st->defaults) st->defaults(obj);
     if (res->crd_schema) api_crd_prune_and_default(res->crd_schema, obj);
@@ -621,6 +638,11 @@ static int must_mark(api_req_t *r, const json_t *cur, const delete_opts_t *o, lo
             g = json_is_integer(t) ? json_integer_value(t) : 30;
         }
         *grace = g;
+        /* A pod that already ended has nothing to stop (Kubernetes deletes
+         * Succeeded and Failed pods at once, too). */
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(cur, "status"), "phase"));
+        if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
         return node && *node && g > 0;
     }
     if (!strcmp(res, "namespaces")) return namespace_in_use(r, rest_meta_str(cur, "name"));

@@ -10,6 +10,7 @@
  */
 #include "cli/components.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@ struct cli_components {
     node_sim_t *nodes;
     kc_leader_t *cm_leader, *sched_leader;
     int cm_running, sched_running; /* atomic */
+    pthread_t cm_starter, sched_starter; /* started on winning the Lease */
+    int cm_starter_on, sched_starter_on;
 };
 
 long cli_duration_ms(const char *s)
@@ -54,28 +57,46 @@ long cli_duration_ms(const char *s)
     return total < 0 ? -1 : (long)total;
 }
 
-static void cm_started(void *arg)
+/* Starting waits for the caches (seconds with many objects): it runs on a
+ * thread of its own so that the elector keeps renewing the Lease. */
+static void *cm_start_thread(void *arg)
 {
     cli_components_t *cc = arg;
-    log_info("controller-manager", "became leader: starting controllers");
     int rc = ctrl_manager_start(cc->cm);
     if (rc) {
         log_error("controller-manager", "starting: %s", err_str(rc));
         _exit(1);
     }
     __atomic_store_n(&cc->cm_running, 1, __ATOMIC_RELEASE);
+    return NULL;
 }
 
-static void sched_started(void *arg)
+static void *sched_start_thread(void *arg)
 {
     cli_components_t *cc = arg;
-    log_info("scheduler", "became leader: starting");
     int rc = sched_start(cc->sched);
     if (rc) {
         log_error("scheduler", "starting: %s", err_str(rc));
         _exit(1);
     }
     __atomic_store_n(&cc->sched_running, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void cm_started(void *arg)
+{
+    cli_components_t *cc = arg;
+    log_info("controller-manager", "became leader: starting controllers");
+    if (pthread_create(&cc->cm_starter, NULL, cm_start_thread, cc)) _exit(1);
+    cc->cm_starter_on = 1;
+}
+
+static void sched_started(void *arg)
+{
+    cli_components_t *cc = arg;
+    log_info("scheduler", "became leader: starting");
+    if (pthread_create(&cc->sched_starter, NULL, sched_start_thread, cc)) _exit(1);
+    cc->sched_starter_on = 1;
 }
 
 static void lost(void *arg)
@@ -97,6 +118,9 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
         node_sim_config_t nc;
         node_sim_config_default(&nc);
         nc.count = o->nodes;
+        /* A kubelet's Pulled/Created/Started events triple the writes per
+         * pod; simulated nodes record them only when asked to. */
+        nc.events = o->node_events;
         if (o->node_prefix) nc.name_prefix = o->node_prefix;
         if ((rc = node_sim_new(c, &nc, &cc->nodes)) || (rc = node_sim_start(cc->nodes))) {
             log_error("node", "starting %d simulated nodes: %s", o->nodes, err_str(rc));
@@ -143,13 +167,17 @@ fail:
 void cli_components_stop(cli_components_t *cc)
 {
     if (!cc) return;
-    if (cc->cm_leader) kc_leader_stop(cc->cm_leader);
-    if (cc->sched_leader) kc_leader_stop(cc->sched_leader);
+    /* The leader-only work stops before the Lease is released, so that a
+     * successor never acts beside it. */
+    if (cc->cm_starter_on) pthread_join(cc->cm_starter, NULL);
+    if (cc->sched_starter_on) pthread_join(cc->sched_starter, NULL);
     if (cc->cm) ctrl_manager_free(cc->cm); /* stops it first if running */
     if (cc->sched) {
         if (cc->sched_running) sched_stop(cc->sched);
         sched_free(cc->sched);
     }
+    if (cc->cm_leader) kc_leader_stop(cc->cm_leader);
+    if (cc->sched_leader) kc_leader_stop(cc->sched_leader);
     if (cc->nodes) {
         node_sim_stop(cc->nodes);
         node_sim_free(cc->nodes);
@@ -190,11 +218,18 @@ int cli_components_metrics(cli_components_t *cc, char **text)
         rc = add_text(&b, t);
     t = NULL;
     if (!rc && cc->nodes && !node_sim_metrics(cc->nodes, &t)) rc = add_text(&b, t);
-    char line[256];
+    kc_client_stats_t cs;
+    kc_client_stats(cc->client, &cs);
+    char line[512];
     int n = snprintf(line, sizeof line,
+                     "# TYPE rest_client_requests_total counter\n"
+                     "rest_client_requests_total %llu\n"
+                     "# TYPE rest_client_errors_total counter\n"
+                     "rest_client_errors_total %llu\n"
                      "# TYPE leader_election_master_status gauge\n"
                      "leader_election_master_status{name=\"kube-controller-manager\"} %d\n"
                      "leader_election_master_status{name=\"kube-scheduler\"} %d\n",
+                     (unsigned long long)cs.requests, (unsigned long long)cs.errors,
                      cc->cm_leader ? kc_leader_is_leader(cc->cm_leader) : cc->cm != NULL,
                      cc->sched_leader ? kc_leader_is_leader(cc->sched_leader) : cc->sched != NULL);
     if (!rc) rc = buf_append(&b, line, (size_t)n);

@@ -21,6 +21,7 @@ typedef struct cli_components_opts {
     int scheduler;                /* run the scheduler */
     int nodes;                    /* simulated nodes (0: none) */
     const char *node_prefix;      /* NULL: "kplane-node-" */
+    int node_events;              /* simulated nodes record kubelet events */
     int leader_elect;             /* campaign before running (controllers, scheduler) */
     int lease_ms, renew_ms, retry_ms; /* --leader-elect-*; 0: defaults */
 } cli_components_opts_t;

@@ -37,10 +37,10 @@
 #include "lib/log.h"
 #include "lib/yamljson.h"
 
-#define KC_LIST_PAGE      500
-#define KC_CONFIG_MAX     (16u << 20) /* cap on a kubeconfig and files it names */
-#define KC_CONFIG_DEPTH   64
-#define KC_CONFIG_NODES   (1u << 20)
+#define KC_LIST_PAGE    500
+#define KC_CONFIG_MAX   (16u << 20) /* cap on a kubeconfig and files it names */
+#define KC_CONFIG_DEPTH 64
+#define KC_CONFIG_NODES (1u << 20)
 
 /* ---- resources ---- */
 
@@ -81,7 +81,8 @@ static int read_file(const char *path, char **data, size_t *len)
     char chunk[8192];
     size_t n;
     int rc = buf_append(&b, "", 0);
-    while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0) rc = buf_append(&b, chunk, n);
+    while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        rc = buf_append(&b, chunk, n);
     if (!rc && ferror(f)) rc = KP_EIO;
     fclose(f);
     if (rc) {
@@ -98,7 +99,7 @@ static json_t *find_named(json_t *doc, const char *list, const char *name, const
 {
     size_t i;
     json_t *e;
-    json_array_foreach (json_object_get(doc, list), i, e) {
+    json_array_foreach(json_object_get(doc, list), i, e) {
         const char *n = json_string_value(json_object_get(e, "name"));
         json_t *v = json_object_get(e, field);
         if (n && !strcmp(n, name) && json_is_object(v)) return v;
@@ -110,8 +111,10 @@ static json_t *find_named(json_t *doc, const char *list, const char *name, const
 static void resolve_path(const char *kubeconfig, const char *p, char *out, size_t n)
 {
     const char *slash = strrchr(kubeconfig, '/');
-    if (p[0] == '/' || !slash) snprintf(out, n, "%s", p);
-    else snprintf(out, n, "%.*s/%s", (int)(slash - kubeconfig), kubeconfig, p);
+    if (p[0] == '/' || !slash)
+        snprintf(out, n, "%s", p);
+    else
+        snprintf(out, n, "%.*s/%s", (int)(slash - kubeconfig), kubeconfig, p);
 }
 
 /* Read the file a kubeconfig names and keep its text in store[key]. */
@@ -127,7 +130,8 @@ static int store_file(json_t *store, const char *key, const char *kubeconfig, co
         set_err(err, errlen, "cannot read %s: %s", path, err_str(rc));
         return rc == KP_ENOMEM ? rc : KP_EINVAL;
     }
-    while (trim && len && strchr(" \t\r\n", data[len - 1])) len--;
+    while (trim && len && strchr(" \t\r\n", data[len - 1]))
+        len--;
     json_t *s = json_stringn(data, len);
     free(data);
     if (!s) {
@@ -178,8 +182,8 @@ static int load_doc(json_t *doc, const char *path, json_t *store, char *err, siz
         json_t *s = rc ? NULL : json_stringn(pem, outlen);
         free(pem);
         if (!s) {
-            set_err(err, errlen, "%s: certificate-authority-data of \"%s\" is not base64 PEM",
-                    path, cname);
+            set_err(err, errlen, "%s: certificate-authority-data of \"%s\" is not base64 PEM", path,
+                    cname);
             return KP_EINVAL;
         }
         json_object_set_new(store, "ca_pem", s);
@@ -200,20 +204,23 @@ static int load_doc(json_t *doc, const char *path, json_t *store, char *err, siz
     }
     const char *tok = json_string_value(json_object_get(u, "token"));
     const char *tokf = json_string_value(json_object_get(u, "tokenFile"));
-    if (tok && *tok) json_object_set_new(store, "token", json_string(tok));
-    else if (tokf && *tokf) rc = store_file(store, "token", path, tokf, 1, err, errlen);
+    if (tok && *tok)
+        json_object_set_new(store, "token", json_string(tok));
+    else if (tokf && *tokf)
+        rc = store_file(store, "token", path, tokf, 1, err, errlen);
     else if (json_object_get(u, "client-certificate-data") ||
              json_object_get(u, "client-certificate") || json_object_get(u, "exec") ||
              json_object_get(u, "auth-provider")) {
-        set_err(err, errlen, "%s: user \"%s\" needs client certificates or a plugin; "
-                "only tokens are supported", path, uname);
+        set_err(err, errlen,
+                "%s: user \"%s\" needs client certificates or a plugin; "
+                "only tokens are supported",
+                path, uname);
         rc = KP_EINVAL;
     }
     return rc;
 }
 
-int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *err,
-                   size_t errlen)
+int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
     *storage = NULL;
@@ -221,8 +228,10 @@ int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *e
     char def[PATH_MAX];
     if (!path || !*path) {
         const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
-        if (env && *env) snprintf(def, sizeof def, "%.*s", (int)strcspn(env, ":"), env);
-        else snprintf(def, sizeof def, "%s/.kube/config", home ? home : "");
+        if (env && *env)
+            snprintf(def, sizeof def, "%.*s", (int)strcspn(env, ":"), env);
+        else
+            snprintf(def, sizeof def, "%s/.kube/config", home ? home : "");
         path = def;
     }
     char *text = NULL;
@@ -275,7 +284,8 @@ int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
     int mu1 = 0, mu2 = 0, rc = KP_ENOMEM;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) goto fail_nocurl;
     size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '/') n--;
+    while (n > 0 && s[n - 1] == '/')
+        n--;
     if (!(c->server = strndup(s, n))) goto fail;
     if (cfg->token && *cfg->token) {
         size_t hn = strlen(cfg->token) + 32;
@@ -315,7 +325,8 @@ fail_nocurl:
 void kc_client_free(kc_client_t *c)
 {
     if (!c) return;
-    for (size_t i = 0; i < c->npool; i++) curl_easy_cleanup(c->pool[i]);
+    for (size_t i = 0; i < c->npool; i++)
+        curl_easy_cleanup(c->pool[i]);
     pthread_mutex_destroy(&c->rl_mu);
     pthread_mutex_destroy(&c->pool_mu);
     free(c->server);
@@ -341,8 +352,10 @@ CURL *kc__easy_get(kc_client_t *c)
     pthread_mutex_lock(&c->pool_mu);
     if (c->npool) h = c->pool[--c->npool];
     pthread_mutex_unlock(&c->pool_mu);
-    if (h) curl_easy_reset(h);
-    else h = curl_easy_init();
+    if (h)
+        curl_easy_reset(h);
+    else
+        h = curl_easy_init();
     return h;
 }
 
@@ -420,8 +433,10 @@ int kc__url(const kc_client_t *c, const kc_resource_t *r, const char *ns, const 
 {
     buf_init(url, KC__URL_MAX);
     char gv[256];
-    if (r->group && *r->group) snprintf(gv, sizeof gv, "/apis/%s/%s", r->group, r->version);
-    else snprintf(gv, sizeof gv, "/api/%s", r->version);
+    if (r->group && *r->group)
+        snprintf(gv, sizeof gv, "/apis/%s/%s", r->group, r->version);
+    else
+        snprintf(gv, sizeof gv, "/api/%s", r->version);
     int rc = buf_append(url, c->server, strlen(c->server));
     if (!rc) rc = buf_append(url, gv, strlen(gv));
     if (!rc && r->namespaced && ns && *ns) {
@@ -468,14 +483,18 @@ int kc__http_err(long code, const json_t *status)
 {
     if (code >= 200 && code < 300) return 0;
     switch (code) {
-    case 404: return KP_ENOTFOUND;
+    case 404:
+        return KP_ENOTFOUND;
     case 409: {
         const char *reason = json_string_value(json_object_get(status, "reason"));
         return reason && !strcmp(reason, "AlreadyExists") ? KP_EEXIST : KP_ECONFLICT;
     }
-    case 410: return KP_ECOMPACTED;
-    case 413: return KP_ETOOLARGE;
-    case 429: return KP_EBUSY;
+    case 410:
+        return KP_ECOMPACTED;
+    case 413:
+        return KP_ETOOLARGE;
+    case 429:
+        return KP_EBUSY;
     }
     if (code >= 500 || code < 100) return KP_EUNAVAILABLE;
     return KP_EINVAL; /* 400, 401, 403, 405, 415, 422, ... */
@@ -484,12 +503,17 @@ int kc__http_err(long code, const json_t *status)
 int kc__curl_err(CURLcode cc)
 {
     switch (cc) {
-    case CURLE_OK: return 0;
-    case CURLE_OPERATION_TIMEDOUT: return KP_ETIMEDOUT;
-    case CURLE_OUT_OF_MEMORY: return KP_ENOMEM;
+    case CURLE_OK:
+        return 0;
+    case CURLE_OPERATION_TIMEDOUT:
+        return KP_ETIMEDOUT;
+    case CURLE_OUT_OF_MEMORY:
+        return KP_ENOMEM;
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL: return KP_EINVAL;
-    default: return KP_EUNAVAILABLE; /* no connection, TLS, reset, ... */
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return KP_EINVAL;
+    default:
+        return KP_EUNAVAILABLE; /* no connection, TLS, reset, ... */
     }
 }
 
@@ -576,8 +600,10 @@ static int do_request(kc_client_t *c, const req_t *q)
     rc = kc__http_err(code, st);
     log_debug("client", "%s %s: HTTP %ld: %s", q->method, q->url, code,
               json_string_value(json_object_get(st, "message")));
-    if (q->status) *q->status = st;
-    else json_decref(st);
+    if (q->status)
+        *q->status = st;
+    else
+        json_decref(st);
 done:
     curl_slist_free_all(hdrs);
     kc__easy_put(c, h);
@@ -597,8 +623,8 @@ static int pick_ns(const kc_resource_t *r, const char *ns, const json_t *obj, co
         *res = ns;
         return 0;
     }
-    const char *o = json_string_value(json_object_get(json_object_get(obj, "metadata"),
-                                                      "namespace"));
+    const char *o =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
     if (o && *o) {
         *res = o;
         return 0;
@@ -624,8 +650,7 @@ static int send_json(kc_client_t *c, const char *method, const buf_t *url, const
 
 /* ---- the verbs ---- */
 
-int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
-           json_t **out)
+int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name, json_t **out)
 {
     *out = NULL;
     const char *n = NULL;
@@ -676,8 +701,7 @@ static int page_query(buf_t *b, const char *query, const char *cont)
     return rc;
 }
 
-int kc_list(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
-            json_t **out)
+int kc_list(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query, json_t **out)
 {
     *out = NULL;
     if (!r || !r->resource || !r->version) return KP_EINVAL;
@@ -699,8 +723,8 @@ int kc_list(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *
             rc = KP_ECORRUPT;
             goto fail;
         }
-        const char *pc = json_string_value(json_object_get(json_object_get(page, "metadata"),
-                                                           "continue"));
+        const char *pc =
+            json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
         if (pc && *pc && !(next = strdup(pc))) {
             rc = KP_ENOMEM;
             goto fail;
@@ -761,8 +785,7 @@ int kc_update(kc_client_t *c, const kc_resource_t *r, const char *ns, const json
     if (status) *status = NULL;
     const char *n = NULL;
     int rc = pick_ns(r, ns, obj, &n);
-    const char *name =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
     if (rc || !name || !*name) return KP_EINVAL;
     buf_t url;
     if ((rc = kc__url(c, r, n, name, subresource, NULL, &url))) return rc;
@@ -772,17 +795,25 @@ int kc_update(kc_client_t *c, const kc_resource_t *r, const char *ns, const json
 }
 
 int kc_patch(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
-             const char *subresource, kc_patch_type_t type, const json_t *patch,
-             const char *query, json_t **out, json_t **status)
+             const char *subresource, kc_patch_type_t type, const json_t *patch, const char *query,
+             json_t **out, json_t **status)
 {
     if (out) *out = NULL;
     if (status) *status = NULL;
     const char *ctype = NULL;
     switch (type) {
-    case KC_PATCH_MERGE: ctype = "application/merge-patch+json"; break;
-    case KC_PATCH_STRATEGIC: ctype = "application/strategic-merge-patch+json"; break;
-    case KC_PATCH_JSON: ctype = "application/json-patch+json"; break;
-    case KC_PATCH_APPLY: ctype = "application/apply-patch+yaml"; break; /* JSON is YAML */
+    case KC_PATCH_MERGE:
+        ctype = "application/merge-patch+json";
+        break;
+    case KC_PATCH_STRATEGIC:
+        ctype = "application/strategic-merge-patch+json";
+        break;
+    case KC_PATCH_JSON:
+        ctype = "application/json-patch+json";
+        break;
+    case KC_PATCH_APPLY:
+        ctype = "application/apply-patch+yaml";
+        break; /* JSON is YAML */
     }
     const char *n = NULL;
     int rc = pick_ns(r, ns, NULL, &n);

@@ -63,15 +63,23 @@ typedef struct kc_config {
 
 /* Read a kubeconfig (current context; token and certificate-authority[-data]
  * of its user and cluster) into *cfg. The strings it points to live in
- * *storage, which the caller frees with json_decref(). Errors: KP_ENOTFOUND
- * (no file), KP_EINVAL (not a kubeconfig we can use: the message in err). */
+ * *storage, which the caller frees with json_decref(). path NULL or "": the
+ * first file of $KUBECONFIG, else ~/.kube/config. certificate-authority and
+ * tokenFile paths are relative to the kubeconfig's directory; user
+ * credentials other than a token (client certificates, exec plugins) are
+ * refused; a context without a user is anonymous. The other fields of *cfg
+ * are zero. Errors: KP_ENOTFOUND (no file), KP_EIO (unreadable), KP_EINVAL
+ * (not a kubeconfig we can use: the message in err), KP_ENOMEM. */
 int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *err,
                    size_t errlen);
 
 typedef struct kc_client kc_client_t;
 
 /* *out is the caller's; free with kc_client_free() after every watch and
- * informer on it is freed. Errors: KP_EINVAL (bad server URL), KP_ENOMEM. */
+ * informer on it is freed. Calls curl_global_init(), which is thread-safe
+ * in libcurl >= 7.84 (else make the first client before other threads use
+ * libcurl). Errors: KP_EINVAL (a server URL that is not http(s)://host, a
+ * token with a line break, qps or timeout_ms < 0), KP_ENOMEM. */
 int kc_client_new(const kc_config_t *cfg, kc_client_t **out);
 void kc_client_free(kc_client_t *c);
 
@@ -96,7 +104,14 @@ extern const kc_resource_t kc_pods, kc_nodes, kc_namespaces, kc_events, kc_servi
     kc_endpoints, kc_configmaps, kc_secrets, kc_deployments, kc_replicasets, kc_statefulsets,
     kc_daemonsets, kc_controllerrevisions, kc_jobs, kc_leases;
 
-/* ---- requests ---- */
+/* ---- requests ----
+ *
+ * For a namespaced resource, ns NULL or "" means the object's
+ * metadata.namespace (create, update) and is KP_EINVAL where there is no
+ * object (get, patch, delete) or no namespace in it. Names are URL-escaped.
+ * Besides the API errors above: a 2xx answer that is not a JSON object is
+ * KP_ECORRUPT; an answer over 256 MiB is KP_ETOOLARGE. *out and *status are
+ * NULL on every failure but an API error (which sets *status only). */
 
 /* GET one object. ns is ignored for cluster-scoped resources. */
 int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
@@ -104,7 +119,10 @@ int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *n
 
 /* LIST, following `continue` until done; `query` is extra URL query text
  * ("labelSelector=app%3Dweb&resourceVersion=0"), NULL for none; ns NULL or
- * "" lists all namespaces. *out is the List (items and metadata). */
+ * "" lists all namespaces. *out is the List (items and metadata). Pages of
+ * 500 unless query sets limit; *out's metadata is the first page's (its
+ * resourceVersion is the snapshot's), without continue. A continue token
+ * the server expired is KP_ECOMPACTED: list again. */
 int kc_list(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
             json_t **out);
 
@@ -125,7 +143,8 @@ typedef enum kc_patch_type {
 } kc_patch_type_t;
 
 /* PATCH name[/subresource] with `patch`; `query` as for kc_list (e.g.
- * "fieldManager=x&force=true"). */
+ * "fieldManager=x&force=true"). KC_PATCH_APPLY sends the patch as JSON (a
+ * YAML subset) with fieldManager=<user agent> unless query names one. */
 int kc_patch(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
              const char *subresource, kc_patch_type_t type, const json_t *patch,
              const char *query, json_t **out, json_t **status);
@@ -147,14 +166,20 @@ typedef enum kc_event_type {
 } kc_event_type_t;
 
 /* WATCH from resourceVersion `rv` ("" or "0" as the API defines them), with
- * bookmarks, ending after timeout_s (0: the server's cap). */
+ * bookmarks, ending after timeout_s (0: the server's cap). Returns once the
+ * answer's headers are in (waiting at most the client's timeout_ms); an
+ * answer other than 200 is mapped like a request's (a 410 here is
+ * KP_ECOMPACTED too). The watch has its own connection. */
 int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
                   const char *rv, int timeout_s, kc_watch_t **out);
 
 /* The next event, waiting up to timeout_ms (negative: forever). On 0, *type
  * and *obj (the caller's reference) are set. Errors: KP_ETIMEDOUT;
  * KP_ECLOSED (the stream ended or was cancelled: re-watch from the last
- * resourceVersion); KP_ECOMPACTED (410: relist); KP_EUNAVAILABLE. */
+ * resourceVersion); KP_ECOMPACTED (410: relist); KP_EUNAVAILABLE (an ERROR
+ * event, or the connection broke); KP_ECORRUPT (a line that is no event);
+ * KP_ETOOLARGE (a line over 64 MiB); KP_ENOMEM. Events before an error are
+ * delivered first; every error but KP_ETIMEDOUT is final (returned again). */
 int kc_watch_next(kc_watch_t *w, int timeout_ms, kc_event_type_t *type, json_t **obj);
 void kc_watch_cancel(kc_watch_t *w); /* any thread: next() returns KP_ECLOSED */
 void kc_watch_close(kc_watch_t *w);

@@ -68,7 +68,7 @@ typedef struct ev_item {
 } ev_item_t;
 
 typedef struct ev_seen {
-    struct ev_seen *hnext;      /* hash chain */
+    struct ev_seen *hnext;       /* hash chain */
     struct ev_seen *prev, *next; /* LRU list, most recent first */
     uint64_t hash;
     char *key, *name, *ns;
@@ -89,6 +89,8 @@ struct kc_recorder {
     bool closing;
     int64_t deadline; /* mono ns; set with closing */
     kc_recorder_stats_t stats;
+    /* The spam filter (under mu): object uid -> [tokens, last refill mono ns]. */
+    json_t *spam;
 
     /* writer thread only (invariant 3) */
     ev_seen_t **buckets;
@@ -205,7 +207,8 @@ static void seen_free(ev_seen_t *s)
 static void seen_remove(kc_recorder_t *rec, ev_seen_t *s)
 {
     ev_seen_t **p = &rec->buckets[s->hash & (rec->nbuckets - 1)];
-    while (*p != s) p = &(*p)->hnext;
+    while (*p != s)
+        p = &(*p)->hnext;
     *p = s->hnext;
     lru_unlink(rec, s);
     rec->nseen--;
@@ -296,13 +299,14 @@ static int ev_write(kc_recorder_t *rec, const ev_item_t *it, int attempt)
     char now[EV_TIME_MAX];
     rfc3339(it->wall_ns, now, sizeof now);
     ev_seen_t *s = seen_find(rec, it->key, hash_str(it->key));
-    if (!s || it->wall_ns - s->last_wall_ns > EV_WINDOW_NS) return ev_create(rec, it, 1, now, attempt);
+    if (!s || it->wall_ns - s->last_wall_ns > EV_WINDOW_NS)
+        return ev_create(rec, it, 1, now, attempt);
 
     json_int_t n = s->count + 1;
     json_t *patch = json_pack("{s:I, s:s}", "count", n, "lastTimestamp", now);
     if (!patch) return KP_ENOMEM;
-    int rc = kc_patch(rec->c, &kc_events, s->ns, s->name, NULL, KC_PATCH_MERGE, patch, NULL,
-                      NULL, NULL);
+    int rc =
+        kc_patch(rec->c, &kc_events, s->ns, s->name, NULL, KC_PATCH_MERGE, patch, NULL, NULL, NULL);
     json_decref(patch);
     if (rc == KP_ENOTFOUND) { /* deleted meanwhile: a new one, count kept */
         char first[EV_TIME_MAX];
@@ -361,7 +365,8 @@ static void *ev_run(void *arg)
     size_t late = 0;
     pthread_mutex_lock(&rec->mu);
     for (;;) {
-        while (!rec->head && !rec->closing) pthread_cond_wait(&rec->cv, &rec->mu);
+        while (!rec->head && !rec->closing)
+            pthread_cond_wait(&rec->cv, &rec->mu);
         ev_item_t *it = rec->head;
         if (!it) break; /* closing and flushed */
         rec->head = it->next;
@@ -460,6 +465,35 @@ fail:
     return NULL;
 }
 
+/* Kubernetes' EventSourceObjectSpamFilter: per source and object, a token
+ * bucket of KC_EVENTS_SPAM_BURST events refilled at one per
+ * KC_EVENTS_SPAM_REFILL_S seconds. A ReplicaSet creating 1,000 pods records
+ * its first 25 SuccessfulCreate events, not 1,000 writes. The map is bounded:
+ * past KC_EVENTS_SPAM_KEYS objects it starts over. Called with rec->mu. */
+static bool spam_allow(kc_recorder_t *rec, const json_t *obj)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *uid = str_at(meta, "uid");
+    char key[600];
+    snprintf(key, sizeof key, "%s/%s/%s", uid, str_at(meta, "namespace"), str_at(meta, "name"));
+    if (!rec->spam || json_object_size(rec->spam) >= KC_EVENTS_SPAM_KEYS) {
+        json_decref(rec->spam);
+        if (!(rec->spam = json_object())) return true;
+    }
+    int64_t now = clock_mono_ns();
+    json_t *b = json_object_get(rec->spam, key);
+    double tokens = KC_EVENTS_SPAM_BURST;
+    if (b) {
+        double elapsed = (double)(now - json_integer_value(json_array_get(b, 1))) / 1e9;
+        tokens = json_real_value(json_array_get(b, 0)) + elapsed / KC_EVENTS_SPAM_REFILL_S;
+        if (tokens > KC_EVENTS_SPAM_BURST) tokens = KC_EVENTS_SPAM_BURST;
+    }
+    bool ok = tokens >= 1;
+    if (ok) tokens -= 1;
+    json_object_set_new(rec->spam, key, json_pack("[f, I]", tokens, (json_int_t)now));
+    return ok;
+}
+
 void kc_event(kc_recorder_t *rec, const json_t *obj, const char *type, const char *reason,
               const char *fmt, ...)
 {
@@ -475,6 +509,11 @@ void kc_event(kc_recorder_t *rec, const json_t *obj, const char *type, const cha
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+
+    pthread_mutex_lock(&rec->mu);
+    bool spam = !spam_allow(rec, obj);
+    pthread_mutex_unlock(&rec->mu);
+    if (spam) return; /* Kubernetes drops these silently too */
 
     ev_item_t *it = item_new(obj, type, reason, message);
     pthread_mutex_lock(&rec->mu);
@@ -521,8 +560,10 @@ void kc_recorder_free(kc_recorder_t *rec)
     pthread_cond_broadcast(&rec->cv);
     pthread_mutex_unlock(&rec->mu);
     pthread_join(rec->thread, NULL);
-    while (rec->lru_head) seen_remove(rec, rec->lru_head);
+    while (rec->lru_head)
+        seen_remove(rec, rec->lru_head);
     free(rec->buckets);
+    json_decref(rec->spam);
     pthread_cond_destroy(&rec->cv);
     pthread_mutex_destroy(&rec->mu);
     free(rec->component);

@@ -27,6 +27,10 @@
 #define KC_EVENTS_CACHE_MAX 4096 /* distinct recent events remembered */
 #define KC_EVENTS_TRIES     3    /* writes of one event at most */
 #define KC_EVENTS_FLUSH_MS  5000 /* kc_recorder_free: time to write what is queued */
+/* The spam filter, as Kubernetes': per object, 25 events, then one per 5 min. */
+#define KC_EVENTS_SPAM_BURST    25
+#define KC_EVENTS_SPAM_REFILL_S 300.0
+#define KC_EVENTS_SPAM_KEYS     4096 /* objects tracked; past it, start over */
 
 typedef struct kc_recorder kc_recorder_t;
 

@@ -52,7 +52,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
-#define KC_IX_VALS        16   /* index values kept per object and index */
+#define KC_IX_VALS        16 /* index values kept per object and index */
 #define KC_RV_MAX         128
 #define KC_BACKOFF_MIN_MS 100
 #define KC_BACKOFF_MAX_MS 5000
@@ -76,14 +76,16 @@ typedef struct hmap {
 static uint64_t hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
 
 static hnode_t **hmap_slot(const hmap_t *m, const char *key, uint64_t h)
 {
     hnode_t **p = &m->b[h & (m->nb - 1)];
-    while (*p && ((*p)->h != h || strcmp((*p)->key, key))) p = &(*p)->next;
+    while (*p && ((*p)->h != h || strcmp((*p)->key, key)))
+        p = &(*p)->next;
     return p;
 }
 
@@ -219,7 +221,8 @@ static size_t index_vals(const index_t *ix, const json_t *obj,
 {
     size_t n = ix->fn(obj, vals, KC_IX_VALS);
     if (n > KC_IX_VALS) n = KC_IX_VALS;
-    for (size_t i = 0; i < n; i++) vals[i][KC_INDEX_VALUE_MAX - 1] = '\0';
+    for (size_t i = 0; i < n; i++)
+        vals[i][KC_INDEX_VALUE_MAX - 1] = '\0';
     return n;
 }
 
@@ -299,8 +302,7 @@ static json_t *cache_del(kc_informer_t *inf, const char *key)
 
 static const char *rv_of(const json_t *obj)
 {
-    return json_string_value(json_object_get(json_object_get(obj, "metadata"),
-                                             "resourceVersion"));
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
 }
 
 static void set_rv(kc_informer_t *inf, const char *rv)
@@ -380,8 +382,10 @@ static int replace(kc_informer_t *inf, json_t *list)
     for (size_t i = 0; i < n; i++) {
         json_t *it = json_array_get(items, i);
         if (!olds[i].cached) continue;
-        if (olds[i].old) on_update(inf, olds[i].old, it);
-        else on_add(inf, it);
+        if (olds[i].old)
+            on_update(inf, olds[i].old, it);
+        else
+            on_add(inf, it);
         json_decref(olds[i].old);
     }
     for (size_t i = 0; i < ngone; i++) {
@@ -408,8 +412,10 @@ static void apply_event(kc_informer_t *inf, kc_event_type_t type, json_t *obj)
     }
     int rc = 0;
     pthread_rwlock_wrlock(&inf->mu);
-    if (type == KC_DELETED) old = cache_del(inf, key);
-    else rc = cache_put(inf, key, obj, &old);
+    if (type == KC_DELETED)
+        old = cache_del(inf, key);
+    else
+        rc = cache_put(inf, key, obj, &old);
     set_rv(inf, rv_of(obj));
     pthread_rwlock_unlock(&inf->mu);
     if (rc) {
@@ -429,7 +435,8 @@ static void resync(kc_informer_t *inf)
     json_t **objs = NULL;
     size_t n = 0;
     if (kc_informer_list(inf, NULL, NULL, &objs, &n)) return;
-    for (size_t i = 0; i < n; i++) on_update(inf, objs[i], objs[i]);
+    for (size_t i = 0; i < n; i++)
+        on_update(inf, objs[i], objs[i]);
     kc_objs_free(objs, n);
 }
 
@@ -532,13 +539,13 @@ static void *run(void *arg)
             inf->synced = 1;
             pthread_cond_broadcast(&inf->scv);
             pthread_mutex_unlock(&inf->smu);
+            if (atomic_load(&inf->stopping)) break; /* a handler stopped us */
         }
         maybe_resync(inf, &next_resync);
         int rc = watch_once(inf, &next_resync, &backoff_ms);
         if (atomic_load(&inf->stopping)) break;
         if (rc == KP_ECOMPACTED) {
-            log_info("client", "informer %s: resourceVersion too old; relisting",
-                     inf->r.resource);
+            log_info("client", "informer %s: resourceVersion too old; relisting", inf->r.resource);
             need_list = 1;
         } else if (rc) {
             log_debug("client", "informer %s: watch: %s", inf->r.resource, err_str(rc));
@@ -644,9 +651,12 @@ int kc_informer_wait_synced(kc_informer_t *inf, int timeout_ms)
     pthread_mutex_lock(&inf->smu);
     int rc = 0;
     while (!inf->synced && !rc) {
-        if (atomic_load(&inf->stopping) || !inf->started) rc = KP_ECLOSED;
-        else if (timeout_ms < 0) pthread_cond_wait(&inf->scv, &inf->smu);
-        else if (pthread_cond_timedwait(&inf->scv, &inf->smu, &until)) rc = KP_ETIMEDOUT;
+        if (atomic_load(&inf->stopping) || !inf->started)
+            rc = KP_ECLOSED;
+        else if (timeout_ms < 0)
+            pthread_cond_wait(&inf->scv, &inf->smu);
+        else if (pthread_cond_timedwait(&inf->scv, &inf->smu, &until))
+            rc = KP_ETIMEDOUT;
     }
     if (inf->synced) rc = 0;
     pthread_mutex_unlock(&inf->smu);
@@ -704,7 +714,8 @@ int kc_informer_list(kc_informer_t *inf, const char *index, const char *value, j
 
 void kc_objs_free(json_t **objs, size_t n)
 {
-    for (size_t i = 0; objs && i < n; i++) json_decref(objs[i]);
+    for (size_t i = 0; objs && i < n; i++)
+        json_decref(objs[i]);
     free(objs);
 }
 
@@ -730,7 +741,8 @@ void kc_informer_stop(kc_informer_t *inf)
 {
     if (!inf) return;
     pthread_mutex_lock(&inf->smu);
-    int join = inf->started && !inf->joined;
+    /* From a handler: ask, do not join ourselves. */
+    int join = inf->started && !inf->joined && !pthread_equal(pthread_self(), inf->thread);
     atomic_store(&inf->stopping, 1);
     if (inf->cur) kc_watch_cancel(inf->cur);
     pthread_cond_broadcast(&inf->scv);
@@ -781,8 +793,7 @@ size_t kc_index_controller(const json_t *obj, char vals[][KC_INDEX_VALUE_MAX], s
 {
     size_t i;
     const json_t *ref;
-    json_array_foreach (json_object_get(json_object_get(obj, "metadata"), "ownerReferences"),
-                        i, ref)
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, ref)
         if (json_is_true(json_object_get(ref, "controller")))
             return put_val(vals, max, 0, json_string_value(json_object_get(ref, "uid")));
     return 0;

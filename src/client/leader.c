@@ -11,10 +11,13 @@
  *
  * One thread per elector (elect_run) does every request. Its states:
  *
- *   CANDIDATE --try_acquire() ok--> LEADING (on_started)
- *   LEADING --renew ok--> LEADING (valid_until moves on)
- *   LEADING --another holder seen / renew deadline passed--> CANDIDATE (on_stopped)
- *   LEADING --kc_leader_stop--> STOPPED (on_stopped, then release())
+ *   CANDIDATE --campaign(): try_acquire() ok--> LEADING (on_started)
+ *   LEADING --lead(): renewal ok, begun before valid_until or over our own
+ *             last write--> LEADING
+ *   LEADING --lead(): another holder seen / renew deadline passed--> CANDIDATE
+ *             (on_stopped; campaigning again at once)
+ *   LEADING --kc_leader_stop--> STOPPED (release(); no callback: the caller
+ *             knows, and a process whose on_stopped exits must not exit here)
  *   CANDIDATE --kc_leader_stop--> STOPPED
  *
  * Invariants:
@@ -32,8 +35,11 @@
  *     duration (> renew deadline) from when they see it, leaders never overlap.
  *  4. leaseDurationSeconds written = lease_ms rounded UP, so others never
  *     wait less than we promised.
- *  5. Callbacks run on the elector thread without mu held; on_stopped follows
- *     exactly one on_started.
+ *  5. Callbacks run on the elector thread without mu held; on_stopped runs
+ *     only after an on_started, once per loss (never for kc_leader_stop).
+ *  6. A term continues across renewals only if no one else can have led in
+ *     between: the renewal began before valid_until, or the Lease it
+ *     replaced carried the resourceVersion of our own last write.
  *
  * Threads: the elector thread; kc_leader_is_leader from anywhere (mu);
  * kc_leader_stop from the owner (sets stopping, signals cv, joins).
@@ -121,10 +127,9 @@ static char *default_identity(uint64_t *rng)
     size_t n = strlen(host) + 1 + 36 + 1;
     char *id = malloc(n);
     if (!id) return NULL;
-    snprintf(id, n,
-             "%s_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", host,
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-             u[13], u[14], u[15]);
+    snprintf(id, n, "%s_%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", host,
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
     return id;
 }
 
@@ -150,7 +155,8 @@ static bool wait_stop(kc_leader_t *l, int64_t ns)
     int64_t until = clock_mono_ns() + ns;
     struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
     pthread_mutex_lock(&l->mu);
-    while (!l->stopping && clock_mono_ns() < until) pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+    while (!l->stopping && clock_mono_ns() < until)
+        pthread_cond_timedwait(&l->cv, &l->mu, &ts);
     bool stop = l->stopping;
     pthread_mutex_unlock(&l->mu);
     return stop;
@@ -188,7 +194,8 @@ static json_t *our_spec(kc_leader_t *l, const json_t *old, const char *now_s)
     rc |= json_object_set_new(spec, "renewTime", json_string(now_s));
     if (!ours || !json_string_value(json_object_get(spec, "acquireTime")))
         rc |= json_object_set_new(spec, "acquireTime", json_string(now_s));
-    if (!ours && old) rc |= json_object_set_new(spec, "leaseTransitions", json_integer(transitions + 1));
+    if (!ours && old)
+        rc |= json_object_set_new(spec, "leaseTransitions", json_integer(transitions + 1));
     if (!old) rc |= json_object_set_new(spec, "leaseTransitions", json_integer(0));
     if (rc) {
         json_decref(spec);
@@ -201,20 +208,28 @@ static json_t *our_spec(kc_leader_t *l, const json_t *old, const char *now_s)
 
 enum { TRY_FAILED = 0, TRY_OURS, TRY_HELD };
 
+static const char *rv_of(const json_t *obj)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+}
+
 /* Acquire or renew the Lease once. Returns TRY_OURS (we hold it now),
  * TRY_HELD (another holder's record is valid), or TRY_FAILED (an error or a
- * lost race: try again later). */
-static int try_acquire(kc_leader_t *l)
+ * lost race: try again later). *unchanged tells whether the Lease read was
+ * exactly the one we wrote last (same resourceVersion): nobody else wrote
+ * it in between (invariant 6). */
+static int try_acquire(kc_leader_t *l, bool *unchanged)
 {
+    *unchanged = false;
     char now_s[LE_TIME_MAX];
     micro_time(clock_wall_ns(), now_s, sizeof now_s);
     json_t *cur = NULL, *out = NULL, *spec = NULL;
     int result = TRY_FAILED;
     int rc = kc_get(l->c, &kc_leases, l->ns, l->name, &cur);
     if (rc == KP_ENOTFOUND) {
-        json_t *lease = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion",
-                                  "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name",
-                                  l->name, "namespace", l->ns);
+        json_t *lease =
+            json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "coordination.k8s.io/v1", "kind",
+                      "Lease", "metadata", "name", l->name, "namespace", l->ns);
         if (!lease || !(spec = our_spec(l, NULL, now_s)) ||
             json_object_set_new(lease, "spec", spec)) {
             json_decref(lease);
@@ -234,6 +249,8 @@ static int try_acquire(kc_leader_t *l)
         return TRY_FAILED;
     }
 
+    const char *rv = rv_of(cur), *last_rv = rv_of(l->lease);
+    *unchanged = rv && last_rv && !strcmp(rv, last_rv);
     /* A reference of our own: `holder` points into it after cur's spec is
      * replaced. */
     json_t *old = json_incref(json_object_get(cur, "spec"));
@@ -256,16 +273,15 @@ static int try_acquire(kc_leader_t *l)
     }
     /* Free, expired by our clock, or ours: write our record over exactly
      * the version judged (cur keeps its resourceVersion). */
-    if (!(spec = our_spec(l, old, now_s)) || json_object_set_new(cur, "spec", spec))
-        goto out;
+    if (!(spec = our_spec(l, old, now_s)) || json_object_set_new(cur, "spec", spec)) goto out;
     rc = kc_update(l->c, &kc_leases, l->ns, cur, NULL, &out, NULL);
     if (rc) {
         log_debug("leader", "%s/%s: update: %s", l->ns, l->name, err_str(rc));
         goto out;
     }
     if (holder[0] == '\0' || strcmp(holder, l->identity) != 0)
-        log_info("leader", "%s/%s: %s took the lease over from \"%s\"", l->ns, l->name,
-                 l->identity, holder);
+        log_info("leader", "%s/%s: %s took the lease over from \"%s\"", l->ns, l->name, l->identity,
+                 holder);
     keep_lease(l, out, clock_mono_ns());
     result = TRY_OURS;
 out:
@@ -283,9 +299,9 @@ static void release(kc_leader_t *l)
     micro_time(clock_wall_ns(), now_s, sizeof now_s);
     json_t *spec = json_object_get(l->lease, "spec");
     json_int_t transitions = json_integer_value(json_object_get(spec, "leaseTransitions"));
-    json_t *ns = json_pack("{s:s, s:i, s:s, s:s, s:I}", "holderIdentity", "",
-                           "leaseDurationSeconds", 1, "acquireTime", now_s, "renewTime", now_s,
-                           "leaseTransitions", transitions);
+    json_t *ns =
+        json_pack("{s:s, s:i, s:s, s:s, s:I}", "holderIdentity", "", "leaseDurationSeconds", 1,
+                  "acquireTime", now_s, "renewTime", now_s, "leaseTransitions", transitions);
     if (!ns || json_object_set_new(l->lease, "spec", ns)) return;
     int rc = kc_update(l->c, &kc_leases, l->ns, l->lease, NULL, NULL, NULL);
     if (rc)
@@ -315,7 +331,8 @@ static bool campaign(kc_leader_t *l)
 {
     for (;;) {
         int64_t start = clock_mono_ns();
-        if (try_acquire(l) == TRY_OURS) {
+        bool unchanged;
+        if (try_acquire(l, &unchanged) == TRY_OURS) {
             set_leading(l, true, start + l->renew_ns);
             log_info("leader", "%s/%s: %s is the leader", l->ns, l->name, l->identity);
             return true;
@@ -334,21 +351,27 @@ static bool lead(kc_leader_t *l)
     for (;;) {
         if (wait_stop(l, l->retry_ns)) return true;
         int64_t start = clock_mono_ns();
-        int r = try_acquire(l);
-        if (r == TRY_OURS) {
+        bool unchanged;
+        int r = try_acquire(l, &unchanged);
+        /* A renewal continues our term if it began while we were still
+         * leading, or if nobody wrote the Lease since our last write (the
+         * thread was slow, e.g. in on_started, but no one else led). Any
+         * other success may follow another leader's term: a loss and a new
+         * acquisition, with both callbacks (invariant 6). */
+        if (r == TRY_OURS && (still_valid(l, start) || unchanged)) {
             pthread_mutex_lock(&l->mu);
             l->valid_until = start + l->renew_ns;
             pthread_mutex_unlock(&l->mu);
             continue;
         }
         if (r == TRY_HELD) {
-            log_warn("leader", "%s/%s: %s lost the lease to \"%s\"", l->ns, l->name,
-                     l->identity, spec_str(l->observed, "holderIdentity"));
+            log_warn("leader", "%s/%s: %s lost the lease to \"%s\"", l->ns, l->name, l->identity,
+                     spec_str(l->observed, "holderIdentity"));
             return false;
         }
         if (!still_valid(l, clock_mono_ns())) {
-            log_warn("leader", "%s/%s: %s could not renew within the deadline", l->ns,
-                     l->name, l->identity);
+            log_warn("leader", "%s/%s: %s could not renew within the deadline", l->ns, l->name,
+                     l->identity);
             return false;
         }
     }
@@ -361,11 +384,11 @@ static void *elect_run(void *arg)
         if (l->on_started) l->on_started(l->arg);
         bool stopping = lead(l);
         set_leading(l, false, 0);
-        if (l->on_stopped) l->on_stopped(l->arg);
         if (stopping) {
             release(l);
             break;
         }
+        if (l->on_stopped) l->on_stopped(l->arg);
     }
     return NULL;
 }
@@ -433,7 +456,10 @@ int kc_leader_is_leader(kc_leader_t *l)
     return r;
 }
 
-const char *kc_leader_identity(const kc_leader_t *l) { return l->identity; }
+const char *kc_leader_identity(const kc_leader_t *l)
+{
+    return l->identity;
+}
 
 void kc_leader_stop(kc_leader_t *l)
 {

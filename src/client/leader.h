@@ -8,8 +8,10 @@
  * update, leaseTransitions+1) when it is released (holderIdentity "") or its
  * record has not changed for a lease duration by the candidate's own clock.
  * The leader renews every retry period. It stops leading when a renewal has
- * not succeeded within the renew deadline, or at once when it sees another
- * holder; then it campaigns again like any candidate.
+ * not succeeded within the renew deadline (unless the renewal finds the
+ * Lease exactly as it last wrote it: then no one else can have led), or at
+ * once when it sees another holder; then it campaigns again like any
+ * candidate.
  *
  * Safety: kc_leader_is_leader() turns false no later than renew deadline
  * after the start of the last successful renewal, even if the elector thread
@@ -28,16 +30,18 @@
 typedef struct kc_leader kc_leader_t;
 
 typedef struct kc_leader_config {
-    const char *ns, *name;   /* the Lease: "kube-system", "kube-controller-manager" */
-    const char *identity;    /* NULL: "<hostname>_<random uuid>" */
-    int lease_ms;            /* --leader-elect-lease-duration; 0: 15000. Written
-                                as leaseDurationSeconds, rounded up */
-    int renew_deadline_ms;   /* --leader-elect-renew-deadline; 0: 10000 */
-    int retry_ms;            /* --leader-elect-retry-period; 0: 2000 */
+    const char *ns, *name; /* the Lease: "kube-system", "kube-controller-manager" */
+    const char *identity;  /* NULL: "<hostname>_<random uuid>" */
+    int lease_ms;          /* --leader-elect-lease-duration; 0: 15000. Written
+                              as leaseDurationSeconds, rounded up */
+    int renew_deadline_ms; /* --leader-elect-renew-deadline; 0: 10000 */
+    int retry_ms;          /* --leader-elect-retry-period; 0: 2000 */
     /* Called on the elector's thread, which renews nothing meanwhile: return
      * promptly (start workers elsewhere). on_started: leading begins.
-     * on_stopped: leading ended (the lease was lost, or kc_leader_stop); it
-     * is called only after an on_started, and is_leader() is already false.
+     * on_stopped: the lease was LOST (another holder, or no renewal within
+     * the deadline); is_leader() is already false. Not called for
+     * kc_leader_stop (the caller knows; unlike client-go's
+     * OnStoppedLeading), so an on_stopped that exits the process is safe.
      * After a loss the elector campaigns again; a process that cannot stop
      * its leader-only work at once should exit instead. */
     void (*on_started)(void *arg);
@@ -57,11 +61,13 @@ int kc_leader_is_leader(kc_leader_t *l);
 /* The identity this elector writes as holderIdentity (borrowed until stop). */
 const char *kc_leader_identity(const kc_leader_t *l);
 
-/* Stop and free: if leading, is_leader() turns false, on_stopped runs, and
- * then the lease is released (holderIdentity "", leaseDurationSeconds 1, as
- * client-go's ReleaseOnCancel) so another candidate takes over at its next
- * retry. Waits for a request in flight (up to the client's timeout).
- * NULL is a no-op. */
+/* Stop and free: if leading, is_leader() turns false and the lease is
+ * released (holderIdentity "", leaseDurationSeconds 1, as client-go's
+ * ReleaseOnCancel) so another candidate takes over at its next retry; no
+ * callback runs. As with ReleaseOnCancel, stop the leader-only work BEFORE
+ * this call, or another process may start it while yours still runs.
+ * Waits for a request in flight (up to the client's timeout). NULL is a
+ * no-op. */
 void kc_leader_stop(kc_leader_t *l);
 
 #endif

@@ -105,6 +105,7 @@ struct kc_queue {
 
 /* ---- checks ---- */
 
+#ifndef NDEBUG
 static bool queue_check(const kc_queue_t *q)
 {
     if (q->depth > q->ndirty || q->nheap > q->heapcap) return false;
@@ -117,6 +118,7 @@ static bool queue_check(const kc_queue_t *q)
         if (q->heap[i]->ready_ns < q->heap[0]->ready_ns) return false;
     return q->nents >= q->ndirty && q->nents >= q->nprocessing;
 }
+#endif
 
 /* ---- the map ---- */
 
@@ -182,7 +184,8 @@ static void entry_release(kc_queue_t *q, qent_t *e)
 {
     if (e->dirty || e->processing || e->heap_idx >= 0 || e->failures > 0) return;
     qent_t **p = &q->buckets[e->hash & (q->nbuckets - 1)];
-    while (*p != e) p = &(*p)->hnext;
+    while (*p != e)
+        p = &(*p)->hnext;
     *p = e->hnext;
     q->nents--;
     free(e);
@@ -353,7 +356,10 @@ fail_buckets:
     return KP_ENOMEM;
 }
 
-static bool key_ok(const char *key) { return key && key[0]; }
+static bool key_ok(const char *key)
+{
+    return key && key[0];
+}
 
 /* add_after's body with q->mu held; delay_ns > 0. */
 static int add_delayed_locked(kc_queue_t *q, const char *key, int64_t delay_ns)
@@ -558,7 +564,8 @@ void kc_queue_shutdown(kc_queue_t *q)
     pthread_mutex_lock(&q->mu);
     assert(queue_check(q));
     q->shutdown = true;
-    while (q->nheap) entry_release(q, heap_pop(q)); /* invariant 5 */
+    while (q->nheap)
+        entry_release(q, heap_pop(q)); /* invariant 5 */
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
 }

@@ -36,9 +36,9 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
-#define KC_WATCH_LINE_MAX   (64u << 20) /* one event line */
-#define KC_WATCH_ERRBODY_MAX (1u << 20) /* the body of a non-200 answer */
-#define KC_WATCH_SLACK_S    30          /* client-side end after timeout_s + this */
+#define KC_WATCH_LINE_MAX    (64u << 20) /* one event line */
+#define KC_WATCH_ERRBODY_MAX (1u << 20)  /* the body of a non-200 answer */
+#define KC_WATCH_SLACK_S     30          /* client-side end after timeout_s + this */
 
 typedef struct wevent {
     kc_event_type_t type;
@@ -59,10 +59,10 @@ struct kc_watch {
     buf_t errbody;    /* the body of a non-200 answer */
     wevent_t *q;      /* the FIFO: entries qhead..qlen-1 are pending */
     size_t qhead, qlen, qcap;
-    int fed_stop;     /* an error entry is queued: ignore the rest */
-    int done;         /* the transfer ended, with `result` */
+    int fed_stop; /* an error entry is queued: ignore the rest */
+    int done;     /* the transfer ended, with `result` */
     CURLcode result;
-    int err;          /* sticky error (invariant 2) */
+    int err; /* sticky error (invariant 2) */
     atomic_int cancelled;
 };
 
@@ -90,7 +90,8 @@ static int push(kc_watch_t *w, kc_event_type_t type, json_t *obj, int err)
 
 static void feed_line(kc_watch_t *w, const char *s, size_t n)
 {
-    while (n && (s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+    while (n && (s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
     if (!n) return;
     json_error_t jerr;
     json_t *ev = json_loadb(s, n, 0, &jerr);
@@ -186,7 +187,10 @@ static void perform(kc_watch_t *w)
     }
 }
 
-static int ready(const kc_watch_t *w) { return w->qhead < w->qlen || w->done || w->err; }
+static int ready(const kc_watch_t *w)
+{
+    return w->qhead < w->qlen || w->done || w->err;
+}
 
 /* Wait for socket activity (or a wakeup) at most ms. */
 static void poll_ms(kc_watch_t *w, int64_t ms)
@@ -207,8 +211,14 @@ static void run_until(kc_watch_t *w, int (*cond)(const kc_watch_t *), int64_t de
     }
 }
 
-static int headers_in(const kc_watch_t *w) { return w->headers_done; }
-static int never(const kc_watch_t *w) { return (void)w, 0; }
+static int headers_in(const kc_watch_t *w)
+{
+    return w->headers_done;
+}
+static int never(const kc_watch_t *w)
+{
+    return (void)w, 0;
+}
 
 /* Why a finished stream ended. */
 static int end_error(kc_watch_t *w)
@@ -233,7 +243,8 @@ static void watch_free(kc_watch_t *w)
     if (w->h) curl_easy_cleanup(w->h);
     if (w->m) curl_multi_cleanup(w->m);
     curl_slist_free_all(w->hdrs);
-    for (size_t i = w->qhead; i < w->qlen; i++) json_decref(w->q[i].obj);
+    for (size_t i = w->qhead; i < w->qlen; i++)
+        json_decref(w->q[i].obj);
     free(w->q);
     buf_free(&w->line);
     buf_free(&w->errbody);
@@ -316,8 +327,7 @@ int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const 
     }
     if (w->code != 200) {
         run_until(w, never, deadline); /* the Status, for its reason */
-        json_t *st =
-            w->errbody.p ? json_loadb(w->errbody.p, w->errbody.len, 0, NULL) : NULL;
+        json_t *st = w->errbody.p ? json_loadb(w->errbody.p, w->errbody.len, 0, NULL) : NULL;
         rc = kc__http_err(w->code, st);
         if (!rc) rc = KP_EUNAVAILABLE; /* 2xx other than 200: not a watch */
         log_debug("client", "watch %s: HTTP %ld: %s", w->url, w->code,
@@ -368,4 +378,7 @@ void kc_watch_cancel(kc_watch_t *w)
     curl_multi_wakeup(w->m);
 }
 
-void kc_watch_close(kc_watch_t *w) { watch_free(w); }
+void kc_watch_close(kc_watch_t *w)
+{
+    watch_free(w);
+}

@@ -1,8 +1,9 @@
 /*
  * deployment.c -- the Deployment controller: handlers, sync(key), adoption,
- * the new ReplicaSet (hash, revisions, annotations), status and conditions.
- * The strategy steps and proportional scaling are in deployment_rolling.c;
- * the contracts of both files are in deployment_int.h.
+ * creating the new ReplicaSet, every write through the API, status and
+ * conditions. Which ReplicaSet is new (hash, revisions), the strategy steps
+ * and proportional scaling are in deployment_rolling.c; the contracts of
+ * both files are in deployment_int.h.
  *
  * INVARIANT: a Deployment's pods come from ReplicaSets it controls, one per
  * pod template. The one whose template is the Deployment's (the "new" RS)
@@ -28,7 +29,8 @@
  *
  * ONE SYNC (the function behind each branch):
  *
- *   claim (adopt/release) -> deleting? ----------------> status only
+ *   claim (adopt/release), count terminating pods
+ *     -> deleting? ----------------------------------------> status only
  *     -> paused condition (check_paused)
  *     -> find the new RS, sync its revision (find_new)
  *     -> paused or replicas changed? --> deploy__scale (+ cleanup if paused)
@@ -51,14 +53,23 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
-#define COMP "deployment"
+#define COMP    "deployment"
 #define KEY_MAX 600
 
 /* ---- small JSON helpers ---- */
 
-static const json_t *meta(const json_t *o) { return json_object_get(o, "metadata"); }
-static const json_t *spec(const json_t *o) { return json_object_get(o, "spec"); }
-static const json_t *status(const json_t *o) { return json_object_get(o, "status"); }
+static const json_t *meta(const json_t *o)
+{
+    return json_object_get(o, "metadata");
+}
+static const json_t *spec(const json_t *o)
+{
+    return json_object_get(o, "spec");
+}
+static const json_t *status(const json_t *o)
+{
+    return json_object_get(o, "status");
+}
 
 static int32_t get_i32(const json_t *o, const char *key, int32_t dflt)
 {
@@ -74,16 +85,6 @@ static const char *get_str(const json_t *o, const char *key)
     return s ? s : "";
 }
 
-/* An annotation holding a non-negative decimal; -1 if absent or not one. */
-static int64_t ann_num(const json_t *ann, const char *key)
-{
-    const char *s = json_string_value(json_object_get(ann, key));
-    if (!s || !*s) return -1;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    return *end || v < 0 ? -1 : (int64_t)v;
-}
-
 /* obj[key], created as an empty object if absent (obj is ours). */
 static json_t *child(json_t *obj, const char *key)
 {
@@ -93,176 +94,6 @@ static json_t *child(json_t *obj, const char *key)
         if (json_object_set_new(obj, key, c)) return NULL;
     }
     return c;
-}
-
-/* ---- pure: templates, hashes, revisions ---- */
-
-static const char safe_alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-
-void deploy__safe_encode(const char *s, char *out, size_t n)
-{
-    size_t i = 0;
-    if (!n) return;
-    for (; s[i] && i + 1 < n; i++)
-        out[i] = safe_alphabet[(unsigned char)s[i] % (sizeof safe_alphabet - 1)];
-    out[i] = '\0';
-}
-
-static uint32_t fnv32a(uint32_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
-int deploy__hash(const json_t *tmpl, int64_t collisions, char out[DEPLOY_HASH_MAX])
-{
-    out[0] = '\0';
-    char *text = json_dumps(tmpl, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    if (!text) return KP_ENOMEM;
-    uint32_t h = fnv32a(2166136261u, text, strlen(text));
-    free(text);
-    if (collisions >= 0) {
-        uint32_t c = (uint32_t)collisions;
-        unsigned char b[8] = {(unsigned char)c, (unsigned char)(c >> 8), (unsigned char)(c >> 16),
-                              (unsigned char)(c >> 24), 0, 0, 0, 0};
-        h = fnv32a(h, b, sizeof b);
-    }
-    char dec[DEPLOY_HASH_MAX];
-    snprintf(dec, sizeof dec, "%" PRIu32, h);
-    deploy__safe_encode(dec, out, DEPLOY_HASH_MAX);
-    return 0;
-}
-
-/* A copy of template t as compared: no pod-template-hash label, no empty
- * labels/annotations, no null creationTimestamp. */
-static json_t *template_norm(const json_t *t)
-{
-    json_t *c = t ? json_deep_copy(t) : json_object();
-    json_t *md = json_object_get(c, "metadata");
-    if (!json_is_object(md)) return c;
-    json_t *labels = json_object_get(md, "labels");
-    if (json_is_object(labels)) json_object_del(labels, DEPLOY_HASH_LABEL);
-    if (json_is_object(labels) && !json_object_size(labels)) json_object_del(md, "labels");
-    json_t *ann = json_object_get(md, "annotations");
-    if (json_is_object(ann) && !json_object_size(ann)) json_object_del(md, "annotations");
-    if (json_is_null(json_object_get(md, "creationTimestamp")))
-        json_object_del(md, "creationTimestamp");
-    if (!json_object_size(md)) json_object_del(c, "metadata");
-    return c;
-}
-
-int deploy__template_equal(const json_t *a, const json_t *b)
-{
-    json_t *x = template_norm(a), *y = template_norm(b);
-    int eq = x && y && json_equal(x, y);
-    json_decref(x);
-    json_decref(y);
-    return eq;
-}
-
-int deploy__find_new(const json_t *tmpl, const deploy_rs_t *rs, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (rs[i].obj && deploy__template_equal(json_object_get(spec(rs[i].obj), "template"), tmpl))
-            return (int)i;
-    return -1;
-}
-
-int64_t deploy__max_revision(const deploy_rs_t *rs, size_t n, int skip)
-{
-    int64_t max = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((int)i != skip && rs[i].revision > max) max = rs[i].revision;
-    return max;
-}
-
-static int set_str(json_t *obj, const char *key, const char *v)
-{
-    const char *have = json_string_value(json_object_get(obj, key));
-    if (have && !strcmp(have, v)) return 0;
-    json_object_set_new(obj, key, json_string(v));
-    return 1;
-}
-
-static int set_num(json_t *obj, const char *key, int64_t v)
-{
-    char buf[24];
-    snprintf(buf, sizeof buf, "%" PRId64, v);
-    return set_str(obj, key, buf);
-}
-
-/* Append old to the revision-history list, dropping the oldest entries to
- * stay within DEPLOY_HISTORY_CHARS (Kubernetes' rule). */
-static void history_add(json_t *ann, const char *old)
-{
-    const char *hist = json_string_value(json_object_get(ann, DEPLOY_ANN_HISTORY));
-    if (!hist || !*hist) {
-        json_object_set_new(ann, DEPLOY_ANN_HISTORY, json_string(old));
-        return;
-    }
-    size_t total = strlen(hist) + strlen(old) + 1;
-    const char *start = hist;
-    while (total > DEPLOY_HISTORY_CHARS && *start) {
-        const char *comma = strchr(start, ',');
-        size_t len = comma ? (size_t)(comma - start) : strlen(start);
-        total -= len + 1;
-        start = comma ? comma + 1 : start + len;
-    }
-    if (total > DEPLOY_HISTORY_CHARS) {
-        log_warn(COMP, "revision-history is at its %d character limit", DEPLOY_HISTORY_CHARS);
-        return;
-    }
-    size_t n = strlen(start) + strlen(old) + 2;
-    char *v = malloc(n);
-    if (!v) return;
-    snprintf(v, n, "%s%s%s", start, *start ? "," : "", old);
-    json_object_set_new(ann, DEPLOY_ANN_HISTORY, json_string(v));
-    free(v);
-}
-
-static int skip_copy(const char *key)
-{
-    return !strcmp(key, DEPLOY_ANN_APPLIED) ||
-           !strncmp(key, DEPLOY_ANN_PREFIX, sizeof DEPLOY_ANN_PREFIX - 1);
-}
-
-int deploy__rs_annotations(json_t *ann, const json_t *dann, int64_t revision, int exists,
-                           int32_t desired, int32_t max)
-{
-    int changed = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach ((json_t *)dann, k, v) {
-        if (skip_copy(k) || !json_is_string(v)) continue;
-        if (json_equal(json_object_get(ann, k), v)) continue;
-        json_object_set(ann, k, v);
-        changed = 1;
-    }
-    const char *old = json_string_value(json_object_get(ann, DEPLOY_ANN_REVISION));
-    int64_t old_rev = 0;
-    if (old && *old) {
-        old_rev = ann_num(ann, DEPLOY_ANN_REVISION);
-        if (old_rev < 0) return changed; /* not ours to repair */
-    }
-    if (old_rev < revision) {
-        /* A re-used RS (a rollback) keeps the numbers it had. */
-        if (old && *old) {
-            char *copy = strdup(old);
-            if (copy) history_add(ann, copy);
-            free(copy);
-        }
-        set_num(ann, DEPLOY_ANN_REVISION, revision);
-        changed = 1;
-    }
-    if (!exists) {
-        changed |= set_num(ann, DEPLOY_ANN_DESIRED, desired);
-        changed |= set_num(ann, DEPLOY_ANN_MAX, max);
-    }
-    return changed;
 }
 
 /* ---- pure: status and conditions ---- */
@@ -275,19 +106,18 @@ void deploy__time_str(int64_t t, char out[DEPLOY_TIME_MAX])
         snprintf(out, DEPLOY_TIME_MAX, "1970-01-01T00:00:00Z");
 }
 
-json_t *deploy__condition(const char *type, const char *st, const char *reason,
-                          const char *message, const char *now)
+json_t *deploy__condition(const char *type, const char *st, const char *reason, const char *message,
+                          const char *now)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", type, "status", st,
-                     "lastUpdateTime", now, "lastTransitionTime", now, "reason", reason,
-                     "message", message);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", type, "status", st, "lastUpdateTime",
+                     now, "lastTransitionTime", now, "reason", reason, "message", message);
 }
 
 const json_t *deploy__condition_get(const json_t *st, const char *type)
 {
     size_t i;
     json_t *c;
-    json_array_foreach (json_object_get(st, "conditions"), i, c) {
+    json_array_foreach(json_object_get(st, "conditions"), i, c) {
         if (!strcmp(get_str(c, "type"), type)) return c;
     }
     return NULL;
@@ -297,8 +127,10 @@ void deploy__condition_remove(json_t *st, const char *type)
 {
     json_t *list = json_object_get(st, "conditions");
     for (size_t i = 0; i < json_array_size(list);) {
-        if (!strcmp(get_str(json_array_get(list, i), "type"), type)) json_array_remove(list, i);
-        else i++;
+        if (!strcmp(get_str(json_array_get(list, i), "type"), type))
+            json_array_remove(list, i);
+        else
+            i++;
     }
     if (list && !json_array_size(list)) json_object_del(st, "conditions");
 }
@@ -356,10 +188,9 @@ json_t *deploy__status_calc(const json_t *d, const deploy_params_t *p, const dep
         deploy__condition_set(st, deploy__condition("Available", "True", DEPLOY_R_AVAILABLE,
                                                     "Deployment has minimum availability.", now));
     else
-        deploy__condition_set(st,
-                              deploy__condition("Available", "False", DEPLOY_R_UNAVAILABLE,
-                                                "Deployment does not have minimum availability.",
-                                                now));
+        deploy__condition_set(
+            st, deploy__condition("Available", "False", DEPLOY_R_UNAVAILABLE,
+                                  "Deployment does not have minimum availability.", now));
     return st;
 }
 
@@ -378,7 +209,8 @@ int deploy__progressing(const json_t *d, const json_t *st)
     int64_t old_old = (int64_t)get_i32(old, "replicas", 0) - get_i32(old, "updatedReplicas", 0);
     int64_t new_old = (int64_t)get_i32(st, "replicas", 0) - get_i32(st, "updatedReplicas", 0);
     return get_i32(st, "updatedReplicas", 0) > get_i32(old, "updatedReplicas", 0) ||
-           new_old < old_old || get_i32(st, "readyReplicas", 0) > get_i32(old, "readyReplicas", 0) ||
+           new_old < old_old ||
+           get_i32(st, "readyReplicas", 0) > get_i32(old, "readyReplicas", 0) ||
            get_i32(st, "availableReplicas", 0) > get_i32(old, "availableReplicas", 0);
 }
 
@@ -403,13 +235,13 @@ static json_t *replica_failure(const deploy_rs_t *rs, size_t n, int newi)
             if ((pass == 0) != ((int)i == newi) || !rs[i].obj) continue;
             size_t k;
             json_t *c;
-            json_array_foreach (json_object_get(status(rs[i].obj), "conditions"), k, c) {
+            json_array_foreach(json_object_get(status(rs[i].obj), "conditions"), k, c) {
                 if (strcmp(get_str(c, "type"), "ReplicaFailure")) continue;
                 const char *t = get_str(c, "lastTransitionTime");
                 return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", "ReplicaFailure",
                                  "status", get_str(c, "status"), "lastUpdateTime", t,
-                                 "lastTransitionTime", t, "reason", get_str(c, "reason"),
-                                 "message", get_str(c, "message"));
+                                 "lastTransitionTime", t, "reason", get_str(c, "reason"), "message",
+                                 get_str(c, "message"));
             }
         }
     }
@@ -449,12 +281,13 @@ void deploy__rollout_conditions(const json_t *d, const deploy_params_t *p, json_
         }
     }
     json_t *failure = replica_failure(rs, n, newi);
-    if (failure) deploy__condition_set(st, failure);
-    else deploy__condition_remove(st, "ReplicaFailure");
+    if (failure)
+        deploy__condition_set(st, failure);
+    else
+        deploy__condition_remove(st, "ReplicaFailure");
 }
 
-int64_t deploy__requeue_ms(const deploy_params_t *p, const json_t *d, const json_t *st,
-                           int64_t now)
+int64_t deploy__requeue_ms(const deploy_params_t *p, const json_t *d, const json_t *st, int64_t now)
 {
     if (p->deadline_s < 0) return -1;
     const json_t *cur = deploy__condition_get(status(d), "Progressing");
@@ -481,7 +314,7 @@ int deploy__paused_condition(const deploy_params_t *p, json_t *st, const char *n
                                                     "Deployment is paused", now));
     else if (!p->paused && shown)
         deploy__condition_set(st, deploy__condition("Progressing", "Unknown", DEPLOY_R_RESUMED,
-                                                     "Deployment is resumed", now));
+                                                    "Deployment is resumed", now));
     else
         return 0;
     return 1;
@@ -499,15 +332,15 @@ static void rs_fill(deploy_rs_t *r, json_t *obj)
     const json_t *ann = json_object_get(md, "annotations");
     r->name = get_str(md, "name");
     r->created = ctrl_time(get_str(md, "creationTimestamp"));
-    r->revision = ann_num(ann, DEPLOY_ANN_REVISION);
+    r->revision = deploy__ann_num(ann, DEPLOY_ANN_REVISION);
     if (r->revision < 0) r->revision = 0;
     r->spec = get_i32(sp, "replicas", 1);
     r->replicas = get_i32(st, "replicas", 0);
     r->ready = get_i32(st, "readyReplicas", 0);
     r->available = get_i32(st, "availableReplicas", 0);
-    int64_t v = ann_num(ann, DEPLOY_ANN_DESIRED);
+    int64_t v = deploy__ann_num(ann, DEPLOY_ANN_DESIRED);
     r->desired = v > INT32_MAX ? -1 : (int32_t)v;
-    v = ann_num(ann, DEPLOY_ANN_MAX);
+    v = deploy__ann_num(ann, DEPLOY_ANN_MAX);
     r->max = v > INT32_MAX ? -1 : (int32_t)v;
     r->deleting = json_object_get(md, "deletionTimestamp") != NULL;
     r->stale = json_integer_value(json_object_get(md, "generation")) >
@@ -546,7 +379,8 @@ static void rs_sort(deploy_sync_t *s)
 
 static void sync_free(deploy_sync_t *s)
 {
-    for (size_t i = 0; i < s->n; i++) json_decref(s->rs[i].obj);
+    for (size_t i = 0; i < s->n; i++)
+        json_decref(s->rs[i].obj);
     free(s->rs);
     json_decref(s->d);
     json_decref(s->evref);
@@ -610,16 +444,16 @@ static json_t *status_copy(const deploy_sync_t *s)
 static int set_revision(deploy_sync_t *s, int64_t rev)
 {
     const json_t *ann = json_object_get(meta(s->d), "annotations");
-    if (rev <= 0 || ann_num(ann, DEPLOY_ANN_REVISION) == rev) return 0;
+    if (rev <= 0 || deploy__ann_num(ann, DEPLOY_ANN_REVISION) == rev) return 0;
     json_t *patch = patch_base(s->d), *out = NULL;
     json_t *pann = patch ? child(child(patch, "metadata"), "annotations") : NULL;
     if (!pann) {
         json_decref(patch);
         return KP_ENOMEM;
     }
-    set_num(pann, DEPLOY_ANN_REVISION, rev);
-    int rc = kc_patch(ctrl_client(s->ctl->c), &kc_deployments, s->ns, s->name, NULL,
-                      KC_PATCH_MERGE, patch, NULL, &out, NULL);
+    deploy__set_num(pann, DEPLOY_ANN_REVISION, rev);
+    int rc = kc_patch(ctrl_client(s->ctl->c), &kc_deployments, s->ns, s->name, NULL, KC_PATCH_MERGE,
+                      patch, NULL, &out, NULL);
     json_decref(patch);
     if (rc) return rc;
     json_decref(s->d);
@@ -628,6 +462,13 @@ static int set_revision(deploy_sync_t *s, int64_t rev)
 }
 
 /* ---- writes to ReplicaSets ---- */
+
+/* The max-replicas annotation: replicas + maxSurge. */
+static int32_t max_replicas(const deploy_params_t *p)
+{
+    int64_t m = (int64_t)p->replicas + p->max_surge;
+    return m > INT32_MAX ? INT32_MAX : (int32_t)m;
+}
 
 /* Merge-patch s->rs[i] with patch (borrowed); its answer replaces it. */
 static int patch_rs(deploy_sync_t *s, size_t i, const json_t *patch)
@@ -654,10 +495,7 @@ static int patch_rs(deploy_sync_t *s, size_t i, const json_t *patch)
 int deploy__apply(deploy_sync_t *s)
 {
     kc_client_t *cl = ctrl_client(s->ctl->c);
-    int32_t desired = s->p.replicas;
-    int32_t max = (int32_t)((int64_t)s->p.replicas + s->p.max_surge > INT32_MAX
-                                ? INT32_MAX
-                                : s->p.replicas + s->p.max_surge);
+    int32_t desired = s->p.replicas, max = max_replicas(&s->p);
     for (size_t i = 0; i < s->n; i++) {
         deploy_rs_t *r = &s->rs[i];
         int rc;
@@ -679,8 +517,8 @@ int deploy__apply(deploy_sync_t *s)
             json_decref(patch);
             return KP_ENOMEM;
         }
-        set_num(ann, DEPLOY_ANN_DESIRED, desired);
-        set_num(ann, DEPLOY_ANN_MAX, max);
+        deploy__set_num(ann, DEPLOY_ANN_DESIRED, desired);
+        deploy__set_num(ann, DEPLOY_ANN_MAX, max);
         json_object_set_new(sp, "replicas", json_integer(r->target));
         int32_t from = r->spec, to = r->target;
         char name[254];
@@ -698,9 +536,9 @@ int deploy__apply(deploy_sync_t *s)
 
 /* ---- the new ReplicaSet ---- */
 
-/* Kubernetes' getNewReplicaSet for an existing one: bring its revision,
- * copied annotations and minReadySeconds up to date, then the Deployment's
- * revision and a FoundNewReplicaSet condition if it has no Progressing. */
+/* Kubernetes' getNewReplicaSet for an existing one: the Deployment's
+ * revision, then the RS's revision, copied annotations and minReadySeconds,
+ * and a FoundNewReplicaSet condition if there is no Progressing one. */
 static int find_new(deploy_sync_t *s)
 {
     const json_t *tmpl = json_object_get(spec(s->d), "template");
@@ -711,11 +549,14 @@ static int find_new(deploy_sync_t *s)
     const json_t *rs_ann = json_object_get(meta(r->obj), "annotations");
     json_t *ann = json_is_object(rs_ann) ? json_deep_copy(rs_ann) : json_object();
     if (!ann) return KP_ENOMEM;
-    int changed = deploy__rs_annotations(
-        ann, json_object_get(meta(s->d), "annotations"), rev, 1, 0, 0);
+    int changed =
+        deploy__rs_annotations(ann, json_object_get(meta(s->d), "annotations"), rev, 1, 0, 0);
     int mrs = get_i32(spec(r->obj), "minReadySeconds", 0) != s->p.min_ready_s;
-    int rc = 0;
-    if (changed || mrs) {
+    /* The Deployment's revision first: its resourceVersion precondition
+     * proves the template we matched is current, so a stale cache can never
+     * renumber an old ReplicaSet (a rollback that did not happen). */
+    int rc = set_revision(s, deploy__ann_num(ann, DEPLOY_ANN_REVISION));
+    if (!rc && (changed || mrs)) {
         json_t *patch = patch_base(r->obj);
         if (!patch || json_object_set(child(patch, "metadata"), "annotations", ann) ||
             json_object_set_new(child(patch, "spec"), "minReadySeconds",
@@ -726,14 +567,13 @@ static int find_new(deploy_sync_t *s)
     }
     json_decref(ann);
     if (rc) return rc;
-    if ((rc = set_revision(s, s->rs[s->newi].revision))) return rc;
     if (s->p.deadline_s >= 0 && !deploy__condition_get(status(s->d), "Progressing")) {
         char msg[600];
         snprintf(msg, sizeof msg, "Found new replica set \"%s\"", s->rs[s->newi].name);
         json_t *st = status_copy(s);
         if (st)
-            deploy__condition_set(st, deploy__condition("Progressing", "True", DEPLOY_R_FOUND,
-                                                        msg, s->now_str));
+            deploy__condition_set(
+                st, deploy__condition("Progressing", "True", DEPLOY_R_FOUND, msg, s->now_str));
         rc = write_status(s, st);
     }
     return rc;
@@ -754,7 +594,7 @@ static json_t *new_rs_object(deploy_sync_t *s, const char *hash, int32_t replica
         json_object_set_new(ml, DEPLOY_HASH_LABEL, json_string(hash)))
         goto fail;
     deploy__rs_annotations(ann, json_object_get(meta(s->d), "annotations"), rev, 0, s->p.replicas,
-                           s->p.replicas + s->p.max_surge);
+                           max_replicas(&s->p));
     char name[300];
     snprintf(name, sizeof name, "%s-%s", s->name, hash);
     rs = json_pack("{s:s, s:s, s:{s:s, s:s, s:O, s:O, s:[o]}, s:{s:i, s:i, s:O, s:O}}",
@@ -809,8 +649,8 @@ int deploy__ensure_new(deploy_sync_t *s)
         rc = 0;
     } else if (rc == KP_EEXIST) {
         /* Another template has this name: change the hash and come back. */
-        log_info(COMP, "%s/%s: hash collision on %s; collisionCount %" PRId64, s->ns, s->name,
-                 name, collisions + 1 > 0 ? collisions + 1 : 1);
+        log_info(COMP, "%s/%s: hash collision on %s; collisionCount %" PRId64, s->ns, s->name, name,
+                 collisions + 1 > 0 ? collisions + 1 : 1);
         json_t *st = status_copy(s);
         if (st)
             json_object_set_new(st, "collisionCount",
@@ -819,14 +659,12 @@ int deploy__ensure_new(deploy_sync_t *s)
         json_decref(obj);
         return wrc ? wrc : KP_EEXIST;
     } else if (rc) {
-        snprintf(msg, sizeof msg, "Failed to create new replica set \"%s\": %s", name,
-                 err_str(rc));
+        snprintf(msg, sizeof msg, "Failed to create new replica set \"%s\": %s", name, err_str(rc));
         if (s->p.deadline_s >= 0) {
             json_t *st = status_copy(s);
             if (st)
                 deploy__condition_set(st, deploy__condition("Progressing", "False",
-                                                            DEPLOY_R_CREATEFAIL, msg,
-                                                            s->now_str));
+                                                            DEPLOY_R_CREATEFAIL, msg, s->now_str));
             write_status(s, st); /* best effort: rc is what we report */
         }
         kc_event(ctrl_recorder(s->ctl->c), evref(s), "Warning", "FailedCreate", "%s", msg);
@@ -913,8 +751,8 @@ static int count_terminating(deploy_sync_t *s)
         int32_t t = 0;
         for (size_t k = 0; k < np; k++) {
             const char *phase = get_str(status(pods[k]), "phase");
-            if (json_object_get(meta(pods[k]), "deletionTimestamp") &&
-                strcmp(phase, "Succeeded") && strcmp(phase, "Failed"))
+            if (json_object_get(meta(pods[k]), "deletionTimestamp") && strcmp(phase, "Succeeded") &&
+                strcmp(phase, "Failed"))
                 t++;
         }
         s->rs[i].terminating = t;
@@ -991,11 +829,12 @@ static int claim(deploy_sync_t *s)
         }
         if (!match || deleting || rs_deleting) continue;
         if ((rc = can_adopt(s, &checked, &adopt_ok)) || !adopt_ok) continue;
-        log_info(COMP, "%s/%s: adopting replica set %s", s->ns, s->name,
-                 get_str(meta(rs), "name"));
+        log_info(COMP, "%s/%s: adopting replica set %s", s->ns, s->name, get_str(meta(rs), "name"));
         rc = patch_owner(s, rs, ctrl_controller_ref(s->d, "apps/v1", "Deployment"), NULL, &out);
-        if (!rc) rc = rs_add(s, out);
-        else if (rc == KP_ENOTFOUND) rc = 0;
+        if (!rc)
+            rc = rs_add(s, out);
+        else if (rc == KP_ENOTFOUND)
+            rc = 0;
     }
     kc_objs_free(sets, n);
     return rc;
@@ -1056,9 +895,9 @@ static int deploy_sync(ctrl_t *c, void *self, const char *key)
                  "This deployment is selecting all pods. A non-empty selector is required.");
         json_t *st = status_copy(&s);
         if (st)
-            json_object_set_new(st, "observedGeneration",
-                                json_integer(json_integer_value(
-                                    json_object_get(meta(s.d), "generation"))));
+            json_object_set_new(
+                st, "observedGeneration",
+                json_integer(json_integer_value(json_object_get(meta(s.d), "generation"))));
         rc = write_status(&s, st);
         goto out;
     }
@@ -1072,9 +911,12 @@ static int deploy_sync(ctrl_t *c, void *self, const char *key)
     }
     if ((rc = check_paused(&s))) goto out;
     if ((rc = find_new(&s))) goto out;
-    if (s.p.paused || deploy__is_scaling_event(&s.p, s.rs, s.n)) rc = sync_scale(&s);
-    else if (s.p.recreate) rc = deploy__rollout_recreate(&s);
-    else rc = deploy__rollout_rolling(&s);
+    if (s.p.paused || deploy__is_scaling_event(&s.p, s.rs, s.n))
+        rc = sync_scale(&s);
+    else if (s.p.recreate)
+        rc = deploy__rollout_recreate(&s);
+    else
+        rc = deploy__rollout_rolling(&s);
 out:
     sync_free(&s);
     return rc;
@@ -1122,7 +964,10 @@ static void enqueue_matching(deploy_ctl_t *ctl, const json_t *rs)
     kc_objs_free(ds, n);
 }
 
-static void deploy_added(void *arg, const json_t *d) { ctrl_enqueue_obj(((deploy_ctl_t *)arg)->c, d); }
+static void deploy_added(void *arg, const json_t *d)
+{
+    ctrl_enqueue_obj(((deploy_ctl_t *)arg)->c, d);
+}
 
 static void deploy_updated(void *arg, const json_t *old, const json_t *d)
 {
@@ -1130,21 +975,27 @@ static void deploy_updated(void *arg, const json_t *old, const json_t *d)
     ctrl_enqueue_obj(((deploy_ctl_t *)arg)->c, d);
 }
 
-static void rs_deleted(void *arg, const json_t *rs) { enqueue_owner(arg, rs); }
+static void rs_deleted(void *arg, const json_t *rs)
+{
+    enqueue_owner(arg, rs);
+}
 
 static void rs_added(void *arg, const json_t *rs)
 {
     deploy_ctl_t *ctl = arg;
-    if (json_object_get(meta(rs), "deletionTimestamp")) rs_deleted(arg, rs);
-    else if (ctrl_owner(rs, NULL, NULL, NULL)) enqueue_owner(ctl, rs);
-    else enqueue_matching(ctl, rs);
+    if (json_object_get(meta(rs), "deletionTimestamp"))
+        rs_deleted(arg, rs);
+    else if (ctrl_owner(rs, NULL, NULL, NULL))
+        enqueue_owner(ctl, rs);
+    else
+        enqueue_matching(ctl, rs);
 }
 
 static void rs_updated(void *arg, const json_t *old, const json_t *rs)
 {
     deploy_ctl_t *ctl = arg;
-    if (old == rs || !strcmp(get_str(meta(old), "resourceVersion"),
-                             get_str(meta(rs), "resourceVersion")))
+    if (old == rs ||
+        !strcmp(get_str(meta(old), "resourceVersion"), get_str(meta(rs), "resourceVersion")))
         return; /* a resync: the Deployments resync themselves */
     const char *old_uid = ctrl_controller_uid(old), *uid = ctrl_controller_uid(rs);
     int ref_changed = (old_uid == NULL) != (uid == NULL) || (uid && strcmp(uid, old_uid));
@@ -1175,7 +1026,10 @@ static void pod_gone(deploy_ctl_t *ctl, const json_t *pod)
     json_decref(rs);
 }
 
-static void pod_deleted(void *arg, const json_t *pod) { pod_gone(arg, pod); }
+static void pod_deleted(void *arg, const json_t *pod)
+{
+    pod_gone(arg, pod);
+}
 
 static void pod_updated(void *arg, const json_t *old, const json_t *pod)
 {
@@ -1196,10 +1050,10 @@ static int deploy_init(ctrl_t *c, void **self)
     ctl->pods = ctrl_informer(c, &kc_pods);
     int rc = 0;
     if (!ctl->deploys || !ctl->sets || !ctl->pods) rc = KP_ENOMEM;
-    kc_handlers_t dh = {.on_add = deploy_added, .on_update = deploy_updated,
-                        .on_delete = deploy_added, .arg = ctl};
-    kc_handlers_t rh = {.on_add = rs_added, .on_update = rs_updated, .on_delete = rs_deleted,
-                        .arg = ctl};
+    kc_handlers_t dh = {
+        .on_add = deploy_added, .on_update = deploy_updated, .on_delete = deploy_added, .arg = ctl};
+    kc_handlers_t rh = {
+        .on_add = rs_added, .on_update = rs_updated, .on_delete = rs_deleted, .arg = ctl};
     kc_handlers_t ph = {.on_update = pod_updated, .on_delete = pod_deleted, .arg = ctl};
     if (!rc) rc = kc_informer_add_handlers(ctl->deploys, &dh);
     if (!rc) rc = kc_informer_add_handlers(ctl->sets, &rh);
@@ -1212,7 +1066,10 @@ static int deploy_init(ctrl_t *c, void **self)
     return 0;
 }
 
-static void deploy_free(void *self) { free(self); }
+static void deploy_free(void *self)
+{
+    free(self);
+}
 
 const ctrl_ops_t ctrl_deployment = {
     .name = "deployment",

@@ -1,10 +1,12 @@
 /*
  * deployment_int.h -- what the Deployment controller's two files share:
  *
- *   deployment.c          handlers, sync(key), adoption, the new ReplicaSet
- *                         (hash, revisions, annotations), status, conditions
- *   deployment_rolling.c  RollingUpdate and Recreate steps, proportional
- *                         scaling, revision history cleanup
+ *   deployment.c          handlers, sync(key), adoption, creating the new
+ *                         ReplicaSet, writes through the API, status and
+ *                         conditions
+ *   deployment_rolling.c  which ReplicaSet is new (template hash, revisions,
+ *                         annotations), the RollingUpdate and Recreate
+ *                         steps, proportional scaling, history cleanup
  *
  * The functions in the "pure" sections read and write only their arguments:
  * no API, no caches, no clock (callers pass `now`). tests/controllers/
@@ -20,13 +22,13 @@
 
 #include "controllers/controller.h"
 
-#define DEPLOY_HASH_LABEL   "pod-template-hash"
-#define DEPLOY_ANN_PREFIX   "deployment.kubernetes.io/"
-#define DEPLOY_ANN_REVISION "deployment.kubernetes.io/revision"
-#define DEPLOY_ANN_HISTORY  "deployment.kubernetes.io/revision-history"
-#define DEPLOY_ANN_DESIRED  "deployment.kubernetes.io/desired-replicas"
-#define DEPLOY_ANN_MAX      "deployment.kubernetes.io/max-replicas"
-#define DEPLOY_ANN_APPLIED  "kubectl.kubernetes.io/last-applied-configuration"
+#define DEPLOY_HASH_LABEL    "pod-template-hash"
+#define DEPLOY_ANN_PREFIX    "deployment.kubernetes.io/"
+#define DEPLOY_ANN_REVISION  "deployment.kubernetes.io/revision"
+#define DEPLOY_ANN_HISTORY   "deployment.kubernetes.io/revision-history"
+#define DEPLOY_ANN_DESIRED   "deployment.kubernetes.io/desired-replicas"
+#define DEPLOY_ANN_MAX       "deployment.kubernetes.io/max-replicas"
+#define DEPLOY_ANN_APPLIED   "kubectl.kubernetes.io/last-applied-configuration"
 #define DEPLOY_HISTORY_CHARS 2000 /* cap on revision-history, as Kubernetes' default */
 #define DEPLOY_HASH_MAX      16   /* a pod-template-hash with its NUL */
 #define DEPLOY_TIME_MAX      32   /* an RFC 3339 time with its NUL */
@@ -46,23 +48,23 @@
 /* ---- one ReplicaSet, as the arithmetic sees it ---- */
 
 typedef struct deploy_rs {
-    json_t *obj;        /* the RS: a reference the sync holds (NULL in tests) */
-    const char *name;   /* borrowed from obj (tests: any string) */
-    int64_t created;    /* creationTimestamp, Unix seconds */
-    int64_t revision;   /* deployment.kubernetes.io/revision; 0: none */
-    int32_t spec;       /* spec.replicas */
-    int32_t replicas;   /* status.replicas */
-    int32_t ready;      /* status.readyReplicas */
-    int32_t available;  /* status.availableReplicas */
-    int32_t desired;    /* desired-replicas annotation; -1: absent */
-    int32_t max;        /* max-replicas annotation; -1: absent */
+    json_t *obj;         /* the RS: a reference the sync holds (NULL in tests) */
+    const char *name;    /* borrowed from obj (tests: any string) */
+    int64_t created;     /* creationTimestamp, Unix seconds */
+    int64_t revision;    /* deployment.kubernetes.io/revision; 0: none */
+    int32_t spec;        /* spec.replicas */
+    int32_t replicas;    /* status.replicas */
+    int32_t ready;       /* status.readyReplicas */
+    int32_t available;   /* status.availableReplicas */
+    int32_t desired;     /* desired-replicas annotation; -1: absent */
+    int32_t max;         /* max-replicas annotation; -1: absent */
     int32_t terminating; /* its pods being deleted but not finished yet */
-    int deleting;       /* metadata.deletionTimestamp is set */
-    int stale;          /* metadata.generation > status.observedGeneration */
+    int deleting;        /* metadata.deletionTimestamp is set */
+    int stale;           /* metadata.generation > status.observedGeneration */
     /* What the sync decided; deploy__apply() carries it out. */
-    int32_t target;     /* the wanted spec.replicas (starts equal to spec) */
-    int touch;          /* refresh desired/max annotations even if target == spec */
-    int remove;         /* delete it (revision history cleanup) */
+    int32_t target; /* the wanted spec.replicas (starts equal to spec) */
+    int touch;      /* refresh desired/max annotations even if target == spec */
+    int remove;     /* delete it (revision history cleanup) */
 } deploy_rs_t;
 
 /* What a Deployment's spec says, resolved (Kubernetes' MaxSurge and
@@ -141,7 +143,12 @@ void deploy__scale(const deploy_params_t *p, deploy_rs_t *rs, size_t n, int newi
  * status is current. Returns how many it marked. */
 size_t deploy__cleanup(const deploy_params_t *p, deploy_rs_t *rs, size_t n, int newi);
 
-/* ---- pure: templates, hashes, revisions (deployment.c) ---- */
+/* ---- pure: templates, hashes, revisions (deployment_rolling.c) ---- */
+
+/* Annotation `key` of ann as a non-negative decimal; -1 if absent or not one. */
+int64_t deploy__ann_num(const json_t *ann, const char *key);
+/* ann[key] = v as a decimal string. Returns 1 if that changed it. */
+int deploy__set_num(json_t *ann, const char *key, int64_t v);
 
 /* Map each byte of s through "bcdfghjklmnpqrstvwxz2456789" (by value
  * modulo 27), as Kubernetes' rand.SafeEncodeString; out gets at most n-1
@@ -214,8 +221,8 @@ int64_t deploy__requeue_ms(const deploy_params_t *p, const json_t *d, const json
                            int64_t now);
 
 /* Progressing Unknown DeploymentPaused while paused, DeploymentResumed
- * after (never over ProgressDeadlineExceeded), set on st. Returns 1 if st
- * changed. */
+ * after (never over ProgressDeadlineExceeded; nothing without a progress
+ * deadline), set on st. Returns 1 if st changed. */
 int deploy__paused_condition(const deploy_params_t *p, json_t *st, const char *now);
 
 /* ---- the sync (deployment.c, deployment_rolling.c) ---- */
@@ -228,13 +235,13 @@ typedef struct deploy_ctl {
 /* One sync of one Deployment. */
 typedef struct deploy_sync {
     deploy_ctl_t *ctl;
-    json_t *d;          /* the Deployment: our copy, replaced by each API answer */
-    json_t *evref;      /* the involvedObject for events (lazy) */
+    json_t *d;     /* the Deployment: our copy, replaced by each API answer */
+    json_t *evref; /* the involvedObject for events (lazy) */
     char ns[254], name[254];
     deploy_params_t p;
-    deploy_rs_t *rs;    /* its ReplicaSets, sorted; each holds a reference */
+    deploy_rs_t *rs; /* its ReplicaSets, sorted; each holds a reference */
     size_t n, cap;
-    int newi;           /* index of the new RS, -1: none */
+    int newi; /* index of the new RS, -1: none */
     int64_t now;
     char now_str[DEPLOY_TIME_MAX];
 } deploy_sync_t;

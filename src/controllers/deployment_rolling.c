@@ -1,13 +1,16 @@
 /*
- * deployment_rolling.c -- how a Deployment moves between ReplicaSets: the
- * RollingUpdate and Recreate steps, proportional scaling when spec.replicas
- * changes mid-rollout, and the revision history cleanup (see deployment.c
- * for the controller around them, deployment_int.h for the contracts).
+ * deployment_rolling.c -- how a Deployment moves between ReplicaSets: which
+ * one is new (pod-template-hash, template equality, revision numbers and
+ * the annotations a rollback keeps), the RollingUpdate and Recreate steps,
+ * proportional scaling when spec.replicas changes mid-rollout, and the
+ * revision history cleanup (see deployment.c for the controller around
+ * them, deployment_int.h for the contracts).
  *
  * INVARIANTS (RollingUpdate), with R = spec.replicas, S = maxSurge and
  * U = maxUnavailable as deploy__params resolves them:
- *   1. The ReplicaSets' spec.replicas add up to at most R + S: the new RS
- *      grows only into the room old ones left (deploy__reconcile_new).
+ *   1. The ReplicaSets' spec.replicas (plus, by default, their pods still
+ *      terminating) add up to at most R + S: the new RS grows only into the
+ *      room old ones left (deploy__reconcile_new).
  *   2. An old RS shrinks only by what keeps R - U replicas available, its
  *      unavailable replicas first (deploy__reconcile_old). Availability comes
  *      from the ReplicaSets' status, so a step never counts pods that are
@@ -21,7 +24,9 @@
  * writes the targets with deploy__apply. Everything above the "sync" section
  * is pure.
  */
+#include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,7 +111,10 @@ static int by_creation(const deploy_rs_t *a, const deploy_rs_t *b)
     return strcmp(a->name ? a->name : "", b->name ? b->name : "");
 }
 
-static int cmp_creation(const void *a, const void *b) { return by_creation(a, b); }
+static int cmp_creation(const void *a, const void *b)
+{
+    return by_creation(a, b);
+}
 
 void deploy__sort(deploy_rs_t *rs, size_t n)
 {
@@ -118,7 +126,8 @@ void deploy__sort(deploy_rs_t *rs, size_t n)
 static int64_t sum_target(const deploy_rs_t *rs, size_t n)
 {
     int64_t t = 0;
-    for (size_t i = 0; i < n; i++) t += rs[i].target;
+    for (size_t i = 0; i < n; i++)
+        t += rs[i].target;
     return t;
 }
 
@@ -127,7 +136,8 @@ int32_t deploy__new_replicas(const deploy_params_t *p, const deploy_rs_t *rs, si
     if (p->recreate) return p->replicas;
     int32_t cur = newi >= 0 ? rs[newi].target : 0;
     int64_t total = sum_target(rs, n);
-    for (size_t i = 0; i < n && p->count_terminating; i++) total += rs[i].terminating;
+    for (size_t i = 0; i < n && p->count_terminating; i++)
+        total += rs[i].terminating;
     int64_t max_total = (int64_t)p->replicas + p->max_surge;
     if (total >= max_total) return cur;
     int64_t up = max_total - total;
@@ -166,7 +176,8 @@ int32_t deploy__reconcile_old(const deploy_params_t *p, deploy_rs_t *rs, size_t 
     char stackbuf[64];
     char *active = n <= sizeof stackbuf ? stackbuf : malloc(n);
     if (!active) return 0;
-    for (size_t i = 0; i < n; i++) active[i] = (int)i != newi && rs[i].target > 0;
+    for (size_t i = 0; i < n; i++)
+        active[i] = (int)i != newi && rs[i].target > 0;
 
     /* 1: unavailable replicas of old RSs cost nothing to remove. */
     int64_t cleaned = 0;
@@ -357,6 +368,187 @@ size_t deploy__cleanup(const deploy_params_t *p, deploy_rs_t *rs, size_t n, int 
     }
     free(idx);
     return marked;
+}
+
+/* ---- templates, hashes, revisions ---- */
+
+int64_t deploy__ann_num(const json_t *ann, const char *key)
+{
+    const char *s = json_string_value(json_object_get(ann, key));
+    if (!s || !*s) return -1;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    return *end || v < 0 ? -1 : (int64_t)v;
+}
+
+static int set_str(json_t *obj, const char *key, const char *v)
+{
+    const char *have = json_string_value(json_object_get(obj, key));
+    if (have && !strcmp(have, v)) return 0;
+    json_object_set_new(obj, key, json_string(v));
+    return 1;
+}
+
+int deploy__set_num(json_t *obj, const char *key, int64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    return set_str(obj, key, buf);
+}
+
+static const char safe_alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+
+void deploy__safe_encode(const char *s, char *out, size_t n)
+{
+    size_t i = 0;
+    if (!n) return;
+    for (; s[i] && i + 1 < n; i++)
+        out[i] = safe_alphabet[(unsigned char)s[i] % (sizeof safe_alphabet - 1)];
+    out[i] = '\0';
+}
+
+static uint32_t fnv32a(uint32_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+int deploy__hash(const json_t *tmpl, int64_t collisions, char out[DEPLOY_HASH_MAX])
+{
+    out[0] = '\0';
+    char *text = json_dumps(tmpl, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!text) return KP_ENOMEM;
+    uint32_t h = fnv32a(2166136261u, text, strlen(text));
+    free(text);
+    if (collisions >= 0) {
+        /* As Kubernetes: the count as 8 little-endian bytes (a uint32 in the
+         * low four). */
+        unsigned char b[8] = {0};
+        for (int i = 0; i < 4; i++)
+            b[i] = (unsigned char)((uint32_t)collisions >> (8 * i));
+        h = fnv32a(h, b, sizeof b);
+    }
+    char dec[DEPLOY_HASH_MAX];
+    snprintf(dec, sizeof dec, "%" PRIu32, h);
+    deploy__safe_encode(dec, out, DEPLOY_HASH_MAX);
+    return 0;
+}
+
+/* A copy of template t as compared: no pod-template-hash label, no empty
+ * labels/annotations, no null creationTimestamp. NULL if out of memory. */
+static json_t *template_norm(const json_t *t)
+{
+    json_t *c = t ? json_deep_copy(t) : json_object();
+    json_t *md = json_object_get(c, "metadata");
+    if (!json_is_object(md)) return c;
+    json_t *labels = json_object_get(md, "labels");
+    if (json_is_object(labels)) json_object_del(labels, DEPLOY_HASH_LABEL);
+    if (json_is_object(labels) && !json_object_size(labels)) json_object_del(md, "labels");
+    json_t *ann = json_object_get(md, "annotations");
+    if (json_is_object(ann) && !json_object_size(ann)) json_object_del(md, "annotations");
+    if (json_is_null(json_object_get(md, "creationTimestamp")))
+        json_object_del(md, "creationTimestamp");
+    if (!json_object_size(md)) json_object_del(c, "metadata");
+    return c;
+}
+
+int deploy__template_equal(const json_t *a, const json_t *b)
+{
+    json_t *x = template_norm(a), *y = template_norm(b);
+    int eq = x && y && json_equal(x, y);
+    json_decref(x);
+    json_decref(y);
+    return eq;
+}
+
+int deploy__find_new(const json_t *tmpl, const deploy_rs_t *rs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const json_t *t = json_object_get(json_object_get(rs[i].obj, "spec"), "template");
+        if (rs[i].obj && deploy__template_equal(t, tmpl)) return (int)i;
+    }
+    return -1;
+}
+
+int64_t deploy__max_revision(const deploy_rs_t *rs, size_t n, int skip)
+{
+    int64_t max = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((int)i != skip && rs[i].revision > max) max = rs[i].revision;
+    return max;
+}
+
+/* Append old to the revision-history list, dropping its oldest entries to
+ * stay within DEPLOY_HISTORY_CHARS (Kubernetes' rule: if even that is not
+ * enough, leave the list as it is). */
+static void history_add(json_t *ann, const char *old)
+{
+    const char *hist = json_string_value(json_object_get(ann, DEPLOY_ANN_HISTORY));
+    if (!hist || !*hist) {
+        json_object_set_new(ann, DEPLOY_ANN_HISTORY, json_string(old));
+        return;
+    }
+    size_t total = strlen(hist) + strlen(old) + 1;
+    const char *start = hist;
+    while (total > DEPLOY_HISTORY_CHARS && *start) {
+        const char *comma = strchr(start, ',');
+        size_t len = comma ? (size_t)(comma - start) : strlen(start);
+        total -= len + 1;
+        start = comma ? comma + 1 : start + len;
+    }
+    if (total > DEPLOY_HISTORY_CHARS) return;
+    size_t n = strlen(start) + strlen(old) + 2;
+    char *v = malloc(n);
+    if (!v) return;
+    snprintf(v, n, "%s%s%s", start, *start ? "," : "", old);
+    json_object_set_new(ann, DEPLOY_ANN_HISTORY, json_string(v));
+    free(v);
+}
+
+/* Annotations a Deployment does not pass on to its ReplicaSets. */
+static int skip_copy(const char *key)
+{
+    return !strcmp(key, DEPLOY_ANN_APPLIED) ||
+           !strncmp(key, DEPLOY_ANN_PREFIX, sizeof DEPLOY_ANN_PREFIX - 1);
+}
+
+int deploy__rs_annotations(json_t *ann, const json_t *dann, int64_t revision, int exists,
+                           int32_t desired, int32_t max)
+{
+    int changed = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)dann, k, v) {
+        if (skip_copy(k) || !json_is_string(v)) continue;
+        if (json_equal(json_object_get(ann, k), v)) continue;
+        json_object_set(ann, k, v);
+        changed = 1;
+    }
+    const char *old = json_string_value(json_object_get(ann, DEPLOY_ANN_REVISION));
+    int64_t old_rev = 0;
+    if (old && *old) {
+        old_rev = deploy__ann_num(ann, DEPLOY_ANN_REVISION);
+        if (old_rev < 0) return changed; /* not a number: not ours to repair */
+    }
+    if (old_rev < revision) {
+        /* A re-used RS (a rollback) keeps the numbers it had. */
+        if (old && *old) {
+            char *copy = strdup(old); /* old dies with the annotation it is in */
+            if (copy) history_add(ann, copy);
+            free(copy);
+        }
+        deploy__set_num(ann, DEPLOY_ANN_REVISION, revision);
+        changed = 1;
+    }
+    if (!exists) {
+        changed |= deploy__set_num(ann, DEPLOY_ANN_DESIRED, desired);
+        changed |= deploy__set_num(ann, DEPLOY_ANN_MAX, max);
+    }
+    return changed;
 }
 
 /* ---- the sync: one strategy step, then the status ---- */

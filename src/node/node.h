@@ -73,31 +73,33 @@ typedef struct node_sim node_sim_t;
  * Strings are copied by node_sim_new(). Every duration is in milliseconds
  * unless its name says otherwise. */
 typedef struct node_sim_config {
-    int count;                       /* nodes named <name_prefix>0..count-1 */
-    const char *name_prefix;         /* "kplane-node-" */
-    const char *const *names;        /* explicit names, NULL-terminated; when
-                                        set, count and name_prefix are unused */
-    const char *cpu;                 /* capacity = allocatable: "4" */
-    const char *memory;              /* "8Gi" */
-    const char *ephemeral_storage;   /* "100Gi" */
-    int max_pods;                    /* 110 */
-    const char *const *labels;       /* extra node labels "key=value",
-                                        NULL-terminated; NULL: none */
-    int lease_duration_s;            /* Lease spec.leaseDurationSeconds: 40 */
-    int lease_renew_ms;              /* 10000 */
-    int status_update_ms;            /* Node status (condition heartbeats):
-                                        60000 */
-    int start_delay_ms;              /* binding -> Running: 500; 0 skips the
-                                        ContainerCreating status write */
-    int run_ms;                      /* Never/OnFailure pods run this long: 1000 */
-    int stop_ms;                     /* a container's stop time on graceful
-                                        deletion (capped by the grace period):
-                                        100 */
-    double backoff_scale;            /* CrashLoopBackOff delays x this: 1.0 */
-    int workers;                     /* pod workers: 8 (at most 64) */
-    int events;                      /* 1: record Pulled/Created/Started/
-                                        Killing/BackOff events (default);
-                                        0: none (benchmarks) */
+    int count;                     /* nodes named <name_prefix>0..count-1 */
+    const char *name_prefix;       /* "kplane-node-" */
+    const char *const *names;      /* explicit names, NULL-terminated; when
+                                      set, count and name_prefix are unused */
+    const char *cpu;               /* capacity = allocatable: "4" */
+    const char *memory;            /* "8Gi" */
+    const char *ephemeral_storage; /* "100Gi" */
+    int max_pods;                  /* 110 */
+    const char *const *labels;     /* extra node labels "key=value",
+                                      NULL-terminated; NULL: none */
+    int lease_duration_s;          /* Lease spec.leaseDurationSeconds: 40 */
+    int lease_renew_ms;            /* 10000 */
+    int status_update_ms;          /* Node status (condition heartbeats):
+                                      60000 */
+    int start_delay_ms;            /* binding -> Running: 500; 0 skips the
+                                      ContainerCreating status write (so
+                                      does a backlog of pods to start) */
+    int run_ms;                    /* Never/OnFailure pods run this long: 1000 */
+    int stop_ms;                   /* a container's stop time on graceful
+                                      deletion (capped by the grace period):
+                                      100 */
+    double backoff_scale;          /* CrashLoopBackOff delays x this: 1.0 */
+    int workers;                   /* pod workers: 16 (at most 64); each
+                                      has a request in flight at most */
+    int events;                    /* 1: record Pulled/Created/Started/
+                                      Killing/BackOff events (default);
+                                      0: none (benchmarks) */
 } node_sim_config_t;
 
 /* The defaults named above (count 1). */
@@ -132,9 +134,12 @@ void node_sim_free(node_sim_t *s);
 
 /* ---- control and observation ---- */
 
-/* Pause (paused 1) or resume (0) node `name` (see above). Resuming renews
- * its Lease and status at once and re-queues its pods.
- * Errors: KP_ENOTFOUND (not one of this simulator's nodes). */
+/* Pause (paused 1) or resume (0) node `name` (see above). Pausing waits
+ * for a heartbeat of that node in flight, so no Lease renewal or Node
+ * status update of it starts or lands after the call returns (a pod status
+ * write in flight may). Resuming renews its Lease and status at once and
+ * re-queues its pods. Errors: KP_ENOTFOUND (not one of this simulator's
+ * nodes). */
 int node_sim_pause(node_sim_t *s, const char *name, int paused);
 
 /* The number of nodes and the name of node i (borrowed from the simulator:

@@ -40,8 +40,8 @@
 /* Start-latency histogram bounds, seconds (SIM_LAT_BUCKETS of them). */
 static const double lat_bounds[SIM_LAT_BUCKETS] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 
-static const char *const stage_names[SP_NSTAGES] = {
-    "creating", "running", "backoff", "done", "stopping", "stopped", "gone"};
+static const char *const stage_names[SP_NSTAGES] = {"creating", "running", "backoff", "done",
+                                                    "stopping", "stopped", "gone"};
 
 void node_sim_config_default(node_sim_config_t *cfg)
 {
@@ -59,7 +59,7 @@ void node_sim_config_default(node_sim_config_t *cfg)
     cfg->run_ms = 1000;
     cfg->stop_ms = 100;
     cfg->backoff_scale = 1.0;
-    cfg->workers = 8;
+    cfg->workers = 16;
     cfg->events = 1;
 }
 
@@ -85,8 +85,10 @@ void sim__time(char *buf, size_t n, int64_t wall_ns, int micro)
     gmtime_r(&t, &tm);
     char base[24];
     strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (micro) snprintf(buf, n, "%s.%06ldZ", base, (long)(wall_ns % 1000000000 / 1000));
-    else snprintf(buf, n, "%sZ", base);
+    if (micro)
+        snprintf(buf, n, "%s.%06ldZ", base, (long)(wall_ns % 1000000000 / 1000));
+    else
+        snprintf(buf, n, "%sZ", base);
 }
 
 static int by_name_cmp(const void *a, const void *b, void *arg)
@@ -103,8 +105,10 @@ int sim__node_find(const node_sim_t *s, const char *name)
         int mid = lo + (hi - lo) / 2;
         int c = strcmp(name, s->nodes[s->by_name[mid]].name);
         if (!c) return s->by_name[mid];
-        if (c < 0) hi = mid - 1;
-        else lo = mid + 1;
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
     }
     return -1;
 }
@@ -114,7 +118,8 @@ int sim__node_find(const node_sim_t *s, const char *name)
 static uint64_t fnv1a(const char *p)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     return h;
 }
 
@@ -186,9 +191,11 @@ int node_sim_new(kc_client_t *c, const node_sim_config_t *cfg, node_sim_t **out)
     if (!s) return KP_ENOMEM;
     s->client = c;
     s->cfg = *cfg;
-    atomic_init(&s->rng, (uint64_t)clock_wall_ns() ^ ((uint64_t)getpid() << 32) ^
-                             (uint64_t)(uintptr_t)s);
-    atomic_init(&s->next_ip, 0);
+    atomic_init(&s->rng,
+                (uint64_t)clock_wall_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)s);
+    /* Pod IPs start at a random place, so that two simulators on one
+     * cluster rarely hand out the same ones. */
+    atomic_init(&s->next_ip, sim__rand(s) % (1u << 22));
     pthread_mutex_init(&s->hb_mu, NULL);
     pthread_mutex_init(&s->pods_mu, NULL);
     if (clock_cond_init(&s->hb_cv)) {
@@ -208,7 +215,8 @@ int node_sim_new(kc_client_t *c, const node_sim_config_t *cfg, node_sim_t **out)
     s->cfg.name_prefix = s->prefix;
     s->cfg.names = NULL; /* the nodes below hold the names */
     size_t nlabels = 0;
-    while (cfg->labels && cfg->labels[nlabels]) nlabels++;
+    while (cfg->labels && cfg->labels[nlabels])
+        nlabels++;
     if (!(s->labels = calloc(nlabels + 1, sizeof *s->labels))) goto fail;
     for (size_t i = 0; i < nlabels; i++)
         if (!(s->labels[i] = strdup(cfg->labels[i]))) goto fail;
@@ -219,8 +227,10 @@ int node_sim_new(kc_client_t *c, const node_sim_config_t *cfg, node_sim_t **out)
     s->nnodes = count;
     for (int i = 0; i < count; i++) {
         char name[256];
-        if (cfg->names) snprintf(name, sizeof name, "%s", cfg->names[i]);
-        else snprintf(name, sizeof name, "%s%d", cfg->name_prefix, i);
+        if (cfg->names)
+            snprintf(name, sizeof name, "%s", cfg->names[i]);
+        else
+            snprintf(name, sizeof name, "%s%d", cfg->name_prefix, i);
         if ((rc = node_init(s, i, name))) goto fail;
         s->by_name[i] = i;
     }
@@ -251,10 +261,12 @@ void node_sim_free(node_sim_t *s)
     if (s->queue) kc_queue_free(s->queue);
     if (s->rec) kc_recorder_free(s->rec);
     sim__pods_free(s);
-    for (int i = 0; s->nodes && i < s->nnodes; i++) free(s->nodes[i].name);
+    for (int i = 0; s->nodes && i < s->nnodes; i++)
+        free(s->nodes[i].name);
     free(s->nodes);
     free(s->by_name);
-    for (size_t i = 0; s->labels && s->labels[i]; i++) free(s->labels[i]);
+    for (size_t i = 0; s->labels && s->labels[i]; i++)
+        free(s->labels[i]);
     free(s->labels);
     free(s->prefix);
     free(s->cpu);
@@ -292,21 +304,51 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Registration: threads take node indexes from a shared counter. */
+typedef struct reg_ctx {
+    node_sim_t *s;
+    atomic_int next;
+} reg_ctx_t;
+
+static void *register_main(void *arg)
+{
+    reg_ctx_t *r = arg;
+    for (;;) {
+        int i = atomic_fetch_add(&r->next, 1);
+        if (i >= r->s->nnodes) break;
+        int rc = sim__node_register(r->s, i);
+        if (rc)
+            log_warn(SIM_COMPONENT, "node %s: registration failed (%s); retrying",
+                     r->s->nodes[i].name, err_str(rc));
+    }
+    return NULL;
+}
+
+/* Register every node, with up to cfg.workers requests in flight (200 nodes
+ * take 3 requests each), on this thread if threads cannot be had. */
+static void register_all(node_sim_t *s)
+{
+    reg_ctx_t r = {.s = s};
+    atomic_init(&r.next, 0);
+    pthread_t t[NODE_SIM_MAX_WORKERS];
+    int n = 0, want = s->cfg.workers < s->nnodes ? s->cfg.workers : s->nnodes;
+    while (n < want - 1 && !pthread_create(&t[n], NULL, register_main, &r))
+        n++;
+    register_main(&r);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+}
+
 int node_sim_start(node_sim_t *s)
 {
     if (s->started) return KP_EINVAL;
     s->started = 1;
-    int64_t now = clock_mono_ns();
     /* Register now, so that callers find the nodes when start returns; what
      * fails is retried by the heartbeat thread. */
-    for (int i = 0; i < s->nnodes; i++) {
-        int rc = sim__node_register(s, i);
-        if (rc)
-            log_warn(SIM_COMPONENT, "node %s: registration failed (%s); retrying",
-                     s->nodes[i].name, err_str(rc));
-    }
-    /* Spread the heartbeats: node i renews at i/N of the interval. */
-    now = clock_mono_ns();
+    register_all(s);
+    /* Spread the heartbeats: node i renews (i+1)/N of an interval after its
+     * registration renewed it. */
+    int64_t now = clock_mono_ns();
     for (int i = 0; i < s->nnodes; i++) {
         sim_node_t *n = &s->nodes[i];
         n->lease_due = now + (int64_t)s->cfg.lease_renew_ms * 1000000 * (i + 1) / s->nnodes;
@@ -316,8 +358,7 @@ int node_sim_start(node_sim_t *s)
 
     /* Retries are for one pod at a time; the overall limit only guards the
      * API server against a storm of failures, so it is generous. */
-    kc_queue_config_t qc = {.base_delay_ms = 5, .max_delay_ms = 30000, .qps = 500,
-                            .burst = 1000};
+    kc_queue_config_t qc = {.base_delay_ms = 5, .max_delay_ms = 30000, .qps = 500, .burst = 1000};
     int rc = kc_queue_new(&qc, &s->queue);
     if (rc) goto fail;
     if (s->cfg.events && (rc = kc_recorder_new(s->client, "kubelet", &s->rec))) goto fail;
@@ -367,7 +408,8 @@ void node_sim_stop(node_sim_t *s)
         s->hb_running = 0;
     }
     if (s->queue) kc_queue_shutdown(s->queue);
-    for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
+    for (int i = 0; i < s->nworkers; i++)
+        pthread_join(s->workers[i], NULL);
     s->nworkers = 0;
     /* Handlers may still add keys: the queue refuses them now. */
     if (s->inf) kc_informer_stop(s->inf);
@@ -380,21 +422,29 @@ int node_sim_pause(node_sim_t *s, const char *name, int paused)
     int i = sim__node_find(s, name);
     if (i < 0) return KP_ENOTFOUND;
     sim_node_t *n = &s->nodes[i];
+    pthread_mutex_lock(&s->hb_mu);
     int was = atomic_exchange(&n->paused, paused ? 1 : 0);
-    if (was && !paused) {
-        pthread_mutex_lock(&s->hb_mu);
+    if (paused) {
+        /* Let a heartbeat in flight land, so none follows this call. */
+        while (n->busy)
+            pthread_cond_wait(&s->hb_cv, &s->hb_mu);
+    } else if (was) {
+        atomic_store(&n->recheck, 1);
         int64_t now = clock_mono_ns();
         n->lease_due = now;
         n->status_due = now;
         pthread_cond_broadcast(&s->hb_cv);
-        pthread_mutex_unlock(&s->hb_mu);
-        if (s->inf && !atomic_load(&s->stopping)) sim__pod_requeue_node(s, i);
     }
+    pthread_mutex_unlock(&s->hb_mu);
+    if (was && !paused && s->inf && !atomic_load(&s->stopping)) sim__pod_requeue_node(s, i);
     log_info(SIM_COMPONENT, "node %s %s", name, paused ? "paused" : "resumed");
     return 0;
 }
 
-size_t node_sim_count(const node_sim_t *s) { return (size_t)s->nnodes; }
+size_t node_sim_count(const node_sim_t *s)
+{
+    return (size_t)s->nnodes;
+}
 
 const char *node_sim_name(const node_sim_t *s, size_t i)
 {
@@ -427,12 +477,14 @@ int node_sim_metrics(node_sim_t *s, char **text)
     buf_t b;
     buf_init(&b, METRICS_MAX);
     int paused = 0;
-    for (int i = 0; i < s->nnodes; i++) paused += atomic_load(&s->nodes[i].paused);
-    int rc = put(&b, "# HELP kplane_node_sim_nodes Simulated nodes.\n"
-                     "# TYPE kplane_node_sim_nodes gauge\nkplane_node_sim_nodes %d\n"
-                     "# HELP kplane_node_sim_nodes_paused Simulated nodes paused.\n"
-                     "# TYPE kplane_node_sim_nodes_paused gauge\n"
-                     "kplane_node_sim_nodes_paused %d\n",
+    for (int i = 0; i < s->nnodes; i++)
+        paused += atomic_load(&s->nodes[i].paused);
+    int rc = put(&b,
+                 "# HELP kplane_node_sim_nodes Simulated nodes.\n"
+                 "# TYPE kplane_node_sim_nodes gauge\nkplane_node_sim_nodes %d\n"
+                 "# HELP kplane_node_sim_nodes_paused Simulated nodes paused.\n"
+                 "# TYPE kplane_node_sim_nodes_paused gauge\n"
+                 "kplane_node_sim_nodes_paused %d\n",
                  s->nnodes, paused);
     struct {
         const char *name, *help;
@@ -454,6 +506,9 @@ int node_sim_metrics(node_sim_t *s, char **text)
          atomic_load(&s->pod_patches)},
         {"kplane_node_sim_pod_status_errors_total", "Failed pod status writes.",
          atomic_load(&s->pod_patch_errors)},
+        {"kplane_node_sim_pod_status_elided_total",
+         "ContainerCreating writes skipped because the queue was backlogged.",
+         atomic_load(&s->pod_writes_elided)},
         {"kplane_node_sim_pod_deletes_total", "Final deletes of terminated pods.",
          atomic_load(&s->pod_deletes)},
         {"kplane_node_sim_pod_delete_errors_total", "Failed final deletes.",
@@ -514,7 +569,8 @@ void sim__observe_start(node_sim_t *s, int64_t us)
 {
     double sec = (double)us / 1e6;
     int i = 0;
-    while (i < SIM_LAT_BUCKETS && sec > lat_bounds[i]) i++;
+    while (i < SIM_LAT_BUCKETS && sec > lat_bounds[i])
+        i++;
     atomic_fetch_add(&s->lat_hist[i], 1);
     atomic_fetch_add(&s->lat_count, 1);
     atomic_fetch_add(&s->lat_sum_us, (uint64_t)(us > 0 ? us : 0));

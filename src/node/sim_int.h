@@ -26,16 +26,18 @@
 
 typedef struct sim_node {
     char *name;
-    char ip[16];                /* InternalIP, unique in the simulator */
+    char ip[16]; /* InternalIP, unique in the simulator */
     char machine_id[33], system_uuid[37], boot_id[37];
     atomic_int paused;
+    atomic_int recheck; /* resumed: read Ready back before the next status */
     /* Heartbeat state: the heartbeat thread's alone (and node_sim_start's
      * before that thread runs), except the dues, which hb_mu guards. */
     int registered;
-    char uid[64];               /* the Node's metadata.uid */
-    char ready_since[SIM_TIME_MAX]; /* the conditions' lastTransitionTime */
-    int retry_ms;               /* registration back-off */
-    int failing;                /* the last heartbeat failed (logged once) */
+    char uid[64];                                /* the Node's metadata.uid */
+    char ready_since[SIM_TIME_MAX];              /* the conditions' lastTransitionTime */
+    int retry_ms;                                /* registration back-off */
+    int busy;                                    /* a heartbeat is in flight (hb_mu) */
+    int failing;                                 /* the last heartbeat failed (logged once) */
     int64_t lease_due, status_due, register_due; /* monotonic ns */
 } sim_node_t;
 
@@ -54,46 +56,46 @@ enum {
 /* What the simulator remembers of one pod (a kubelet's pod worker state).
  * Times: *_ns monotonic, *_wall wall clock (ns since the epoch). */
 typedef struct sim_pod {
-    struct sim_pod *next;       /* hash chain */
-    char *key;                  /* "ns/name" */
+    struct sim_pod *next; /* hash chain */
+    char *key;            /* "ns/name" */
     char uid[64];
-    int node;                   /* index into the simulator's nodes */
-    int stage, dirty;           /* dirty: the stage's status is not written */
-    int prev_stage;             /* the stage deletion interrupted */
-    int ran;                    /* containers were started at least once */
-    int timed;                  /* the start latency was observed */
-    unsigned events;            /* SIM_EV_* to record once the status is written */
-    int64_t due_ns;             /* the stage's next transition; 0: none */
-    int64_t seen_ns;            /* first seen (start latency) */
-    int64_t start_wall;         /* status.startTime */
-    int64_t first_wall;         /* the first start (Initialized) */
-    int64_t started_wall;       /* the current run's startedAt */
-    int64_t finished_wall;      /* the current run's finishedAt (once it exited) */
-    int64_t ready_wall;         /* Ready's lastTransitionTime */
-    int ready;                  /* containers ready */
-    int restarts;               /* restartCount; also the current run's number */
-    int exit_code;              /* the current run's exit code (once it exited) */
-    int last_exit;              /* lastState: the previous run (restarts > 0) */
+    int node;              /* index into the simulator's nodes */
+    int stage, dirty;      /* dirty: the stage's status is not written */
+    int prev_stage;        /* the stage deletion interrupted */
+    int ran;               /* containers were started at least once */
+    int timed;             /* the start latency was observed */
+    unsigned events;       /* SIM_EV_* to record once the status is written */
+    int64_t due_ns;        /* the stage's next transition; 0: none */
+    int64_t seen_ns;       /* first seen (start latency) */
+    int64_t start_wall;    /* status.startTime */
+    int64_t first_wall;    /* the first start (Initialized) */
+    int64_t started_wall;  /* the current run's startedAt */
+    int64_t finished_wall; /* the current run's finishedAt (once it exited) */
+    int64_t ready_wall;    /* Ready's lastTransitionTime */
+    int ready;             /* containers ready */
+    int restarts;          /* restartCount; also the current run's number */
+    int exit_code;         /* the current run's exit code (once it exited) */
+    int last_exit;         /* lastState: the previous run (restarts > 0) */
     int64_t last_started_wall, last_finished_wall;
-    int backoff_ms;             /* the back-off the waiting state names */
-    uint64_t cid;               /* random: container ids derive from it */
-    uint32_t ip;                /* the pod IP, host order */
+    int backoff_ms; /* the back-off the waiting state names */
+    uint64_t cid;   /* random: container ids derive from it */
+    uint32_t ip;    /* the pod IP, host order */
 } sim_pod_t;
 
 enum { SIM_EV_STARTED = 1, SIM_EV_BACKOFF = 2, SIM_EV_KILLING = 4 };
 
 struct node_sim {
     kc_client_t *client;
-    node_sim_config_t cfg;      /* its strings point into owned copies below */
+    node_sim_config_t cfg; /* its strings point into owned copies below */
     char *prefix, *cpu, *memory, *storage;
-    char **labels;              /* owned copies, NULL-terminated */
+    char **labels; /* owned copies, NULL-terminated */
     sim_node_t *nodes;
     int nnodes;
-    int *by_name;               /* node indexes sorted by name */
+    int *by_name; /* node indexes sorted by name */
 
     kc_informer_t *inf;
     kc_queue_t *queue;
-    kc_recorder_t *rec;         /* NULL when events are off */
+    kc_recorder_t *rec; /* NULL when events are off */
     pthread_t workers[NODE_SIM_MAX_WORKERS];
     int nworkers;
     pthread_t hb;
@@ -101,7 +103,7 @@ struct node_sim {
     atomic_int stopping;
 
     pthread_mutex_t hb_mu;
-    pthread_cond_t hb_cv;       /* a pause change, or stop */
+    pthread_cond_t hb_cv; /* a pause change, or stop */
 
     pthread_mutex_t pods_mu;
     sim_pod_t **buckets;
@@ -110,8 +112,8 @@ struct node_sim {
     atomic_uint_fast64_t rng, next_ip;
     /* metrics */
     atomic_uint_fast64_t lease_renewals, lease_errors, node_status_updates, node_status_errors,
-        registrations, registration_errors, pod_patches, pod_patch_errors, pod_deletes,
-        pod_delete_errors, pod_starts, pod_restarts;
+        registrations, registration_errors, pod_patches, pod_patch_errors, pod_writes_elided,
+        pod_deletes, pod_delete_errors, pod_starts, pod_restarts;
     atomic_long stage_count[SP_NSTAGES];
 #define SIM_LAT_BUCKETS 9
     atomic_uint_fast64_t lat_hist[SIM_LAT_BUCKETS + 1], lat_count, lat_sum_us;

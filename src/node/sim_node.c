@@ -14,6 +14,11 @@
  * one interval, so N nodes renew at an even rate of N per interval rather
  * than in bursts, and a late renewal does not shift the others. The thread
  * sleeps on hb_cv until the earliest due time, a resumed node, or stop.
+ * Node status is re-posted every cfg.status_update_ms (a kubelet posts it
+ * when it changes, else every 5 min; the simulated status never changes but
+ * its heartbeat times, so a shorter default keeps them fresh for kubectl
+ * at a small cost: 200 nodes at 60 s are 3.3 writes/s). The Lease is the
+ * heartbeat that matters for failure detection.
  *
  *   unregistered --sim__node_register ok--> registered
  *        ^  (fails: retry after 0.5 s doubling to 30 s)      |
@@ -47,9 +52,9 @@ static json_t *node_conditions(const sim_node_t *n, const char *now)
     };
     json_t *a = json_array();
     for (int i = 0; a && i < 4; i++) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", c[i][0], "status",
-                              c[i][1], "reason", c[i][2], "message", c[i][3], "lastHeartbeatTime",
-                              now, "lastTransitionTime", n->ready_since);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", c[i][0], "status", c[i][1],
+                              "reason", c[i][2], "message", c[i][3], "lastHeartbeatTime", now,
+                              "lastTransitionTime", n->ready_since);
         if (!o || json_array_append_new(a, o)) {
             json_decref(a);
             return NULL;
@@ -62,9 +67,9 @@ static json_t *node_resources(node_sim_t *s)
 {
     char pods[16];
     snprintf(pods, sizeof pods, "%d", s->cfg.max_pods);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "cpu", s->cfg.cpu, "memory",
-                     s->cfg.memory, "pods", pods, "ephemeral-storage", s->cfg.ephemeral_storage,
-                     "hugepages-1Gi", "0", "hugepages-2Mi", "0");
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "cpu", s->cfg.cpu, "memory", s->cfg.memory,
+                     "pods", pods, "ephemeral-storage", s->cfg.ephemeral_storage, "hugepages-1Gi",
+                     "0", "hugepages-2Mi", "0");
 }
 
 static json_t *node_status(node_sim_t *s, const sim_node_t *n, const char *now)
@@ -78,8 +83,8 @@ static json_t *node_status(node_sim_t *s, const sim_node_t *n, const char *now)
                      "capacity", res, "allocatable", res, "conditions", node_conditions(n, now),
                      "addresses", "type", "InternalIP", "address", n->ip, "type", "Hostname",
                      "address", n->name, "daemonEndpoints", "kubeletEndpoint", "Port", 10250,
-                     "nodeInfo", "machineID", n->machine_id, "systemUUID", n->system_uuid,
-                     "bootID", n->boot_id, "kernelVersion", "6.1.0-kplane-sim", "osImage",
+                     "nodeInfo", "machineID", n->machine_id, "systemUUID", n->system_uuid, "bootID",
+                     n->boot_id, "kernelVersion", "6.1.0-kplane-sim", "osImage",
                      "kplane simulated node", "containerRuntimeVersion", "sim://1.0",
                      "kubeletVersion", version, "kubeProxyVersion", version, "operatingSystem",
                      "linux", "architecture", "amd64");
@@ -109,33 +114,41 @@ static json_t *lease_owner(const sim_node_t *n)
                      "uid", n->uid);
 }
 
-/* Renew node n's Lease (a merge patch of its spec), creating it when it is
- * missing; with `own`, also (re)set its ownerReference to the Node. */
+/* Renew node n's Lease: a merge patch of its spec (with `own`, also of its
+ * ownerReference to the Node), or a create when it is missing. `own` is
+ * registration, where a missing Lease is likely: create first, then patch
+ * an existing one; a renewal patches first. */
 static int lease_renew(node_sim_t *s, const sim_node_t *n, int own)
 {
     char now[SIM_TIME_MAX];
     sim__time(now, sizeof now, clock_wall_ns(), 1);
-    json_t *spec = json_pack("{s:s, s:i, s:s}", "holderIdentity", n->name,
-                             "leaseDurationSeconds", s->cfg.lease_duration_s, "renewTime", now);
+    json_t *spec = json_pack("{s:s, s:i, s:s}", "holderIdentity", n->name, "leaseDurationSeconds",
+                             s->cfg.lease_duration_s, "renewTime", now);
     json_t *patch = json_pack("{s:O}", "spec", spec);
+    json_t *lease =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:O}", "apiVersion", "coordination.k8s.io/v1",
+                  "kind", "Lease", "metadata", "name", n->name, "namespace", SIM_LEASE_NS,
+                  "ownerReferences", lease_owner(n), "spec", spec);
     int rc = KP_ENOMEM;
-    if (!spec || !patch) goto out;
+    if (!spec || !patch || !lease) goto out;
     if (own && json_object_set_new(patch, "metadata",
                                    json_pack("{s:o}", "ownerReferences", lease_owner(n))))
         goto out;
-    rc = kc_patch(s->client, &kc_leases, SIM_LEASE_NS, n->name, NULL, KC_PATCH_MERGE, patch, NULL,
-                  NULL, NULL);
-    if (rc == KP_ENOTFOUND) {
-        json_t *lease = json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:O}", "apiVersion",
-                                  "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name",
-                                  n->name, "namespace", SIM_LEASE_NS, "ownerReferences",
-                                  lease_owner(n), "spec", spec);
-        rc = lease ? kc_create(s->client, &kc_leases, SIM_LEASE_NS, lease, NULL, NULL) : KP_ENOMEM;
-        json_decref(lease);
+    if (own) {
+        rc = kc_create(s->client, &kc_leases, SIM_LEASE_NS, lease, NULL, NULL);
+        if (rc == KP_EEXIST)
+            rc = kc_patch(s->client, &kc_leases, SIM_LEASE_NS, n->name, NULL, KC_PATCH_MERGE, patch,
+                          NULL, NULL, NULL);
+    } else {
+        rc = kc_patch(s->client, &kc_leases, SIM_LEASE_NS, n->name, NULL, KC_PATCH_MERGE, patch,
+                      NULL, NULL, NULL);
+        if (rc == KP_ENOTFOUND)
+            rc = kc_create(s->client, &kc_leases, SIM_LEASE_NS, lease, NULL, NULL);
     }
 out:
     json_decref(spec);
     json_decref(patch);
+    json_decref(lease);
     return rc;
 }
 
@@ -177,8 +190,7 @@ int sim__node_register(node_sim_t *s, int i)
                    : KP_ENOMEM;
         if (rc) goto out;
     }
-    const char *uid =
-        json_string_value(json_object_get(json_object_get(got, "metadata"), "uid"));
+    const char *uid = json_string_value(json_object_get(json_object_get(got, "metadata"), "uid"));
     snprintf(n->uid, sizeof n->uid, "%s", uid ? uid : "");
     rc = lease_renew(s, n, 1);
     if (rc) goto out;
@@ -196,10 +208,28 @@ out:
 }
 
 /* The heartbeat of the Node's status: its conditions, heart-beaten now. */
-static int status_update(node_sim_t *s, const sim_node_t *n)
+static int status_update(node_sim_t *s, sim_node_t *n)
 {
     char now[SIM_TIME_MAX];
     sim__time(now, sizeof now, clock_wall_ns(), 0);
+    if (atomic_exchange(&n->recheck, 0)) {
+        /* Resumed: someone (the node lifecycle controller) may have marked
+         * the node not Ready meanwhile; Ready again is then a transition. */
+        json_t *cur = NULL;
+        int rc = kc_get(s->client, &kc_nodes, NULL, n->name, &cur);
+        if (rc == KP_ENOTFOUND) return rc;
+        const char *ready = NULL;
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(json_object_get(cur, "status"), "conditions"), i, c) {
+            const char *type = json_string_value(json_object_get(c, "type"));
+            if (type && !strcmp(type, "Ready"))
+                ready = json_string_value(json_object_get(c, "status"));
+        }
+        if (!rc && (!ready || strcmp(ready, "True")))
+            snprintf(n->ready_since, sizeof n->ready_since, "%s", now);
+        json_decref(cur);
+    }
     json_t *patch = json_pack("{s:{s:o}}", "status", "conditions", node_conditions(n, now));
     int rc = patch ? kc_patch(s->client, &kc_nodes, NULL, n->name, "status", KC_PATCH_MERGE, patch,
                               NULL, NULL, NULL)
@@ -220,9 +250,24 @@ static void note_result(node_sim_t *s, sim_node_t *n, const char *what, int rc)
     if (rc && !n->failing)
         log_warn(SIM_COMPONENT, "node %s: %s failed: %s", n->name, what, err_str(rc));
     else if (!rc && n->failing)
-        log_info(SIM_COMPONENT, "node %s: %s works again", n->name, what);
+        log_info(SIM_COMPONENT, "node %s: heartbeating again (%s ok)", n->name, what);
     n->failing = rc != 0;
     (void)s;
+}
+
+/* Around each request: hb_mu is dropped, and n->busy tells node_sim_pause
+ * that a heartbeat of n is in flight. */
+static void begin_call(node_sim_t *s, sim_node_t *n)
+{
+    n->busy = 1;
+    pthread_mutex_unlock(&s->hb_mu);
+}
+
+static void end_call(node_sim_t *s, sim_node_t *n)
+{
+    pthread_mutex_lock(&s->hb_mu);
+    n->busy = 0;
+    pthread_cond_broadcast(&s->hb_cv);
 }
 
 /* Serve node i's due heartbeats; called and returns with hb_mu held. */
@@ -235,9 +280,9 @@ static void serve_node(node_sim_t *s, int i)
     int64_t now = clock_mono_ns();
     if (!n->registered) {
         if (n->register_due > now) return;
-        pthread_mutex_unlock(&s->hb_mu);
+        begin_call(s, n);
         int rc = sim__node_register(s, i);
-        pthread_mutex_lock(&s->hb_mu);
+        end_call(s, n);
         note_result(s, n, "registration", rc);
         now = clock_mono_ns();
         if (rc) {
@@ -251,19 +296,21 @@ static void serve_node(node_sim_t *s, int i)
         return;
     }
     if (n->lease_due <= now) {
-        pthread_mutex_unlock(&s->hb_mu);
+        begin_call(s, n);
         int rc = lease_renew(s, n, 0);
-        pthread_mutex_lock(&s->hb_mu);
+        end_call(s, n);
         atomic_fetch_add(rc ? &s->lease_errors : &s->lease_renewals, 1);
         note_result(s, n, "lease renewal", rc);
         now = clock_mono_ns();
-        if (rc) n->lease_due = now + retry;
-        else advance(&n->lease_due, renew, now);
+        if (rc)
+            n->lease_due = now + retry;
+        else
+            advance(&n->lease_due, renew, now);
     }
     if (n->status_due <= now && !atomic_load(&n->paused)) {
-        pthread_mutex_unlock(&s->hb_mu);
+        begin_call(s, n);
         int rc = status_update(s, n);
-        pthread_mutex_lock(&s->hb_mu);
+        end_call(s, n);
         atomic_fetch_add(rc ? &s->node_status_errors : &s->node_status_updates, 1);
         note_result(s, n, "status update", rc);
         now = clock_mono_ns();

@@ -29,7 +29,9 @@
  *
  * A move marks the entry dirty; the status is written after all moves that
  * are due, so a stage that is due at once (start delay 0, say) costs no
- * write of its own. A failed write keeps the entry dirty and returns the
+ * write of its own. When the queue is backlogged (a burst of bindings), the
+ * ContainerCreating write is skipped too, so that each pod costs one write
+ * on its way to Running. A failed write keeps the entry dirty and returns the
  * error, so the queue retries the key with back-off.
  */
 #include <arpa/inet.h>
@@ -43,10 +45,11 @@
 #include "lib/log.h"
 #include "node/sim_int.h"
 
-#define NS_PER_MS     1000000LL
-#define MAX_MOVES     8 /* moves per sync; more are left to a re-queue */
-#define BACKOFF_S0    10
-#define BACKOFF_S_MAX 300
+#define NS_PER_MS              1000000LL
+#define MAX_MOVES              8 /* moves per sync; more are left to a re-queue */
+#define BACKOFF_S0             10
+#define BACKOFF_S_MAX          300
+#define SIM_BACKLOG_PER_WORKER 4 /* queued keys per worker that mean "behind" */
 
 /* ---- reading the pod (a shared, read-only cache object) ---- */
 
@@ -79,7 +82,8 @@ static int ann_true(const json_t *pod, const char *key)
 
 static const char *restart_policy(const json_t *pod)
 {
-    const char *p = json_string_value(json_object_get(json_object_get(pod, "spec"), "restartPolicy"));
+    const char *p =
+        json_string_value(json_object_get(json_object_get(pod, "spec"), "restartPolicy"));
     return p ? p : "Always";
 }
 
@@ -130,7 +134,8 @@ void sim__pod_requeue_node(node_sim_t *s, int i)
     json_t **objs = NULL;
     size_t n = 0;
     if (kc_informer_list(s->inf, "node", s->nodes[i].name, &objs, &n)) return;
-    for (size_t k = 0; k < n; k++) enqueue(s, objs[k]);
+    for (size_t k = 0; k < n; k++)
+        enqueue(s, objs[k]);
     kc_objs_free(objs, n);
 }
 
@@ -139,7 +144,8 @@ void sim__pod_requeue_node(node_sim_t *s, int i)
 static size_t hash_key(const char *p)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     return (size_t)(h ^ (h >> 32));
 }
 
@@ -147,7 +153,8 @@ static sim_pod_t *table_get(node_sim_t *s, const char *key)
 {
     pthread_mutex_lock(&s->pods_mu);
     sim_pod_t *p = s->buckets[hash_key(key) & (s->nbuckets - 1)];
-    while (p && strcmp(p->key, key)) p = p->next;
+    while (p && strcmp(p->key, key))
+        p = p->next;
     pthread_mutex_unlock(&s->pods_mu);
     return p;
 }
@@ -189,7 +196,8 @@ static void table_del(node_sim_t *s, sim_pod_t *st)
 {
     pthread_mutex_lock(&s->pods_mu);
     sim_pod_t **pp = &s->buckets[hash_key(st->key) & (s->nbuckets - 1)];
-    while (*pp && *pp != st) pp = &(*pp)->next;
+    while (*pp && *pp != st)
+        pp = &(*pp)->next;
     if (*pp) {
         *pp = st->next;
         s->npods--;
@@ -280,8 +288,8 @@ static sim_pod_t *pod_state_new(node_sim_t *s, const json_t *pod, const char *ke
             const char *rp = restart_policy(pod);
             if (strcmp(rp, "Always") || ann_true(pod, NODE_SIM_ANN_CRASH_LOOP) ||
                 annotation(pod, NODE_SIM_ANN_EXIT_CODE))
-                st->due_ns = now + ann_long(pod, NODE_SIM_ANN_RUN, 86400000, s->cfg.run_ms) *
-                                       NS_PER_MS;
+                st->due_ns =
+                    now + ann_long(pod, NODE_SIM_ANN_RUN, 86400000, s->cfg.run_ms) * NS_PER_MS;
         } else {
             st->stage = SP_DONE;
             st->exit_code = !strcmp(phase, "Succeeded") ? 0 : 1;
@@ -292,8 +300,8 @@ static sim_pod_t *pod_state_new(node_sim_t *s, const json_t *pod, const char *ke
     st->ip = next_pod_ip(s);
     st->stage = SP_CREATING;
     st->dirty = 1;
-    st->due_ns = now + ann_long(pod, NODE_SIM_ANN_START_DELAY, 86400000, s->cfg.start_delay_ms) *
-                           NS_PER_MS;
+    st->due_ns =
+        now + ann_long(pod, NODE_SIM_ANN_START_DELAY, 86400000, s->cfg.start_delay_ms) * NS_PER_MS;
     return st;
 }
 
@@ -333,9 +341,8 @@ static void start_containers(node_sim_t *s, const json_t *pod, sim_pod_t *st, in
     set_stage(s, st, SP_RUNNING);
     st->dirty = 1;
     st->events |= SIM_EV_STARTED;
-    st->due_ns = exits(pod) ? now + ann_long(pod, NODE_SIM_ANN_RUN, 86400000, s->cfg.run_ms) *
-                                        NS_PER_MS
-                            : 0;
+    st->due_ns =
+        exits(pod) ? now + ann_long(pod, NODE_SIM_ANN_RUN, 86400000, s->cfg.run_ms) * NS_PER_MS : 0;
 }
 
 /* Kubernetes' crash-loop back-off before restart number n+1 (n restarts
@@ -344,7 +351,8 @@ static int backoff_ms(node_sim_t *s, int n)
 {
     if (n <= 0) return 0;
     long sec = BACKOFF_S0;
-    for (int i = 1; i < n && sec < BACKOFF_S_MAX; i++) sec *= 2;
+    for (int i = 1; i < n && sec < BACKOFF_S_MAX; i++)
+        sec *= 2;
     if (sec > BACKOFF_S_MAX) sec = BACKOFF_S_MAX;
     double ms = (double)sec * 1000.0 * s->cfg.backoff_scale;
     return ms < 1 ? 1 : ms > 86400000.0 ? 86400000 : (int)ms;
@@ -377,16 +385,18 @@ static void exit_containers(node_sim_t *s, const json_t *pod, sim_pod_t *st, int
  * min(grace, stop_ms) to stop; anything else stops at once. */
 static void begin_stop(node_sim_t *s, const json_t *pod, sim_pod_t *st, int64_t now)
 {
-    const json_t *g = json_object_get(json_object_get(pod, "metadata"),
-                                      "deletionGracePeriodSeconds");
+    const json_t *g =
+        json_object_get(json_object_get(pod, "metadata"), "deletionGracePeriodSeconds");
     if (!json_is_integer(g))
         g = json_object_get(json_object_get(pod, "spec"), "terminationGracePeriodSeconds");
     int64_t grace_ms = json_is_integer(g) ? json_integer_value(g) * 1000 : 30000;
     int64_t wait = grace_ms < s->cfg.stop_ms ? grace_ms : s->cfg.stop_ms;
     if (wait < 0) wait = 0;
     st->prev_stage = st->stage;
-    if (st->stage != SP_RUNNING) wait = 0;
-    else st->events |= SIM_EV_KILLING;
+    if (st->stage != SP_RUNNING)
+        wait = 0;
+    else
+        st->events |= SIM_EV_KILLING;
     st->dirty = 0; /* whatever the last stage wanted to say, the stop says next */
     set_stage(s, st, SP_STOPPING);
     st->due_ns = now + wait * NS_PER_MS;
@@ -428,8 +438,8 @@ static int write_status(node_sim_t *s, const json_t *pod, sim_pod_t *st, const c
 {
     json_t *patch = sim__pod_status_patch(s, pod, st);
     if (!patch) return KP_ENOMEM;
-    int rc = kc_patch(s->client, &kc_pods, ns, name, "status", KC_PATCH_MERGE, patch, NULL, NULL,
-                      NULL);
+    int rc =
+        kc_patch(s->client, &kc_pods, ns, name, "status", KC_PATCH_MERGE, patch, NULL, NULL, NULL);
     json_decref(patch);
     atomic_fetch_add(rc ? &s->pod_patch_errors : &s->pod_patches, 1);
     return rc;
@@ -444,7 +454,7 @@ static void record_events(node_sim_t *s, const json_t *pod, sim_pod_t *st)
     for (int l = 0; l < 2; l++) {
         size_t i;
         const json_t *c;
-        json_array_foreach (json_object_get(json_object_get(pod, "spec"), lists[l]), i, c) {
+        json_array_foreach(json_object_get(json_object_get(pod, "spec"), lists[l]), i, c) {
             const char *cn = json_string_value(json_object_get(c, "name"));
             const char *image = json_string_value(json_object_get(c, "image"));
             if (!cn) continue;
@@ -480,6 +490,14 @@ static int final_delete(node_sim_t *s, sim_pod_t *st, const char *ns, const char
 
 /* ---- sync ---- */
 
+/* Are more keys waiting for a worker than the workers can take soon? */
+static int backlogged(node_sim_t *s)
+{
+    kc_queue_stats_t qs;
+    kc_queue_stats(s->queue, &qs);
+    return qs.depth > (size_t)s->cfg.workers * SIM_BACKLOG_PER_WORKER;
+}
+
 static int step(node_sim_t *s, const json_t *pod, sim_pod_t *st)
 {
     int64_t now = clock_mono_ns();
@@ -490,16 +508,30 @@ static int step(node_sim_t *s, const json_t *pod, sim_pod_t *st)
         st->due_ns = 0;
         switch (st->stage) {
         case SP_CREATING:
-        case SP_BACKOFF: start_containers(s, pod, st, now); break;
-        case SP_RUNNING: exit_containers(s, pod, st, now); break;
-        case SP_STOPPING: stop_containers(s, st); break;
-        default: break;
+        case SP_BACKOFF:
+            start_containers(s, pod, st, now);
+            break;
+        case SP_RUNNING:
+            exit_containers(s, pod, st, now);
+            break;
+        case SP_STOPPING:
+            stop_containers(s, st);
+            break;
+        default:
+            break;
         }
     }
     char buf[SIM_KEY_MAX];
     const char *ns, *name;
     int rc = split_key(st->key, buf, sizeof buf, &ns, &name);
     if (rc) return 0; /* not a pod key: nothing to do, ever */
+    if (st->dirty && st->stage == SP_CREATING && backlogged(s)) {
+        /* Behind: say nothing until Running, as a kubelet's status manager
+         * that only sends the latest status would; a burst of N pods then
+         * costs N writes, not 2N, and readiness comes sooner. */
+        st->dirty = 0;
+        atomic_fetch_add(&s->pod_writes_elided, 1);
+    }
     if (st->dirty) {
         rc = write_status(s, pod, st, ns, name);
         if (rc == KP_ENOTFOUND) {

@@ -41,10 +41,21 @@ static double quantity(const json_t *v)
     static const struct {
         const char *suffix;
         double mul;
-    } sfx[] = {{"", 1},        {"n", 1e-9},          {"u", 1e-6},         {"m", 1e-3},
-               {"k", 1e3},     {"M", 1e6},           {"G", 1e9},          {"T", 1e12},
-               {"P", 1e15},    {"E", 1e18},          {"Ki", 1024.0},      {"Mi", 1048576.0},
-               {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}, {"Pi", 1125899906842624.0},
+    } sfx[] = {{"", 1},
+               {"n", 1e-9},
+               {"u", 1e-6},
+               {"m", 1e-3},
+               {"k", 1e3},
+               {"M", 1e6},
+               {"G", 1e9},
+               {"T", 1e12},
+               {"P", 1e15},
+               {"E", 1e18},
+               {"Ki", 1024.0},
+               {"Mi", 1048576.0},
+               {"Gi", 1073741824.0},
+               {"Ti", 1099511627776.0},
+               {"Pi", 1125899906842624.0},
                {"Ei", 1152921504606846976.0}};
     for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++)
         if (!strcmp(end, sfx[i].suffix)) return x * sfx[i].mul;
@@ -63,7 +74,7 @@ const char *sim__qos_class(const json_t *pod)
     for (int l = 0; l < 2; l++) {
         size_t i;
         const json_t *c;
-        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+        json_array_foreach(json_object_get(spec, lists[l]), i, c) {
             const json_t *res = json_object_get(c, "resources");
             const json_t *req = json_object_get(res, "requests");
             const json_t *lim = json_object_get(res, "limits");
@@ -81,7 +92,10 @@ const char *sim__qos_class(const json_t *pod)
 
 /* ---- pieces ---- */
 
-static void wall_str(char *buf, int64_t wall) { sim__time(buf, SIM_TIME_MAX, wall, 0); }
+static void wall_str(char *buf, int64_t wall)
+{
+    sim__time(buf, SIM_TIME_MAX, wall, 0);
+}
 
 static json_t *condition(const char *type, int ok, const char *when, const char *reason,
                          const char *message)
@@ -99,7 +113,7 @@ static void container_names(const json_t *pod, const char *which, char *out, siz
     size_t len = 0, i;
     const json_t *c;
     out[len++] = '[';
-    json_array_foreach (json_object_get(json_object_get(pod, "spec"), which), i, c) {
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), which), i, c) {
         const char *name = json_string_value(json_object_get(c, "name"));
         int w = snprintf(out + len, n - len, "%s%s", i ? " " : "", name ? name : "");
         if (w < 0 || (size_t)w >= n - len - 1) break;
@@ -142,10 +156,10 @@ static json_t *container_status(const json_t *pod, const sim_pod_t *st, const js
      * restart. */
     int created = st->stage != SP_CREATING;
     if (st->stage == SP_CREATING) {
-        const char *why = json_array_size(json_object_get(json_object_get(pod, "spec"),
-                                                          "initContainers"))
-                              ? "PodInitializing"
-                              : "ContainerCreating";
+        const char *why =
+            json_array_size(json_object_get(json_object_get(pod, "spec"), "initContainers"))
+                ? "PodInitializing"
+                : "ContainerCreating";
         state = json_pack("{s:{s:s}}", "waiting", "reason", why);
     } else if (init) {
         /* Init containers ran to completion before the first start. */
@@ -158,33 +172,34 @@ static json_t *container_status(const json_t *pod, const sim_pod_t *st, const js
         ready = st->ready;
         started = 1;
         if (st->restarts > 0)
-            last = terminated(st->last_exit, st->last_started_wall, st->last_finished_wall,
-                              last_cid);
+            last =
+                terminated(st->last_exit, st->last_started_wall, st->last_finished_wall, last_cid);
     } else if (st->stage == SP_BACKOFF) {
         char msg[700], wait[32];
-        if (st->backoff_ms % 1000) snprintf(wait, sizeof wait, "%dms", st->backoff_ms);
-        else snprintf(wait, sizeof wait, "%ds", st->backoff_ms / 1000);
-        snprintf(msg, sizeof msg, "back-off %s restarting failed container=%s pod=%s_%s(%s)",
-                 wait, name ? name : "",
+        if (st->backoff_ms % 1000)
+            snprintf(wait, sizeof wait, "%dms", st->backoff_ms);
+        else
+            snprintf(wait, sizeof wait, "%ds", st->backoff_ms / 1000);
+        snprintf(msg, sizeof msg, "back-off %s restarting failed container=%s pod=%s_%s(%s)", wait,
+                 name ? name : "",
                  json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")),
-                 json_string_value(
-                     json_object_get(json_object_get(pod, "metadata"), "namespace")),
+                 json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace")),
                  st->uid);
-        state = json_pack("{s:{s:s, s:s}}", "waiting", "reason", "CrashLoopBackOff", "message",
-                          msg);
+        state =
+            json_pack("{s:{s:s, s:s}}", "waiting", "reason", "CrashLoopBackOff", "message", msg);
         last = terminated(st->exit_code, st->started_wall, st->finished_wall, cid);
     } else {
         /* DONE or STOPPED: the current run ended. */
         state = terminated(st->exit_code, st->started_wall, st->finished_wall, cid);
         if (st->restarts > 0)
-            last = terminated(st->last_exit, st->last_started_wall, st->last_finished_wall,
-                              last_cid);
+            last =
+                terminated(st->last_exit, st->last_started_wall, st->last_finished_wall, last_cid);
     }
     if (!last) last = json_object();
-    json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:i, s:b, s:o, s:o}", "name", name ? name : "",
-                          "image", image ? image : "", "imageID", created ? image_id : "",
-                          "ready", ready, "restartCount", restarts, "started", started, "state",
-                          state, "lastState", last);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:b, s:i, s:b, s:o, s:o}", "name", name ? name : "", "image",
+                  image ? image : "", "imageID", created ? image_id : "", "ready", ready,
+                  "restartCount", restarts, "started", started, "state", state, "lastState", last);
     if (o && created) json_object_set_new(o, "containerID", json_string(cid));
     return o;
 }
@@ -195,7 +210,7 @@ static json_t *container_statuses(const json_t *pod, const sim_pod_t *st, const 
     json_t *a = json_array();
     size_t i;
     const json_t *c;
-    json_array_foreach (json_object_get(json_object_get(pod, "spec"), which), i, c) {
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), which), i, c) {
         unsigned idx = (unsigned)i + (init ? 0x8000u : 0);
         if (!a || json_array_append_new(a, container_status(pod, st, c, idx, init))) {
             json_decref(a);
@@ -210,7 +225,7 @@ static const char *scheduled_time(const json_t *pod)
 {
     size_t i;
     const json_t *c;
-    json_array_foreach (json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
         const char *type = json_string_value(json_object_get(c, "type"));
         if (type && !strcmp(type, "PodScheduled"))
             return json_string_value(json_object_get(c, "lastTransitionTime"));
@@ -235,11 +250,10 @@ static json_t *conditions(const json_t *pod, const sim_pod_t *st)
     if (has_init && st->stage == SP_CREATING) {
         container_names(pod, "initContainers", names, sizeof names);
         snprintf(msg, sizeof msg, "containers with incomplete status: %s", names);
-        json_array_append_new(
-            a, condition("Initialized", 0, start, "ContainersNotInitialized", msg));
+        json_array_append_new(a,
+                              condition("Initialized", 0, start, "ContainersNotInitialized", msg));
     } else {
-        json_array_append_new(a, condition("Initialized", 1, has_init ? first : start, NULL,
-                                           NULL));
+        json_array_append_new(a, condition("Initialized", 1, has_init ? first : start, NULL, NULL));
     }
     const char *reason = NULL;
     msg[0] = '\0';
@@ -264,19 +278,19 @@ static json_t *conditions(const json_t *pod, const sim_pod_t *st)
 json_t *sim__pod_status_patch(node_sim_t *s, const json_t *pod, const sim_pod_t *st)
 {
     const char *phase = "Pending";
-    if (st->stage == SP_RUNNING || st->stage == SP_BACKOFF) phase = "Running";
+    if (st->stage == SP_RUNNING || st->stage == SP_BACKOFF)
+        phase = "Running";
     else if (st->stage == SP_DONE || st->stage == SP_STOPPED)
         phase = st->exit_code ? "Failed" : "Succeeded";
     char pod_ip[16], start[SIM_TIME_MAX];
     const char *host_ip = s->nodes[st->node].ip;
     sim__ip_str(st->ip, pod_ip);
     wall_str(start, st->start_wall);
-    json_t *status = json_pack("{s:s, s:o, s:s, s:[{s:s}], s:s, s:[{s:s}], s:s, s:s, s:o}",
-                               "phase", phase, "conditions", conditions(pod, st), "hostIP",
-                               host_ip, "hostIPs", "ip", host_ip, "podIP", pod_ip, "podIPs", "ip",
-                               pod_ip, "startTime", start, "qosClass", sim__qos_class(pod),
-                               "containerStatuses",
-                               container_statuses(pod, st, "containers", 0));
+    json_t *status = json_pack("{s:s, s:o, s:s, s:[{s:s}], s:s, s:[{s:s}], s:s, s:s, s:o}", "phase",
+                               phase, "conditions", conditions(pod, st), "hostIP", host_ip,
+                               "hostIPs", "ip", host_ip, "podIP", pod_ip, "podIPs", "ip", pod_ip,
+                               "startTime", start, "qosClass", sim__qos_class(pod),
+                               "containerStatuses", container_statuses(pod, st, "containers", 0));
     if (!status) return NULL;
     if (json_array_size(json_object_get(json_object_get(pod, "spec"), "initContainers"))) {
         json_t *init = container_statuses(pod, st, "initContainers", 1);

@@ -48,14 +48,15 @@ typedef struct smap {
         const char *key; /* NULL: empty */
         void *val;
         uint64_t h;
-    } *s;
+    } * s;
     size_t cap, n; /* cap: a power of two, or 0 */
 } smap_t;
 
 static uint64_t hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     return h ^ (h >> 29);
 }
 
@@ -135,7 +136,7 @@ typedef struct owner_rec {
     struct owner_count {
         size_t node;
         int64_t count;
-    } *v;
+    } * v;
     size_t n, cap;
     int64_t total;
 } owner_rec_t;
@@ -148,8 +149,8 @@ typedef struct pod_rec {
     int64_t nz_cpu, nz_mem;
     sched_port_t *ports;
     size_t nports;
-    owner_rec_t *owner;                /* ASSUMED, BOUND: NULL without one */
-    struct pod_rec *uprev, *unext;     /* the unschedulable list */
+    owner_rec_t *owner;            /* ASSUMED, BOUND: NULL without one */
+    struct pod_rec *uprev, *unext; /* the unschedulable list */
     int unsched;
 } pod_rec_t;
 
@@ -247,8 +248,10 @@ fail:
 static void unsched_unlink(sched_cache_t *c, pod_rec_t *r)
 {
     if (!r->unsched) return;
-    if (r->uprev) r->uprev->unext = r->unext;
-    else c->unsched = r->unext;
+    if (r->uprev)
+        r->uprev->unext = r->unext;
+    else
+        c->unsched = r->unext;
     if (r->unext) r->unext->uprev = r->uprev;
     r->uprev = r->unext = NULL;
     r->unsched = 0;
@@ -298,7 +301,8 @@ static int owner_add(sched_cache_t *c, const char *uid, size_t node, owner_rec_t
         }
     }
     size_t i = 0;
-    while (i < o->n && o->v[i].node != node) i++;
+    while (i < o->n && o->v[i].node != node)
+        i++;
     if (i == o->n) {
         if (o->n == o->cap) {
             size_t cap = o->cap ? o->cap * 2 : 4;
@@ -406,9 +410,8 @@ int sched_cache_node_set(sched_cache_t *c, const json_t *node)
     }
     int changed = 1;
     if (s->obj) {
-        changed = !sched_node_info_same(&s->info, &ni) ||
-                  !json_equal(json_object_get(json_object_get(s->obj, "metadata"), "labels"),
-                              json_object_get(meta, "labels"));
+        const json_t *a = s->info.labels, *b = ni.labels;
+        changed = !sched_node_info_same(&s->info, &ni) || (a || b ? !json_equal(a, b) : 0);
     } else {
         c->live++;
     }
@@ -467,15 +470,16 @@ int sched_cache_pod_pending(sched_cache_t *c, const char *key, int spec_changed)
         c->npending++;
         c->gen++;
     } else if (r->unsched) {
-        if (spec_changed) unsched_unlink(c, r);
-        else rc = 0;
+        if (spec_changed)
+            unsched_unlink(c, r);
+        else
+            rc = 0;
     }
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
 
-int sched_cache_pod_bound(sched_cache_t *c, const char *key, const char *node,
-                          const sched_pod_t *p)
+int sched_cache_pod_bound(sched_cache_t *c, const char *key, const char *node, const sched_pod_t *p)
 {
     int rc = 0;
     pthread_mutex_lock(&c->mu);
@@ -544,7 +548,8 @@ static int scratch_grow(sched_scratch_t *w, size_t n)
 {
     if (n <= w->cap) return 0;
     size_t cap = w->cap ? w->cap : 64;
-    while (cap < n) cap *= 2;
+    while (cap < n)
+        cap *= 2;
     int64_t *count = realloc(w->count, cap * sizeof *count);
     if (count) w->count = count;
     int *score = realloc(w->score, cap * sizeof *score);
@@ -587,7 +592,8 @@ int sched_cache_schedule(sched_cache_t *c, const char *key, const sched_pod_t *p
     const owner_rec_t *o = p->owner ? smap_get(&c->owners, p->owner) : NULL;
     if (o) {
         memset(w->count, 0, c->nnodes * sizeof *w->count);
-        for (size_t i = 0; i < o->n; i++) w->count[o->v[i].node] = o->v[i].count;
+        for (size_t i = 0; i < o->n; i++)
+            w->count[o->v[i].node] = o->v[i].count;
     }
 
     size_t nf = 0;
@@ -659,8 +665,10 @@ int sched_cache_unschedulable(sched_cache_t *c, const char *key, uint64_t gen)
     pthread_mutex_lock(&c->mu);
     pod_rec_t *r = smap_get(&c->pods, key);
     if (r && r->state == POD_PENDING) {
-        if (gen != c->gen) rc = 1;
-        else unsched_link(c, r);
+        if (gen != c->gen)
+            rc = 1;
+        else
+            unsched_link(c, r);
     }
     pthread_mutex_unlock(&c->mu);
     return rc;
@@ -682,11 +690,13 @@ int sched_cache_take_unschedulable(sched_cache_t *c, char ***keys, size_t *n)
             got++;
         }
         if (!k || got < want) {
-            for (size_t i = 0; k && i < got; i++) free(k[i]);
+            for (size_t i = 0; k && i < got; i++)
+                free(k[i]);
             free(k);
             rc = KP_ENOMEM;
         } else {
-            while (c->unsched) unsched_unlink(c, c->unsched);
+            while (c->unsched)
+                unsched_unlink(c, c->unsched);
             *keys = k;
             *n = got;
         }

@@ -32,7 +32,7 @@ static const struct suffix {
     int b2;  /* a factor of 2^b2 */
     int e10; /* and of 10^e10 */
 } suffixes[] = {
-    {"", 0, 0},   {"Ki", 10, 0}, {"Mi", 20, 0}, {"Gi", 30, 0}, {"Ti", 40, 0}, {"Pi", 50, 0},
+    {"", 0, 0},    {"Ki", 10, 0}, {"Mi", 20, 0}, {"Gi", 30, 0}, {"Ti", 40, 0}, {"Pi", 50, 0},
     {"Ei", 60, 0}, {"n", 0, -9},  {"u", 0, -6},  {"m", 0, -3},  {"k", 0, 3},   {"K", 0, 3},
     {"M", 0, 6},   {"G", 0, 9},   {"T", 0, 12},  {"P", 0, 15},  {"E", 0, 18},
 };
@@ -102,7 +102,8 @@ int sched_quantity_parse(const char *s, int milli, int64_t *out)
         v = v ? 1 : 0; /* a positive sliver rounds up to one */
     } else {
         uint64_t p10 = 1;
-        for (int i = 0; i < -e10; i++) p10 *= 10;
+        for (int i = 0; i < -e10; i++)
+            p10 *= 10;
         v = v / p10 + (v % p10 != 0);
     }
     if (v > (uint64_t)INT64_MAX) return KP_ETOOLARGE;
@@ -165,7 +166,10 @@ static int container_req(const json_t *c, int64_t v[NRES], int64_t nz[2])
     return rc;
 }
 
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
 
 static int add_ports(sched_pod_t *p, const json_t *containers, int host_network)
 {
@@ -174,7 +178,8 @@ static int add_ports(sched_pod_t *p, const json_t *containers, int host_network)
     json_array_foreach(containers, i, c) {
         json_array_foreach(json_object_get(c, "ports"), j, port) {
             json_int_t hp = json_integer_value(json_object_get(port, "hostPort"));
-            if (hp <= 0 && host_network) hp = json_integer_value(json_object_get(port, "containerPort"));
+            if (hp <= 0 && host_network)
+                hp = json_integer_value(json_object_get(port, "containerPort"));
             if (hp <= 0 || hp > 65535) continue;
             sched_port_t *n = realloc(p->ports, (p->nports + 1) * sizeof *n);
             if (!n) return KP_ENOMEM;
@@ -202,8 +207,10 @@ int sched_pod_parse(const json_t *pod, sched_pod_t *out)
     json_array_foreach(json_object_get(spec, "containers"), i, c) {
         int64_t v[NRES], nz[2];
         if (container_req(c, v, nz) < 0) bad = 1;
-        for (int r = 0; r < NRES; r++) sum[r] += v[r];
-        for (int r = 0; r < 2; r++) nzsum[r] += nz[r];
+        for (int r = 0; r < NRES; r++)
+            sum[r] += v[r];
+        for (int r = 0; r < 2; r++)
+            nzsum[r] += nz[r];
     }
     /* Init containers run one at a time before the others, next to the
      * sidecars (restartPolicy Always) started before them; sidecars keep
@@ -214,17 +221,23 @@ int sched_pod_parse(const json_t *pod, sched_pod_t *out)
         if (container_req(c, v, nz) < 0) bad = 1;
         int sidecar = !strcmp(str_or(c, "restartPolicy", ""), "Always");
         for (int r = 0; r < NRES; r++) {
-            if (sidecar) side[r] += v[r];
-            else init[r] = max64(init[r], v[r] + side[r]);
+            if (sidecar)
+                side[r] += v[r];
+            else
+                init[r] = max64(init[r], v[r] + side[r]);
         }
         for (int r = 0; r < 2; r++) {
-            if (sidecar) nzside[r] += nz[r];
-            else nzinit[r] = max64(nzinit[r], nz[r] + nzside[r]);
+            if (sidecar)
+                nzside[r] += nz[r];
+            else
+                nzinit[r] = max64(nzinit[r], nz[r] + nzside[r]);
         }
     }
     int64_t req[NRES], nzreq[2];
-    for (int r = 0; r < NRES; r++) req[r] = max64(sum[r] + side[r], init[r]);
-    for (int r = 0; r < 2; r++) nzreq[r] = max64(nzsum[r] + nzside[r], nzinit[r]);
+    for (int r = 0; r < NRES; r++)
+        req[r] = max64(sum[r] + side[r], init[r]);
+    for (int r = 0; r < 2; r++)
+        nzreq[r] = max64(nzsum[r] + nzside[r], nzinit[r]);
     const json_t *overhead = json_object_get(spec, "overhead");
     for (int r = 0; r < NRES; r++) {
         const json_t *q = json_object_get(overhead, res_names[r]);
@@ -248,9 +261,9 @@ int sched_pod_parse(const json_t *pod, sched_pod_t *out)
     }
     out->tolerations = json_object_get(spec, "tolerations");
     out->node_selector = json_object_get(spec, "nodeSelector");
-    out->required = json_object_get(json_object_get(json_object_get(spec, "affinity"),
-                                                    "nodeAffinity"),
-                                    "requiredDuringSchedulingIgnoredDuringExecution");
+    out->required =
+        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
+                        "requiredDuringSchedulingIgnoredDuringExecution");
     if (!json_is_object(out->required)) out->required = NULL;
     if (!json_object_size(out->node_selector)) out->node_selector = NULL;
     const json_t *ref;
@@ -357,7 +370,8 @@ int sched_usage_add(sched_usage_t *u, const sched_res_t *req, int64_t nz_cpu, in
 {
     if (u->nports + nports > u->cap) {
         size_t cap = u->cap ? u->cap * 2 : 4;
-        while (cap < u->nports + nports) cap *= 2;
+        while (cap < u->nports + nports)
+            cap *= 2;
         sched_port_t *n = realloc(u->ports, cap * sizeof *n);
         if (!n) return KP_ENOMEM;
         u->ports = n;
@@ -486,7 +500,7 @@ static int affinity_match(const json_t *sel, const json_t *req, const json_t *la
 {
     const char *k;
     const json_t *v;
-    json_object_foreach ((json_t *)sel, k, v) {
+    json_object_foreach((json_t *)sel, k, v) {
         const char *have = json_string_value(json_object_get(labels, k));
         const char *want = json_string_value(v);
         if (!have || !want || strcmp(have, want)) return 0;
@@ -503,9 +517,9 @@ static int affinity_match(const json_t *sel, const json_t *req, const json_t *la
 int sched_node_affinity_match(const json_t *pod, const json_t *node)
 {
     const json_t *spec = json_object_get(pod, "spec");
-    const json_t *req = json_object_get(json_object_get(json_object_get(spec, "affinity"),
-                                                        "nodeAffinity"),
-                                        "requiredDuringSchedulingIgnoredDuringExecution");
+    const json_t *req =
+        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
+                        "requiredDuringSchedulingIgnoredDuringExecution");
     const json_t *meta = json_object_get(node, "metadata");
     return affinity_match(json_object_get(spec, "nodeSelector"), json_is_object(req) ? req : NULL,
                           json_object_get(meta, "labels"), str_or(meta, "name", ""));
@@ -578,8 +592,7 @@ static int64_t least_one(int64_t requested, int64_t cap)
     return free_ * 100 / cap;
 }
 
-int sched_score_least(const sched_pod_t *pod, const sched_node_info_t *ni,
-                      const sched_usage_t *u)
+int sched_score_least(const sched_pod_t *pod, const sched_node_info_t *ni, const sched_usage_t *u)
 {
     int64_t cpu = least_one(u->nz_cpu + pod->nz_cpu, ni->alloc.cpu);
     int64_t mem = least_one(u->nz_mem + pod->nz_mem, ni->alloc.mem);
@@ -680,7 +693,8 @@ int sched_hist_message(const sched_hist_t *h, size_t nnodes, char **out)
     msg = NULL;
     rc = 0;
 fail:
-    for (size_t i = 0; parts && i < h->n; i++) free(parts[i]);
+    for (size_t i = 0; parts && i < h->n; i++)
+        free(parts[i]);
     free(parts);
     free(msg);
     return rc;
@@ -688,7 +702,8 @@ fail:
 
 void sched_hist_free(sched_hist_t *h)
 {
-    for (size_t i = 0; i < h->n; i++) free(h->v[i].reason);
+    for (size_t i = 0; i < h->n; i++)
+        free(h->v[i].reason);
     free(h->v);
     memset(h, 0, sizeof *h);
 }

@@ -38,9 +38,9 @@ typedef struct sched_res {
 #define SCHED_DEFAULT_MEMORY    (200LL * 1024 * 1024)
 
 typedef struct sched_port {
-    int port;       /* hostPort, > 0 */
-    char proto[8];  /* TCP, UDP, SCTP */
-    char ip[48];    /* hostIP; "0.0.0.0" when unset */
+    int port;      /* hostPort, > 0 */
+    char proto[8]; /* TCP, UDP, SCTP */
+    char ip[48];   /* hostIP; "0.0.0.0" when unset */
 } sched_port_t;
 
 typedef struct sched_pod {
@@ -51,8 +51,8 @@ typedef struct sched_pod {
     int64_t nz_mem;      /* as the defaults above: for scoring */
     sched_port_t *ports; /* host ports wanted (owned) */
     size_t nports;
-    const char *owner;   /* the controller ownerReference's uid (borrowed
-                            from obj), NULL without one */
+    const char *owner; /* the controller ownerReference's uid (borrowed
+                          from obj), NULL without one */
     /* Borrowed from obj, looked up once rather than once per node (NULL:
      * absent): spec.tolerations, spec.nodeSelector, and spec.affinity.
      * nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution. */
@@ -75,8 +75,8 @@ typedef struct sched_node_info {
     sched_res_t alloc;     /* status.allocatable (capacity where absent) */
     sched_taint_t *taints; /* NoSchedule and NoExecute ones only (owned) */
     size_t ntaints;
-    const json_t *labels;  /* borrowed from the node parsed (may be NULL) */
-    const char *name;      /* likewise ("" without one) */
+    const json_t *labels; /* borrowed from the node parsed (may be NULL) */
+    const char *name;     /* likewise ("" without one) */
 } sched_node_info_t;
 
 /* labels and name stay valid while the caller holds `node`.
@@ -136,12 +136,14 @@ enum {
     SCHED_R_EPH = 1 << 7,           /* Insufficient ephemeral-storage */
 };
 
-/* Filter the pod against one node (ni: parsed; u: its usage). A node not Ready counts as carrying the
- * NoSchedule taint node.kubernetes.io/not-ready (Ready False) or
- * .../unreachable (Unknown), as the node lifecycle controller would set;
- * spec.unschedulable passes for pods tolerating
- * node.kubernetes.io/unschedulable:NoSchedule. For SCHED_R_TAINT, *tkey and
- * *tval name the taint (borrowed from ni or static). */
+/* Filter the pod against one node (ni: parsed; u: its usage), in order:
+ * spec.unschedulable (passes for pods tolerating
+ * node.kubernetes.io/unschedulable:NoSchedule), taints, readiness (a node
+ * not Ready counts as carrying the NoSchedule taint
+ * node.kubernetes.io/not-ready (Ready False) or .../unreachable (Unknown or
+ * no condition), as the node lifecycle controller would set), nodeSelector
+ * and required affinity, host ports, resources. For SCHED_R_TAINT, *tkey
+ * and *tval name the taint (borrowed from ni, or static). */
 unsigned sched_filter(const sched_pod_t *pod, const sched_node_info_t *ni, const sched_usage_t *u,
                       const char **tkey, const char **tval);
 
@@ -150,8 +152,7 @@ unsigned sched_filter(const sched_pod_t *pod, const sched_node_info_t *ni, const
 /* LeastAllocated, 0..100: (alloc - requested) * 100 / alloc for cpu and for
  * memory, requested counting this pod, request-less containers at the
  * defaults; averaged. */
-int sched_score_least(const sched_pod_t *pod, const sched_node_info_t *ni,
-                      const sched_usage_t *u);
+int sched_score_least(const sched_pod_t *pod, const sched_node_info_t *ni, const sched_usage_t *u);
 /* Spreading, 0..100: 100 * (max - count) / max over the feasible nodes,
  * count being the node's pods of the pod's owner (100 when max is 0). */
 int sched_score_spread(int64_t count, int64_t max);
@@ -166,7 +167,7 @@ typedef struct sched_hist {
     struct sched_hist_entry {
         char *reason;
         int64_t count;
-    } *v;
+    } * v;
     size_t n, cap;
 } sched_hist_t;
 
@@ -219,18 +220,18 @@ int sched_cache_pod_remove(sched_cache_t *c, const char *key);
 
 /* A worker's scratch space for decisions (owned by the worker). */
 typedef struct sched_scratch {
-    int64_t *count;  /* per node slot: the pod owner's pods there */
-    int *score;      /* per node slot */
+    int64_t *count; /* per node slot: the pod owner's pods there */
+    int *score;     /* per node slot */
     size_t *feasible;
     size_t cap;
-    unsigned seed;   /* rand_r state for tie-breaking */
+    unsigned seed; /* rand_r state for tie-breaking */
 } sched_scratch_t;
 void sched_scratch_free(sched_scratch_t *w);
 
 typedef struct sched_decision {
-    char node[256];  /* on 0: the node chosen (the pod is assumed there) */
-    char *message;   /* on KP_ENOTFOUND: why, as sched_hist_message (caller frees) */
-    uint64_t gen;    /* the node generation the decision saw */
+    char node[256]; /* on 0: the node chosen (the pod is assumed there) */
+    char *message;  /* on KP_ENOTFOUND: why, as sched_hist_message (caller frees) */
+    uint64_t gen;   /* the node generation the decision saw */
 } sched_decision_t;
 
 /* Choose a node for pending pod `key` and assume it there. Returns 0 (a

@@ -48,7 +48,7 @@
 #define METRICS_MAX (64 * 1024)
 
 static const double buckets[NBUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                         0.25,  0.5,    1,     2.5,  5,    10};
+                                         0.25,  0.5,    1,     2.5,  5,     10};
 
 enum { ST_NEW, ST_RUNNING, ST_STOPPED };
 /* What a worker does with a key after schedule_one. */
@@ -70,7 +70,7 @@ struct sched {
     pthread_mutex_t life; /* serialises start and stop */
     pthread_mutex_t mu;   /* guards the pointers below for sched_metrics */
     int state;
-    atomic_int stopping;  /* workers drop what is left in the queue */
+    atomic_int stopping; /* workers drop what is left in the queue */
     sched_cache_t *cache;
     kc_queue_t *queue;
     kc_informer_t *pods, *nodes;
@@ -125,6 +125,12 @@ static void requeue_unschedulable(struct sched *s)
     free(keys);
 }
 
+/* json_equal, with two absent values equal too. */
+static int same_json(const json_t *a, const json_t *b)
+{
+    return (!a && !b) || json_equal(a, b);
+}
+
 static void pod_changed(struct sched *s, const json_t *old, const json_t *pod)
 {
     char key[KEY_MAX];
@@ -143,15 +149,22 @@ static void pod_changed(struct sched *s, const json_t *old, const json_t *pod)
         return;
     }
     int changed = old && old != pod &&
-                  (!json_equal(json_object_get(old, "spec"), json_object_get(pod, "spec")) ||
-                   !json_equal(json_object_get(json_object_get(old, "metadata"), "labels"),
-                               json_object_get(json_object_get(pod, "metadata"), "labels")));
+                  (!same_json(json_object_get(old, "spec"), json_object_get(pod, "spec")) ||
+                   !same_json(json_object_get(json_object_get(old, "metadata"), "labels"),
+                              json_object_get(json_object_get(pod, "metadata"), "labels")));
     int rc = sched_cache_pod_pending(s->cache, key, changed);
-    if (rc == 1) kc_queue_add(s->queue, key);
-    else if (rc < 0) log_error(COMPONENT, "out of memory tracking pod %s", key);
+    log_debug(COMPONENT, "pod %s pending (%s, spec changed %d): %s", key, old ? "update" : "add",
+              changed, rc == 1 ? "queued" : "not queued");
+    if (rc == 1)
+        kc_queue_add(s->queue, key);
+    else if (rc < 0)
+        log_error(COMPONENT, "out of memory tracking pod %s", key);
 }
 
-static void on_pod_add(void *arg, const json_t *obj) { pod_changed(arg, NULL, obj); }
+static void on_pod_add(void *arg, const json_t *obj)
+{
+    pod_changed(arg, NULL, obj);
+}
 
 static void on_pod_update(void *arg, const json_t *old, const json_t *obj)
 {
@@ -169,11 +182,16 @@ static void on_pod_delete(void *arg, const json_t *obj)
 static void node_changed(struct sched *s, const json_t *node)
 {
     int rc = sched_cache_node_set(s->cache, node);
-    if (rc == 1) requeue_unschedulable(s);
-    else if (rc < 0) log_error(COMPONENT, "cannot cache node: %s", err_str(rc));
+    if (rc == 1)
+        requeue_unschedulable(s);
+    else if (rc < 0)
+        log_error(COMPONENT, "cannot cache node: %s", err_str(rc));
 }
 
-static void on_node_add(void *arg, const json_t *obj) { node_changed(arg, obj); }
+static void on_node_add(void *arg, const json_t *obj)
+{
+    node_changed(arg, obj);
+}
 
 static void on_node_update(void *arg, const json_t *old, const json_t *obj)
 {
@@ -217,9 +235,8 @@ static void set_unschedulable(struct sched *s, const json_t *pod, const char *ms
     const char *ns = str_at(pod, "metadata", "namespace");
     const char *name = str_at(pod, "metadata", "name");
     json_t *patch = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:n, s:s}]}}", "status", "conditions",
-                              "type", "PodScheduled", "status", "False", "reason",
-                              "Unschedulable", "message", msg, "lastProbeTime",
-                              "lastTransitionTime", since);
+                              "type", "PodScheduled", "status", "False", "reason", "Unschedulable",
+                              "message", msg, "lastProbeTime", "lastTransitionTime", since);
     if (!patch) return;
     int rc = kc_patch(s->client, &kc_pods, ns, name, "status", KC_PATCH_STRATEGIC, patch, NULL,
                       NULL, NULL);
@@ -285,7 +302,8 @@ static void observe(struct sched *s, int64_t ns)
 {
     double sec = (double)ns / 1e9;
     size_t b = 0;
-    while (b < NBUCKETS && sec > buckets[b]) b++;
+    while (b < NBUCKETS && sec > buckets[b])
+        b++;
     atomic_fetch_add(&s->hist[b], 1);
     atomic_fetch_add(&s->hist_sum_us, (uint_fast64_t)(ns / 1000));
 }
@@ -306,8 +324,10 @@ static void *worker_main(void *arg)
         int64_t t0 = clock_mono_ns();
         int r = schedule_one(s, w, key);
         observe(s, clock_mono_ns() - t0);
-        if (r == SYNC_FORGET) kc_queue_forget(s->queue, key);
-        else if (r == SYNC_RETRY) kc_queue_add_rate_limited(s->queue, key);
+        if (r == SYNC_FORGET)
+            kc_queue_forget(s->queue, key);
+        else if (r == SYNC_RETRY)
+            kc_queue_add_rate_limited(s->queue, key);
         kc_queue_done(s->queue, key);
     }
     return NULL;
@@ -329,7 +349,7 @@ int sched_new(kc_client_t *c, const sched_config_t *cfg, sched_t **out)
     if (!s) return KP_ENOMEM;
     int rc = KP_ENOMEM;
     s->client = c;
-    s->nworkers = cfg->workers ? cfg->workers : 16;
+    s->nworkers = cfg->workers ? cfg->workers : 32;
     s->backoff_initial_ms = initial;
     s->backoff_max_ms = max;
     s->resync_ms = cfg->resync_ms;
@@ -358,7 +378,8 @@ static void teardown(struct sched *s)
 {
     atomic_store(&s->stopping, 1);
     if (s->queue) kc_queue_shutdown(s->queue);
-    for (int i = 0; i < s->nstarted; i++) pthread_join(s->workers[i].thread, NULL);
+    for (int i = 0; i < s->nstarted; i++)
+        pthread_join(s->workers[i].thread, NULL);
     if (s->pods) kc_informer_stop(s->pods);
     if (s->nodes) kc_informer_stop(s->nodes);
     pthread_mutex_lock(&s->mu);
@@ -373,7 +394,8 @@ static void teardown(struct sched *s)
     kc_informer_free(nodes);
     kc_queue_free(queue);
     sched_cache_free(cache);
-    for (int i = 0; s->workers && i < s->nworkers; i++) sched_scratch_free(&s->workers[i].scratch);
+    for (int i = 0; s->workers && i < s->nworkers; i++)
+        sched_scratch_free(&s->workers[i].scratch);
     free(s->workers);
     s->workers = NULL;
     s->nstarted = 0;
@@ -512,9 +534,10 @@ int sched_metrics(sched_t *s, char **text)
     buf_init(&b, METRICS_MAX);
     static const char *const results[3] = {"scheduled", "unschedulable", "error"};
     int rc = 0;
-    rc |= appendf(&b, "# HELP kplane_scheduler_pending_pods Pods waiting to be bound.\n"
-                      "# TYPE kplane_scheduler_pending_pods gauge\n"
-                      "kplane_scheduler_pending_pods %zu\n",
+    rc |= appendf(&b,
+                  "# HELP kplane_scheduler_pending_pods Pods waiting to be bound.\n"
+                  "# TYPE kplane_scheduler_pending_pods gauge\n"
+                  "kplane_scheduler_pending_pods %zu\n",
                   st.pending);
     rc |= appendf(&b,
                   "# HELP kplane_scheduler_unschedulable_pods Pending pods that found no node "
@@ -546,9 +569,8 @@ int sched_metrics(sched_t *s, char **text)
             rc |= appendf(&b, "kplane_scheduler_schedule_duration_seconds_bucket{le=\"%g\"} %llu\n",
                           buckets[i], cum);
         else
-            rc |= appendf(&b,
-                          "kplane_scheduler_schedule_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
-                          cum);
+            rc |= appendf(
+                &b, "kplane_scheduler_schedule_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
     }
     rc |= appendf(&b,
                   "kplane_scheduler_schedule_duration_seconds_sum %.6f\n"

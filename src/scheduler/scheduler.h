@@ -33,7 +33,8 @@ typedef struct sched sched_t;
 typedef struct sched_config {
     const char *name;       /* the schedulerName served and the event source;
                                NULL: "default-scheduler" (copied) */
-    int workers;            /* pods scheduled (and bound) in parallel; 0: 16 */
+    int workers;            /* pods scheduled and bound in parallel (binds wait on
+                               the store's fsync, so more share one); 0: 32 */
     int backoff_initial_ms; /* first retry of an unschedulable pod; 0: 1000 */
     int backoff_max_ms;     /* retry cap; 0: 10000 */
     int resync_ms;          /* informers' resync; 0: none */

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,8 +60,7 @@ static int fx_setup(void **state)
     fx_t *f = calloc(1, sizeof *f);
     if (!f) return -1;
     /* The API server alone: no scheduler or nodes acting on test objects. */
-    static const char *const quiet[] = {"--no-controllers", "--no-scheduler", "--nodes", "0",
-                                        NULL};
+    static const char *const quiet[] = {"--no-controllers", "--no-scheduler", "--nodes", "0", NULL};
     kpserver_start(&f->s, quiet);
     char err[256];
     int rc = kc_config_load(f->s.kubeconfig, &f->cfg, &f->storage, err, sizeof err);
@@ -83,7 +83,10 @@ static int fx_teardown(void **state)
     return 0;
 }
 
-static double now_s(void) { return (double)clock_mono_ns() / 1e9; }
+static double now_s(void)
+{
+    return (double)clock_mono_ns() / 1e9;
+}
 
 static json_t *cm(const char *ns, const char *name)
 {
@@ -93,15 +96,15 @@ static json_t *cm(const char *ns, const char *name)
 
 static json_t *pod(const char *ns, const char *name)
 {
-    return json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1", "kind",
-                     "Pod", "metadata", "name", name, "namespace", ns, "spec", "containers",
-                     "name", "app", "image", "busybox");
+    return json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1", "kind", "Pod",
+                     "metadata", "name", name, "namespace", ns, "spec", "containers", "name", "app",
+                     "image", "busybox");
 }
 
 static void make_ns(kc_client_t *c, const char *name)
 {
-    json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
-                           "metadata", "name", name);
+    json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
+                           "name", name);
     assert_int_equal(kc_create(c, &kc_namespaces, NULL, ns, NULL, NULL), 0);
     json_decref(ns);
 }
@@ -427,8 +430,7 @@ static void test_other_errors(void **state)
     assert_int_equal(kc_create(c2, &kc_configmaps, "default", obj, &out, &st), KP_ETIMEDOUT);
     assert_null(st);
     assert_true(now_s() - t0 < 5);
-    assert_int_equal(kc_watch_open(c2, &kc_configmaps, "default", NULL, "", 5, &w),
-                     KP_ETIMEDOUT);
+    assert_int_equal(kc_watch_open(c2, &kc_configmaps, "default", NULL, "", 5, &w), KP_ETIMEDOUT);
     kc_client_free(c2);
     close(fd);
     json_decref(obj);
@@ -448,8 +450,8 @@ static void test_pods_bind_status(void **state)
     json_decref(p);
 
     /* A pod without containers is invalid. */
-    p = json_pack("{s:s,s:s,s:{s:s},s:{}}", "apiVersion", "v1", "kind", "Pod", "metadata",
-                  "name", "p2", "spec");
+    p = json_pack("{s:s,s:s,s:{s:s},s:{}}", "apiVersion", "v1", "kind", "Pod", "metadata", "name",
+                  "p2", "spec");
     assert_int_equal(kc_create(c, &kc_pods, "pods", p, NULL, &st), KP_EINVAL);
     assert_int_equal(json_integer_value(json_object_get(st, "code")), 422);
     json_decref(st);
@@ -487,30 +489,26 @@ static void test_patches(void **state)
     json_decref(obj);
 
     json_t *mp = json_pack("{s:{s:s,s:n}}", "data", "m", "1", "k");
-    assert_int_equal(kc_patch(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_MERGE, mp, NULL,
-                              &out, &st),
-                     0);
+    assert_int_equal(
+        kc_patch(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_MERGE, mp, NULL, &out, &st), 0);
     assert_string_equal(str_at(out, "data", "m"), "1");
     assert_null(json_object_get(json_object_get(out, "data"), "k"));
     json_decref(out);
     json_decref(mp);
 
     json_t *sp = json_pack("{s:{s:{s:s}}}", "metadata", "labels", "s", "2");
-    assert_int_equal(kc_patch(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_STRATEGIC, sp,
-                              NULL, &out, NULL),
-                     0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(out, "metadata"),
-                                                          "labels"),
-                                          "s")),
-        "2");
+    assert_int_equal(
+        kc_patch(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_STRATEGIC, sp, NULL, &out, NULL),
+        0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(out, "metadata"), "labels"), "s")),
+                        "2");
     json_decref(out);
     json_decref(sp);
 
     json_t *jp = json_pack("[{s:s,s:s,s:s}]", "op", "add", "path", "/data/j", "value", "3");
-    assert_int_equal(kc_patch(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_JSON, jp, NULL,
-                              &out, NULL),
-                     0);
+    assert_int_equal(
+        kc_patch(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_JSON, jp, NULL, &out, NULL), 0);
     assert_string_equal(str_at(out, "data", "j"), "3");
     json_decref(out);
     json_decref(jp);
@@ -523,9 +521,8 @@ static void test_patches(void **state)
     json_decref(st);
     json_decref(jp);
 
-    json_t *ap = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s}}", "apiVersion", "v1", "kind",
-                           "ConfigMap", "metadata", "name", "p", "namespace", "patch", "data",
-                           "a", "4");
+    json_t *ap = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                           "metadata", "name", "p", "namespace", "patch", "data", "a", "4");
     assert_int_equal(kc_patch(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_APPLY, ap,
                               "fieldManager=test&force=true", &out, NULL),
                      0);
@@ -533,18 +530,17 @@ static void test_patches(void **state)
     json_decref(out);
     /* Apply creates, too, with the default field manager. */
     json_object_set_new(json_object_get(ap, "metadata"), "name", json_string("q"));
-    assert_int_equal(kc_patch(c, &kc_configmaps, "patch", "q", NULL, KC_PATCH_APPLY, ap, NULL,
-                              &out, NULL),
-                     0);
+    assert_int_equal(
+        kc_patch(c, &kc_configmaps, "patch", "q", NULL, KC_PATCH_APPLY, ap, NULL, &out, NULL), 0);
     assert_string_equal(str_at(out, "data", "a"), "4");
     json_decref(out);
 
-    assert_int_equal(kc_patch(c, &kc_configmaps, "patch", "p", NULL, (kc_patch_type_t)99, ap,
-                              NULL, &out, NULL),
-                     KP_EINVAL);
-    assert_int_equal(kc_patch(c, &kc_configmaps, "patch", "nope", NULL, KC_PATCH_MERGE, ap, NULL,
-                              &out, NULL),
-                     KP_ENOTFOUND);
+    assert_int_equal(
+        kc_patch(c, &kc_configmaps, "patch", "p", NULL, (kc_patch_type_t)99, ap, NULL, &out, NULL),
+        KP_EINVAL);
+    assert_int_equal(
+        kc_patch(c, &kc_configmaps, "patch", "nope", NULL, KC_PATCH_MERGE, ap, NULL, &out, NULL),
+        KP_ENOTFOUND);
     json_decref(ap);
 }
 
@@ -628,7 +624,7 @@ static void test_list_pages(void **state)
     json_t *seen = json_object();
     size_t i;
     json_t *it;
-    json_array_foreach (items, i, it)
+    json_array_foreach(items, i, it)
         json_object_set(seen, str_at(it, "metadata", "name"), json_true());
     assert_int_equal(json_object_size(seen), 1200);
     json_decref(seen);
@@ -644,9 +640,8 @@ static void test_list_pages(void **state)
 
     /* The caller's limit and selector. */
     kc_client_stats(f->c, &a);
-    assert_int_equal(kc_list(f->c, &kc_configmaps, "page", "limit=100&labelSelector=half%3Dodd",
-                             &list),
-                     0);
+    assert_int_equal(
+        kc_list(f->c, &kc_configmaps, "page", "limit=100&labelSelector=half%3Dodd", &list), 0);
     kc_client_stats(f->c, &b);
     assert_int_equal(json_array_size(json_object_get(list, "items")), 600);
     assert_int_equal(b.requests - a.requests, 6);
@@ -764,9 +759,9 @@ static void test_watch_events(void **state)
 
     /* A bad selector is refused at open. */
     w = (kc_watch_t *)1;
-    assert_int_equal(kc_watch_open(c, &kc_configmaps, "watch", "fieldSelector=spec.nope%3Dx", "",
-                                   60, &w),
-                     KP_EINVAL);
+    assert_int_equal(
+        kc_watch_open(c, &kc_configmaps, "watch", "fieldSelector=spec.nope%3Dx", "", 60, &w),
+        KP_EINVAL);
     assert_null(w);
     /* Close of NULL is fine. */
     kc_watch_close(NULL);
@@ -784,7 +779,8 @@ static void test_watch_big_event(void **state)
     size_t big = 2u << 20;
     char *blob = malloc(big + 1);
     assert_non_null(blob);
-    for (size_t i = 0; i < big; i++) blob[i] = (char)('a' + i % 26);
+    for (size_t i = 0; i < big; i++)
+        blob[i] = (char)('a' + i % 26);
     blob[big] = '\0';
     json_t *o = cm("wbig", "big");
     json_object_set_new(json_object_get(o, "data"), "k", json_string(blob));
@@ -901,7 +897,8 @@ static void test_server_kill(void **state)
     struct timespec ts = {0, 200 * 1000000};
     nanosleep(&ts, NULL);
     kpserver_kill(&f->s);
-    for (int i = 0; i < 100 && !atomic_load(&x.done); i++) nanosleep(&ts, NULL);
+    for (int i = 0; i < 100 && !atomic_load(&x.done); i++)
+        nanosleep(&ts, NULL);
     assert_int_equal(atomic_load(&x.done), 1); /* an answer, not a hang */
     pthread_join(t, NULL);
     assert_true(x.rc == KP_EUNAVAILABLE || x.rc == KP_ECLOSED);
@@ -913,18 +910,280 @@ static void test_server_kill(void **state)
                      KP_EUNAVAILABLE);
 }
 
-int main(void)
+/* ---- a fake server: canned answers, byte-exact ---- */
+
+typedef struct fake {
+    int fd, port;
+    pthread_t t;
+    atomic_int stop;
+    const char *resp; /* the whole answer, sent on every connection */
+    size_t chunk;     /* bytes per write (1: one byte at a time) */
+    size_t flood;     /* after resp: this many 'x' bytes */
+    atomic_int conns;
+} fake_t;
+
+static void *fake_run(void *arg)
 {
+    fake_t *f = arg;
+    while (!atomic_load(&f->stop)) {
+        struct timeval tv = {0, 50000};
+        fd_set rd;
+        FD_ZERO(&rd);
+        FD_SET(f->fd, &rd);
+        if (select(f->fd + 1, &rd, NULL, NULL, &tv) <= 0) continue;
+        int c = accept(f->fd, NULL, NULL);
+        if (c < 0) continue;
+        atomic_fetch_add(&f->conns, 1);
+        char req[8192];
+        size_t got = 0;
+        while (got < sizeof req - 1) { /* the request head; bodies are small */
+            ssize_t n = recv(c, req + got, sizeof req - 1 - got, 0);
+            if (n <= 0) break;
+            got += (size_t)n;
+            req[got] = '\0';
+            if (strstr(req, "\r\n\r\n")) break;
+        }
+        size_t len = strlen(f->resp);
+        for (size_t off = 0; off < len;) {
+            size_t n = len - off < f->chunk ? len - off : f->chunk;
+            if (send(c, f->resp + off, n, MSG_NOSIGNAL) <= 0) break;
+            off += n;
+        }
+        static const char xs[65536] = {[0 ... 65535] = 'x'};
+        for (size_t sent = 0; sent < f->flood;) {
+            ssize_t n = send(c, xs, sizeof xs, MSG_NOSIGNAL);
+            if (n <= 0) break;
+            sent += (size_t)n;
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static void fake_start(fake_t *f, const char *resp, size_t chunk)
+{
+    memset(f, 0, sizeof *f);
+    f->resp = resp;
+    f->chunk = chunk ? chunk : 1u << 20;
+    f->fd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(f->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(f->fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(getsockname(f->fd, (struct sockaddr *)&sa, &sl), 0);
+    assert_int_equal(listen(f->fd, 16), 0);
+    f->port = ntohs(sa.sin_port);
+    assert_int_equal(pthread_create(&f->t, NULL, fake_run, f), 0);
+}
+
+static void fake_stop(fake_t *f)
+{
+    atomic_store(&f->stop, 1);
+    pthread_join(f->t, NULL);
+    close(f->fd);
+}
+
+static kc_client_t *fake_client(const fake_t *f)
+{
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", f->port);
+    kc_config_t cfg = {.server = url, .timeout_ms = 5000};
+    kc_client_t *c = NULL;
+    assert_int_equal(kc_client_new(&cfg, &c), 0);
+    return c;
+}
+
+#define STREAM_HEAD "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+
+static void next_is(kc_watch_t *w, int want_rc, kc_event_type_t want_type, const char *name)
+{
+    kc_event_type_t t = 0;
+    json_t *obj = NULL;
+    int rc = kc_watch_next(w, 5000, &t, &obj);
+    assert_int_equal(rc, want_rc);
+    if (!rc) {
+        assert_int_equal(t, want_type);
+        if (name) assert_string_equal(str_at(obj, "metadata", "name"), name);
+    } else {
+        assert_null(obj);
+    }
+    json_decref(obj);
+}
+
+static void test_wire_watch_framing(void **state)
+{
+    (void)state;
+    /* One byte per write; CRLF, blank lines, an unknown type, and a last
+     * line without its newline. */
+    fake_t f;
+    fake_start(&f,
+               STREAM_HEAD "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\r\n"
+                           "\n\n"
+                           "{\"type\":\"FUTURE\",\"object\":{}}\n"
+                           "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\n"
+                           "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":"
+                           "{\"resourceVersion\":\"9\"}}}\n"
+                           "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"c\"}}}",
+               1);
+    kc_client_t *c = fake_client(&f);
+    kc_watch_t *w = NULL;
+    assert_int_equal(kc_watch_open(c, &kc_pods, "ns", NULL, "5", 30, &w), 0);
+    next_is(w, 0, KC_ADDED, "a");
+    next_is(w, 0, KC_MODIFIED, "b");
+    next_is(w, 0, KC_BOOKMARK, NULL);
+    next_is(w, 0, KC_DELETED, "c");
+    next_is(w, KP_ECLOSED, 0, NULL);
+    kc_watch_close(w);
+    kc_client_free(c);
+    fake_stop(&f);
+}
+
+static void test_wire_watch_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        int rc;
+    } cases[] = {
+        {"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}"
+         "\n",
+         KP_ECOMPACTED},
+        {"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500}}\n", KP_EUNAVAILABLE},
+        {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\"}}\n", KP_ECORRUPT},
+        {"{\"object\":{}}\n", KP_ECORRUPT},
+        {"[1,2]\n", KP_ECORRUPT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char resp[1024];
+        /* A good event first: it comes out before the error. */
+        snprintf(resp, sizeof resp,
+                 STREAM_HEAD "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"ok\"}}}\n"
+                             "%s{\"type\":\"ADDED\",\"object\":{}}\n",
+                 cases[i].body);
+        fake_t f;
+        fake_start(&f, resp, 7);
+        kc_client_t *c = fake_client(&f);
+        kc_watch_t *w = NULL;
+        assert_int_equal(kc_watch_open(c, &kc_pods, NULL, NULL, "", 30, &w), 0);
+        next_is(w, 0, KC_ADDED, "ok");
+        next_is(w, cases[i].rc, 0, NULL);
+        next_is(w, cases[i].rc, 0, NULL); /* sticky: nothing after the error */
+        kc_watch_close(w);
+        kc_client_free(c);
+        fake_stop(&f);
+    }
+}
+
+static void test_wire_watch_line_cap(void **state)
+{
+    (void)state;
+    fake_t f;
+    fake_start(&f,
+               STREAM_HEAD "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"ok\"}}}\n"
+                           "{\"type\":\"ADDED\",\"object\":{\"data\":\"",
+               0);
+    f.flood = (64u << 20) + (1u << 20); /* past the 64 MiB line cap */
+    kc_client_t *c = fake_client(&f);
+    kc_watch_t *w = NULL;
+    assert_int_equal(kc_watch_open(c, &kc_pods, NULL, NULL, "", 30, &w), 0);
+    next_is(w, 0, KC_ADDED, "ok");
+    kc_event_type_t t;
+    json_t *obj = NULL;
+    assert_int_equal(kc_watch_next(w, 20000, &t, &obj), KP_ETOOLARGE);
+    kc_watch_close(w);
+    kc_client_free(c);
+    fake_stop(&f);
+}
+
+static void test_wire_answers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *resp;
+        int rc, code;
+    } cases[] = {
+        {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+         "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\"}",
+         KP_EBUSY, 429},
+        {"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n<html>down</html>",
+         KP_EUNAVAILABLE, 503},
+        {"HTTP/1.1 409 Conflict\r\nConnection: close\r\n\r\n", KP_ECONFLICT, 409},
+        {"HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n"
+         "{\"kind\":\"Status\",\"code\":403,\"message\":\"no\"}",
+         KP_EINVAL, 403},
+        {"HTTP/1.1 410 Gone\r\nConnection: close\r\n\r\n{\"kind\":\"Status\",\"code\":410}",
+         KP_ECOMPACTED, 410},
+        {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nnot json", KP_ECORRUPT, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        fake_t f;
+        fake_start(&f, cases[i].resp, 0);
+        kc_client_t *c = fake_client(&f);
+        json_t *obj = json_pack("{s:{s:s}}", "metadata", "name", "x"), *out = NULL, *st = NULL;
+        int rc = kc_create(c, &kc_pods, "ns", obj, &out, &st);
+        assert_int_equal(rc, cases[i].rc);
+        assert_null(out);
+        if (cases[i].code) {
+            assert_non_null(st); /* a Status even when the body was none */
+            assert_int_equal(json_integer_value(json_object_get(st, "code")), cases[i].code);
+        } else {
+            assert_null(st);
+        }
+        json_decref(st);
+        json_decref(obj);
+        /* The same answer to a watch is refused at open; a 200 opens, and
+         * its body is then no event. */
+        kc_watch_t *w = NULL;
+        rc = kc_watch_open(c, &kc_pods, "ns", NULL, "", 30, &w);
+        if (cases[i].code) {
+            assert_int_equal(rc, cases[i].rc);
+            assert_null(w);
+        } else {
+            assert_int_equal(rc, 0);
+            next_is(w, KP_ECORRUPT, 0, NULL);
+            kc_watch_close(w);
+        }
+        kc_client_free(c);
+        fake_stop(&f);
+    }
+}
+
+static void test_wire_list_loop(void **state)
+{
+    (void)state;
+    /* A server that answers every page with the same continue token. */
+    fake_t f;
+    fake_start(&f,
+               "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+               "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"7\",\"continue\":\"c1\"},"
+               "\"items\":[{\"metadata\":{\"name\":\"a\"}}]}",
+               0);
+    kc_client_t *c = fake_client(&f);
+    json_t *out = NULL;
+    assert_int_equal(kc_list(c, &kc_pods, NULL, NULL, &out), KP_ECORRUPT);
+    assert_null(out);
+    assert_int_equal(atomic_load(&f.conns), 2);
+    kc_client_free(c);
+    fake_stop(&f);
+}
+
+/* argv[1], if given, runs only the tests whose names match it (a glob). */
+int main(int argc, char **argv)
+{
+    if (argc > 1) cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest offline[] = {
-        cmocka_unit_test(test_client_new_errors),
+        cmocka_unit_test(test_client_new_errors), cmocka_unit_test(test_wire_watch_framing),
+        cmocka_unit_test(test_wire_watch_errors), cmocka_unit_test(test_wire_watch_line_cap),
+        cmocka_unit_test(test_wire_answers),      cmocka_unit_test(test_wire_list_loop),
     };
     const struct CMUnitTest live[] = {
-        cmocka_unit_test(test_config_good),      cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_crud_configmap),   cmocka_unit_test(test_other_errors),
-        cmocka_unit_test(test_pods_bind_status), cmocka_unit_test(test_patches),
-        cmocka_unit_test(test_concurrency),      cmocka_unit_test(test_list_pages),
-        cmocka_unit_test(test_rate_limit),       cmocka_unit_test(test_watch_events),
-        cmocka_unit_test(test_watch_big_event),  cmocka_unit_test(test_watch_bookmark),
+        cmocka_unit_test(test_config_good),       cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_crud_configmap),    cmocka_unit_test(test_other_errors),
+        cmocka_unit_test(test_pods_bind_status),  cmocka_unit_test(test_patches),
+        cmocka_unit_test(test_concurrency),       cmocka_unit_test(test_list_pages),
+        cmocka_unit_test(test_rate_limit),        cmocka_unit_test(test_watch_events),
+        cmocka_unit_test(test_watch_big_event),   cmocka_unit_test(test_watch_bookmark),
         cmocka_unit_test(test_watch_410_and_end), cmocka_unit_test(test_watch_cancel),
     };
     const struct CMUnitTest kill[] = {

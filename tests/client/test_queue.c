@@ -25,7 +25,10 @@
 
 #define SLACK_MS 250.0 /* upper-bound slack for timing checks */
 
-static double now_ms(void) { return (double)clock_mono_ns() / 1e6; }
+static double now_ms(void)
+{
+    return (double)clock_mono_ns() / 1e6;
+}
 
 static void sleep_ms(int ms)
 {
@@ -144,16 +147,16 @@ static void test_readd_while_processing(void **state)
 
 /* ---- four workers hammering twenty keys ---- */
 
-#define HK 20
-#define HW 4
-#define HP 2
+#define HK    20
+#define HW    4
+#define HP    2
 #define HADDS 20000
 
 typedef struct hammer {
     kc_queue_t *q;
-    atomic_int busy[HK];     /* workers holding the key now (must be <= 1) */
-    atomic_long gen[HK];     /* bumped by producers before each add */
-    atomic_long seen[HK];    /* the gen a worker saw when it took the key */
+    atomic_int busy[HK];  /* workers holding the key now (must be <= 1) */
+    atomic_long gen[HK];  /* bumped by producers before each add */
+    atomic_long seen[HK]; /* the gen a worker saw when it took the key */
     atomic_long processed;
     atomic_int violations;
 } hammer_t;
@@ -196,14 +199,17 @@ static void test_one_worker_per_key(void **state)
     assert_non_null(h);
     h->q = queue_new(NULL);
     pthread_t w[HW], p[HP];
-    for (int i = 0; i < HW; i++) assert_int_equal(pthread_create(&w[i], NULL, hammer_worker, h), 0);
+    for (int i = 0; i < HW; i++)
+        assert_int_equal(pthread_create(&w[i], NULL, hammer_worker, h), 0);
     for (int i = 0; i < HP; i++)
         assert_int_equal(pthread_create(&p[i], NULL, hammer_producer, h), 0);
-    for (int i = 0; i < HP; i++) pthread_join(p[i], NULL);
+    for (int i = 0; i < HP; i++)
+        pthread_join(p[i], NULL);
     /* Let the workers drain what the last adds queued, then shut down:
      * get() still hands out anything queued before it reports KP_ECLOSED. */
     kc_queue_shutdown(h->q);
-    for (int i = 0; i < HW; i++) pthread_join(w[i], NULL);
+    for (int i = 0; i < HW; i++)
+        pthread_join(w[i], NULL);
 
     assert_int_equal(atomic_load(&h->violations), 0);
     for (int k = 0; k < HK; k++) {
@@ -232,7 +238,7 @@ static void test_delays_in_order(void **state)
     assert_int_equal(kc_queue_add_after(q, "a", 50), 0);
     assert_int_equal(kc_queue_add_after(q, "b", 100), 0);
     assert_int_equal(kc_queue_add_after(q, "b", 400), 0); /* keeps the earlier time */
-    assert_int_equal(kc_queue_add_after(q, "now", 0), 0);  /* 0: at once */
+    assert_int_equal(kc_queue_add_after(q, "now", 0), 0); /* 0: at once */
     kc_queue_stats_t s = stats(q);
     assert_int_equal(s.depth, 1);
     assert_int_equal(s.delayed, 3);
@@ -329,7 +335,8 @@ static void test_many_delayed_keys(void **state)
         assert_true(now_ms() - t0 >= lo[k]);
         /* in the order of their times: never one surely due before another
          * that came out earlier */
-        if (hi[k] + 0.01 < last_lo) fail_msg("key %d due by %.2f after one due %.2f", k, hi[k], last_lo);
+        if (hi[k] + 0.01 < last_lo)
+            fail_msg("key %d due by %.2f after one due %.2f", k, hi[k], last_lo);
         if (lo[k] > last_lo) last_lo = lo[k];
         kc_queue_done(q, key);
     }
@@ -380,7 +387,8 @@ static void test_default_backoff(void **state)
     (void)state;
     kc_queue_t *q = queue_new(NULL);
     double sum = 0;
-    for (int i = 0; i < 5; i++) sum += retry_delay(q, "k"); /* 5+10+20+40+80 */
+    for (int i = 0; i < 5; i++)
+        sum += retry_delay(q, "k"); /* 5+10+20+40+80 */
     assert_true(sum >= 155 - 5);
     assert_true(sum < 155 + 2 * SLACK_MS);
     assert_int_equal(kc_queue_num_requeues(q, "k"), 5);

@@ -74,14 +74,16 @@ static deploy_rs_t rs_make(const char *name, int64_t created, int32_t spec, int3
 static int64_t total_target(const deploy_rs_t *rs, size_t n)
 {
     int64_t t = 0;
-    for (size_t i = 0; i < n; i++) t += rs[i].target;
+    for (size_t i = 0; i < n; i++)
+        t += rs[i].target;
     return t;
 }
 
 static int64_t total_available(const deploy_rs_t *rs, size_t n)
 {
     int64_t t = 0;
-    for (size_t i = 0; i < n; i++) t += rs[i].available;
+    for (size_t i = 0; i < n; i++)
+        t += rs[i].available;
     return t;
 }
 
@@ -99,7 +101,8 @@ static void write_targets(deploy_rs_t *rs, size_t n)
 /* Every pod asked for becomes available. */
 static void pods_ready(deploy_rs_t *rs, size_t n)
 {
-    for (size_t i = 0; i < n; i++) rs[i].available = rs[i].ready = rs[i].spec;
+    for (size_t i = 0; i < n; i++)
+        rs[i].available = rs[i].ready = rs[i].spec;
 }
 
 /* ---- hash, alphabet, templates ---- */
@@ -134,7 +137,8 @@ static void test_hash_stable(void **state)
      * ReplicaSets made by older builds depend on this never changing. */
     assert_string_equal(h1, "59bd5955b7");
     assert_string_equal(h1, h2);
-    for (const char *c = h1; *c; c++) assert_non_null(strchr("bcdfghjklmnpqrstvwxz2456789", *c));
+    for (const char *c = h1; *c; c++)
+        assert_non_null(strchr("bcdfghjklmnpqrstvwxz2456789", *c));
 
     /* Another image, another hash. */
     json_t *img = json_array_get(json_object_get(json_object_get(a, "spec"), "containers"), 0);
@@ -149,8 +153,7 @@ static void test_hash_collisions(void **state)
 {
     (void)state;
     json_t *t = parse(tmpl_web);
-    char none[DEPLOY_HASH_MAX], zero[DEPLOY_HASH_MAX], one[DEPLOY_HASH_MAX],
-        again[DEPLOY_HASH_MAX];
+    char none[DEPLOY_HASH_MAX], zero[DEPLOY_HASH_MAX], one[DEPLOY_HASH_MAX], again[DEPLOY_HASH_MAX];
     assert_int_equal(deploy__hash(t, -1, none), 0);
     assert_int_equal(deploy__hash(t, 0, zero), 0);
     assert_int_equal(deploy__hash(t, 1, one), 0);
@@ -183,7 +186,8 @@ static void test_template_equal(void **state)
                         json_pack("{s:s}", "kubectl.kubernetes.io/restartedAt", "now"));
     assert_false(deploy__template_equal(d, restarted));
     /* Empty maps are absent ones. */
-    json_t *bare = parse("{\"spec\":{}}"), *empty = parse("{\"metadata\":{\"labels\":{}},\"spec\":{}}");
+    json_t *bare = parse("{\"spec\":{}}"),
+           *empty = parse("{\"metadata\":{\"labels\":{}},\"spec\":{}}");
     assert_true(deploy__template_equal(bare, empty));
 
     /* The new RS is the oldest with an equal template. */
@@ -194,7 +198,8 @@ static void test_template_equal(void **state)
     set[2].obj = json_pack("{s:{s:O}}", "spec", "template", d);
     assert_int_equal(deploy__find_new(d, set, 3), 1);
     assert_int_equal(deploy__find_new(restarted, set, 3), -1);
-    for (int i = 0; i < 3; i++) json_decref(set[i].obj);
+    for (int i = 0; i < 3; i++)
+        json_decref(set[i].obj);
     json_decref(d);
     json_decref(rs);
     json_decref(other);
@@ -349,6 +354,32 @@ static void test_rolling_new_too_big(void **state)
     deploy_rs_t rs[1] = {rs_make("new", 1, 5, 5)};
     assert_true(deploy__reconcile_new(&p, rs, 1, 0));
     assert_int_equal(rs[0].target, 2);
+}
+
+static void test_rolling_terminating_hold_surge(void **state)
+{
+    (void)state;
+    deploy_params_t p = params(3, "1", "0");
+    assert_true(p.count_terminating);
+    /* Old scaled 3 -> 2, its third pod still terminating: 2 + 1 + 1 pods
+     * run, so the new RS waits... */
+    deploy_rs_t rs[2] = {rs_make("old", 1, 2, 2), rs_make("new", 2, 1, 1)};
+    rs[0].terminating = 1;
+    assert_false(deploy__reconcile_new(&p, rs, 2, 1));
+    /* ...until the pod is gone. */
+    rs[0].terminating = 0;
+    assert_true(deploy__reconcile_new(&p, rs, 2, 1));
+    assert_int_equal(rs[1].target, 2);
+    /* Kubernetes' default (TerminationStarted) does not wait. */
+    json_t *d = deployment(3, "1", "0");
+    json_object_set_new(json_object_get(d, "spec"), "podReplacementPolicy",
+                        json_string("TerminationStarted"));
+    assert_int_equal(deploy__params(d, &p), 0);
+    assert_false(p.count_terminating);
+    json_decref(d);
+    deploy_rs_t again[2] = {rs_make("old", 1, 2, 2), rs_make("new", 2, 1, 1)};
+    again[0].terminating = 1;
+    assert_true(deploy__reconcile_new(&p, again, 2, 1));
 }
 
 /* ---- recreate ---- */
@@ -553,7 +584,8 @@ static void test_conditions(void **state)
     assert_string_equal(cond(st, "Progressing", "reason"), DEPLOY_R_RESUMED);
     assert_string_equal(cond(st, "Progressing", "message"), "Deployment is resumed");
     assert_false(deploy__paused_condition(&p, st, ts));
-    deploy__condition_set(st, deploy__condition("Progressing", "False", DEPLOY_R_TIMEDOUT, "x", ts));
+    deploy__condition_set(st,
+                          deploy__condition("Progressing", "False", DEPLOY_R_TIMEDOUT, "x", ts));
     p.paused = 1;
     assert_false(deploy__paused_condition(&p, st, ts));
     json_decref(st);
@@ -656,7 +688,8 @@ static void test_revision_history_cap(void **state)
     char hist[2100];
     size_t off = 0;
     int i = 1000;
-    while (off < 1996) off += (size_t)snprintf(hist + off, sizeof hist - off, "%s%d", off ? "," : "", i++);
+    while (off < 1996)
+        off += (size_t)snprintf(hist + off, sizeof hist - off, "%s%d", off ? "," : "", i++);
     json_t *ann = json_pack("{s:s, s:s}", DEPLOY_ANN_HISTORY, hist, DEPLOY_ANN_REVISION, "9999");
     assert_int_equal(deploy__rs_annotations(ann, NULL, 10000, 1, 0, 0), 1);
     const char *h = ann_str(ann, DEPLOY_ANN_HISTORY);
@@ -677,7 +710,8 @@ static void test_cleanup(void **state)
     deploy_rs_t rs[6] = {rs_make("r3", 1, 0, 0), rs_make("r1", 2, 0, 0), rs_make("r2", 3, 2, 2),
                          rs_make("r4", 4, 0, 0), rs_make("r5", 5, 0, 0), rs_make("new", 6, 3, 3)};
     int64_t revs[6] = {3, 1, 2, 4, 5, 6};
-    for (int i = 0; i < 6; i++) rs[i].revision = revs[i];
+    for (int i = 0; i < 6; i++)
+        rs[i].revision = revs[i];
     /* 5 old, keep 2: the 3 lowest revisions go, unless they still run. */
     assert_int_equal(deploy__cleanup(&p, rs, 6, 5), 2);
     assert_true(rs[1].remove);  /* revision 1 */
@@ -686,7 +720,8 @@ static void test_cleanup(void **state)
     assert_false(rs[3].remove || rs[4].remove || rs[5].remove);
 
     /* Being deleted already: not counted, not touched; stale: skipped. */
-    for (int i = 0; i < 6; i++) rs[i].remove = 0;
+    for (int i = 0; i < 6; i++)
+        rs[i].remove = 0;
     rs[1].deleting = 1;
     rs[0].stale = 1;
     assert_int_equal(deploy__cleanup(&p, rs, 6, 5), 0);
@@ -719,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_rolling_percent),
         cmocka_unit_test(test_rolling_unhealthy_first),
         cmocka_unit_test(test_rolling_new_too_big),
+        cmocka_unit_test(test_rolling_terminating_hold_surge),
         cmocka_unit_test(test_recreate),
         cmocka_unit_test(test_proportional_10_to_15),
         cmocka_unit_test(test_scale_single_and_saturated),

@@ -15,7 +15,7 @@
 set -euo pipefail
 KP_BIN=$1
 . "$(dirname "$0")/lib.sh"
-kp_start
+kp_start "${KP_API_ONLY[@]}"
 
 B=$KP_DIR/bodies # request bodies too large or too odd to write inline
 mkdir -p "$B"

@@ -7,7 +7,7 @@ set -euo pipefail
 KP_BIN=$1
 KUBECTL=$2
 . "$(dirname "$0")/lib.sh"
-kp_start
+kp_start "${KP_API_ONLY[@]}"
 k() { "$KUBECTL" "$@"; }
 echo "--- $(k version --client 2>/dev/null | head -1)"
 

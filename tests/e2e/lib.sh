@@ -37,6 +37,10 @@ trap kp_cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# The API server alone (no controllers, scheduler or nodes acting on what a
+# test writes): for suites about the API itself.
+KP_API_ONLY=(--nodes 0 --no-controllers --no-scheduler)
+
 # Start the server; wait until /readyz answers.
 kp_start() {
   "$KP_BIN" server --data-dir "$KP_DIR/data" --listen 127.0.0.1:0 "$@" \

@@ -12,7 +12,7 @@ KP_BIN=$1
 K132=$2
 K120=$3
 . "$(dirname "$0")/lib.sh"
-kp_start
+kp_start "${KP_API_ONLY[@]}"
 
 echo "--- discovery: the kinds the documents must describe"
 kinds=$(for gv in /api/v1 $(kp_curl GET /apis | python3 -c '

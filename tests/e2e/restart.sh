@@ -14,7 +14,7 @@ set -E
 trap 'echo "FAIL: restart.sh line $LINENO: $BASH_COMMAND (status $?)" >&2' ERR
 KP_BIN=$1
 . "$(dirname "$0")/lib.sh"
-kp_start
+kp_start "${KP_API_ONLY[@]}"
 
 CLIENTS=8
 RUN_SECONDS=${KP_RUN_SECONDS:-2} # override to stress other crash points
@@ -82,7 +82,7 @@ cat "$L"/*.log >"$KP_DIR/sent"
 echo "codes: $(awk '{print $2}' "$KP_DIR/sent" | sort | uniq -c | awk '{printf "%s x%s  ", $2, $1}')"
 
 echo "--- restart on the same data dir"
-kp_restart
+kp_restart "${KP_API_ONLY[@]}"
 [ "$KP_PID" != "$first_pid" ] || fail "kp_restart kept the old pid"
 
 echo "--- verify"

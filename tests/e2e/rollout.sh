@@ -47,8 +47,8 @@ expect_eq "3 running" "$(k get pods -l app=web --field-selector=status.phase=Run
 expect_match "ready" "$(k get deploy web)" "web +3/3 +3 +3"
 
 # A watcher samples every pod event during the rollout: never more than
-# replicas+maxSurge pods (4), never fewer than replicas-maxUnavailable (3)
-# available (Ready and not terminating).
+# replicas+maxSurge active pods (4), never fewer than replicas-maxUnavailable
+# (3) available (Ready and not terminating).
 kp_curl GET "/api/v1/namespaces/default/pods?watch=1&labelSelector=app%3Dweb&timeoutSeconds=120" \
   -N >"$KP_DIR/events.ndjson" &
 WATCH_PID=$!
@@ -77,8 +77,11 @@ for line in open(sys.argv[1]):
     else:
         pods[name] = o
     n += 1
-    live = [x for x in pods.values() if x.get("status", {}).get("phase") not in ("Succeeded", "Failed")]
-    avail = [x for x in live if "deletionTimestamp" not in x["metadata"] and any(
+    # Active pods, as the controllers count them: a terminating pod is on
+    # its way out (its node finishes it) and no longer counts.
+    live = [x for x in pods.values() if x.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+            and "deletionTimestamp" not in x["metadata"]]
+    avail = [x for x in live if any(
         c["type"] == "Ready" and c["status"] == "True" for c in x.get("status", {}).get("conditions", []))]
     if len(avail) >= 3:
         started = True  # the watch began with the first rollout done

@@ -4,5 +4,5 @@
 set -euo pipefail
 KP_BIN=$1
 . "$(dirname "$0")/lib.sh"
-kp_start
+kp_start "${KP_API_ONLY[@]}"
 /usr/bin/python3 "$2" "$KUBECONFIG"

@@ -86,8 +86,10 @@ static const json_t *at(const json_t *o, const char *path)
     snprintf(buf, sizeof buf, "%s", path);
     char *save = NULL;
     for (char *p = strtok_r(buf, ".", &save); p && o; p = strtok_r(NULL, ".", &save)) {
-        if (json_is_array(o)) o = json_array_get(o, strtoul(p, NULL, 10));
-        else o = json_object_get(o, p);
+        if (json_is_array(o))
+            o = json_array_get(o, strtoul(p, NULL, 10));
+        else
+            o = json_object_get(o, p);
     }
     return o;
 }
@@ -102,7 +104,7 @@ static const json_t *cond(const json_t *obj, const char *type)
 {
     size_t i;
     const json_t *c;
-    json_array_foreach (at(obj, "status.conditions"), i, c) {
+    json_array_foreach(at(obj, "status.conditions"), i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
         if (t && !strcmp(t, type)) return c;
     }
@@ -147,11 +149,10 @@ static int sim_free(void **state)
  * NULL-terminated) and bind it to node. */
 static void pod_run(const char *name, const char *node, const char *rp, const char *const *ann)
 {
-    json_t *pod = json_pack(
-        "{s:s, s:s, s:{s:s, s:{}}, s:{s:s, s:s, s:[{s:s, s:s}]}}", "apiVersion", "v1", "kind",
-        "Pod", "metadata", "name", name, "annotations", "spec", "schedulerName",
-        "kplane-test-manual", "restartPolicy", rp, "containers", "name", "main", "image",
-        "busybox:1.36");
+    json_t *pod = json_pack("{s:s, s:s, s:{s:s, s:{}}, s:{s:s, s:s, s:[{s:s, s:s}]}}", "apiVersion",
+                            "v1", "kind", "Pod", "metadata", "name", name, "annotations", "spec",
+                            "schedulerName", "kplane-test-manual", "restartPolicy", rp,
+                            "containers", "name", "main", "image", "busybox:1.36");
     assert_non_null(pod);
     json_t *a = json_object_get(json_object_get(pod, "metadata"), "annotations");
     for (int i = 0; ann && ann[i]; i++) {
@@ -205,8 +206,7 @@ static int waiting_reason(const json_t *pod, void *arg)
 
 static int restarts_at_least(const json_t *pod, void *arg)
 {
-    return json_integer_value(at(pod, "status.containerStatuses.0.restartCount")) >=
-           *(int *)arg;
+    return json_integer_value(at(pod, "status.containerStatuses.0.restartCount")) >= *(int *)arg;
 }
 
 static void pod_delete_now(const char *name)
@@ -295,10 +295,11 @@ static void test_nodes_register_and_renew(void **state)
         assert_string_equal(str_at(n, "status.addresses.1.address"), name);
         assert_int_equal(json_integer_value(at(n, "status.daemonEndpoints.kubeletEndpoint.Port")),
                          10250);
-        static const char *const info[] = {
-            "machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
-            "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion", "operatingSystem",
-            "architecture"};
+        static const char *const info[] = {"machineID",       "systemUUID",
+                                           "bootID",          "kernelVersion",
+                                           "osImage",         "containerRuntimeVersion",
+                                           "kubeletVersion",  "kubeProxyVersion",
+                                           "operatingSystem", "architecture"};
         for (size_t k = 0; k < 10; k++) {
             const json_t *v = json_object_get(at(n, "status.nodeInfo"), info[k]);
             assert_true(json_is_string(v));
@@ -343,6 +344,22 @@ static void test_nodes_register_and_renew(void **state)
     assert_int_equal(kc_get(E.c, &kc_nodes, NULL, "reg-node-0", &after), 0);
     assert_string_equal(str_at(before, "metadata.uid"), str_at(after, "metadata.uid"));
     assert_string_equal(str_at(cond(after, "Ready"), "status"), "True");
+
+    /* A deleted Node is registered again (its status update answers 404). */
+    assert_int_equal(kc_delete(E.c, &kc_nodes, NULL, "reg-node-0", NULL, NULL), 0);
+    json_t *again = NULL;
+    int64_t deadline = now_ms() + WAIT_MS;
+    while (now_ms() < deadline) {
+        if (!kc_get(E.c, &kc_nodes, NULL, "reg-node-0", &again) &&
+            strcmp(str_at(again, "metadata.uid"), str_at(after, "metadata.uid")))
+            break;
+        json_decref(again);
+        again = NULL;
+        sleep_ms(50);
+    }
+    assert_non_null(again);
+    assert_string_equal(str_at(cond(again, "Ready"), "status"), "True");
+    json_decref(again);
     json_decref(before);
     json_decref(after);
     (void)s; /* sim_free frees it */
@@ -375,13 +392,36 @@ static void test_pod_runs_and_deletes(void **state)
     assert_string_equal(str_at(pod, "status.podIPs.0.ip"), str_at(pod, "status.podIP"));
     assert_non_null(str_at(pod, "status.startTime"));
     assert_string_equal(str_at(pod, "status.qosClass"), "BestEffort");
-    static const char *const conds[] = {"PodScheduled", "Initialized", "ContainersReady",
-                                        "Ready"};
+    static const char *const conds[] = {"PodScheduled", "Initialized", "ContainersReady", "Ready"};
     for (int i = 0; i < 4; i++)
         assert_string_equal(str_at(cond(pod, conds[i]), "status"), "True");
     char ip_a[32];
     snprintf(ip_a, sizeof ip_a, "%s", str_at(pod, "status.podIP"));
     json_decref(pod);
+
+    /* Events like a kubelet's (sent in the background). */
+    int seen = 0;
+    for (int64_t deadline = now_ms() + WAIT_MS; seen != 7 && now_ms() < deadline;) {
+        json_t *list = NULL;
+        seen = 0;
+        assert_int_equal(
+            kc_list(E.c, &kc_events, NS, "fieldSelector=involvedObject.name%3Drun-a", &list), 0);
+        size_t i;
+        const json_t *ev;
+        json_array_foreach(json_object_get(list, "items"), i, ev) {
+            const char *r = str_at(ev, "reason");
+            if (!strcmp(r, "Pulled")) seen |= 1;
+            if (!strcmp(r, "Created")) seen |= 2;
+            if (!strcmp(r, "Started")) {
+                seen |= 4;
+                assert_string_equal(str_at(ev, "message"), "Started container main");
+                assert_string_equal(str_at(ev, "type"), "Normal");
+            }
+        }
+        json_decref(list);
+        if (seen != 7) sleep_ms(50);
+    }
+    assert_int_equal(seen, 7);
 
     /* A second pod gets another IP. */
     pod_run("run-b", "run-node-0", "Always", NULL);
@@ -437,6 +477,15 @@ static void test_never_pods(void **state)
     pod = wait_pod("job-onfailure", phase_is, "Succeeded", "Succeeded");
     json_decref(pod);
 
+    /* OnFailure with a failing exit: restarted in place, as a kubelet does. */
+    const char *const retry_ann[] = {NODE_SIM_ANN_EXIT_CODE "=2", NODE_SIM_ANN_RUN "=50", NULL};
+    pod_run("job-retry", "job-node-0", "OnFailure", retry_ann);
+    int two = 2;
+    pod = wait_pod("job-retry", restarts_at_least, &two, "2 restarts");
+    assert_string_equal(str_at(pod, "status.phase"), "Running");
+    json_decref(pod);
+    pod_delete_now("job-retry");
+
     /* Deleting a finished pod removes it at once. */
     int64_t t0 = now_ms();
     assert_int_equal(kc_delete(E.c, &kc_pods, NS, "job-ok", NULL, NULL), 0);
@@ -487,8 +536,7 @@ static void test_annotations(void **state)
     pod = wait_pod("ann-crash", waiting_reason, "CrashLoopBackOff", "CrashLoopBackOff");
     assert_string_equal(str_at(pod, "status.phase"), "Running");
     assert_int_equal(
-        json_integer_value(at(pod, "status.containerStatuses.0.lastState.terminated.exitCode")),
-        1);
+        json_integer_value(at(pod, "status.containerStatuses.0.lastState.terminated.exitCode")), 1);
     assert_string_equal(str_at(pod, "status.containerStatuses.0.lastState.terminated.reason"),
                         "Error");
     assert_non_null(strstr(str_at(pod, "status.containerStatuses.0.state.waiting.message"),
@@ -527,7 +575,8 @@ static void test_qos_and_init(void **state)
         "memory", "64Mi", "requests", "cpu", "0.5", "memory", "64Mi");
     /* Guaranteed needs limits on every container, init containers too. */
     json_t *res = json_deep_copy(at(pod, "spec.containers.0.resources"));
-    json_t *init0 = json_array_get(json_object_get(json_object_get(pod, "spec"), "initContainers"), 0);
+    json_t *init0 =
+        json_array_get(json_object_get(json_object_get(pod, "spec"), "initContainers"), 0);
     json_object_set_new(init0, "resources", res);
     assert_int_equal(kc_create(E.c, &kc_pods, NS, pod, NULL, NULL), 0);
     json_decref(pod);
@@ -542,8 +591,8 @@ static void test_qos_and_init(void **state)
     assert_string_equal(str_at(cond(pod, "Initialized"), "status"), "True");
     json_decref(pod);
 
-    pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s, s:{s:{s:s}}}]}}", "apiVersion",
-                    "v1", "kind", "Pod", "metadata", "name", "qos-b", "spec", "schedulerName",
+    pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s, s:{s:{s:s}}}]}}", "apiVersion", "v1",
+                    "kind", "Pod", "metadata", "name", "qos-b", "spec", "schedulerName",
                     "kplane-test-manual", "containers", "name", "app", "image", "nginx:1.25",
                     "resources", "requests", "cpu", "100m");
     assert_int_equal(kc_create(E.c, &kc_pods, NS, pod, NULL, NULL), 0);
@@ -584,8 +633,36 @@ static void test_pause(void **state)
     assert_non_null(strstr(m, "kplane_node_sim_nodes_paused 1"));
     free(m);
 
+    /* What the node lifecycle controller would do to a silent node. */
+    json_t *node = NULL;
+    assert_int_equal(kc_get(E.c, &kc_nodes, NULL, "pause-node-0", &node), 0);
+    char since[64];
+    snprintf(since, sizeof since, "%s", str_at(cond(node, "Ready"), "lastTransitionTime"));
+    json_decref(node);
+    json_t *unknown = json_pack("{s:{s:[{s:s, s:s, s:s}]}}", "status", "conditions", "type",
+                                "Ready", "status", "Unknown", "reason", "NodeStatusUnknown");
+    assert_int_equal(kc_patch(E.c, &kc_nodes, NULL, "pause-node-0", "status", KC_PATCH_MERGE,
+                              unknown, NULL, NULL, NULL),
+                     0);
+    json_decref(unknown);
+
     assert_int_equal(node_sim_pause(s, "pause-node-0", 0), 0);
-    sleep_ms(500);
+    /* Ready again, as a new transition. */
+    int64_t deadline = now_ms() + WAIT_MS;
+    const char *ready = NULL;
+    while (now_ms() < deadline) {
+        assert_int_equal(kc_get(E.c, &kc_nodes, NULL, "pause-node-0", &node), 0);
+        ready = str_at(cond(node, "Ready"), "status");
+        if (ready && !strcmp(ready, "True")) break;
+        json_decref(node);
+        node = NULL;
+        sleep_ms(50);
+    }
+    assert_non_null(node);
+    assert_string_equal(str_at(cond(node, "Ready"), "reason"), "KubeletReady");
+    assert_string_not_equal(str_at(cond(node, "Ready"), "lastTransitionTime"), since);
+    json_decref(node);
+    sleep_ms(300);
     char *t3 = lease_renew_time("pause-node-0");
     assert_non_null(t3);
     assert_string_not_equal(t3, t2);

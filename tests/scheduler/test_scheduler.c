@@ -3,7 +3,8 @@
  * and its cache of nodes and usage (src/scheduler/cache.c): quantities,
  * taints and tolerations, node affinity, the resource fit, scores, the
  * failure message, assumptions under parallel workers, and the cost of a
- * decision at 200 nodes. No server: test_scheduler_api.c has that.
+ * decision at 200 nodes; the lifecycle's error paths. No server:
+ * test_scheduler_api.c has that.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,9 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/client.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "scheduler/sched_int.h"
+#include "scheduler/scheduler.h"
 
 /* JSON from text written with single quotes (tests only). */
 static json_t *J(const char *fmt, ...)
@@ -54,8 +57,8 @@ static void test_quantity_cpu(void **state)
     assert_int_equal(q("2", 1), 2000);
     assert_int_equal(q("1.25", 1), 1250);
     assert_int_equal(q(".1", 1), 100);
-    assert_int_equal(q("1n", 1), 1);      /* rounded up, as MilliValue */
-    assert_int_equal(q("1500u", 1), 2);   /* 1.5m up to 2m */
+    assert_int_equal(q("1n", 1), 1);    /* rounded up, as MilliValue */
+    assert_int_equal(q("1500u", 1), 2); /* 1.5m up to 2m */
     assert_int_equal(q("0.0001", 1), 1);
     assert_int_equal(q("0", 1), 0);
     assert_int_equal(q("+3", 1), 3000);
@@ -80,12 +83,12 @@ static void test_quantity_memory(void **state)
     assert_int_equal(q("1Ti", 0), 1099511627776LL);
     assert_int_equal(q("1E", 0), 1000000000000000000LL); /* "E" alone is exa */
     assert_int_equal(q("7Ei", 0), 7LL << 60);
-    assert_int_equal(q("500m", 0), 1);                    /* half a byte rounds up */
+    assert_int_equal(q("500m", 0), 1); /* half a byte rounds up */
     assert_int_equal(q("0.1Ki", 0), 103);
 
     int64_t v;
-    const char *bad[] = {"", "m", "abc", "1Qi", "1e", "--1", "1.2.3", "1 Mi", "Mi1", "1mi",
-                         "-1", "-100m", "1e1000", ".", "1.", NULL};
+    const char *bad[] = {"",    "m",   "abc", "1Qi",   "1e",     "--1", "1.2.3", "1 Mi",
+                         "Mi1", "1mi", "-1",  "-100m", "1e1000", ".",   "1.",    NULL};
     for (int i = 0; bad[i]; i++) {
         int rc = sched_quantity_parse(bad[i], 0, &v);
         if (!strcmp(bad[i], "1.")) {
@@ -273,8 +276,7 @@ static void test_tolerations(void **state)
 }
 
 /* Filter pod (JSON) against node (JSON) with usage u (NULL: none). */
-static unsigned filter(const char *pod_text, json_t *node, sched_usage_t *u, char *taint,
-                       size_t tn)
+static unsigned filter(const char *pod_text, json_t *node, sched_usage_t *u, char *taint, size_t tn)
 {
     json_t *pod = J("%s", pod_text);
     sched_pod_t p;
@@ -295,17 +297,17 @@ static void test_filter_taints(void **state)
 {
     (void)state;
     char taint[256];
-    json_t *n = node_json("n", "4", "8Gi", "110", "True",
-                          "'taints':[{'key':'dedicated','value':'gpu','effect':'NoSchedule'}]",
-                          NULL);
+    json_t *n =
+        node_json("n", "4", "8Gi", "110", "True",
+                  "'taints':[{'key':'dedicated','value':'gpu','effect':'NoSchedule'}]", NULL);
     assert_int_equal(filter("{'spec':{}}", n, NULL, taint, sizeof taint), SCHED_R_TAINT);
     assert_string_equal(taint, "dedicated=gpu");
     assert_int_equal(filter("{'spec':{'tolerations':[{'key':'dedicated','operator':'Equal',"
                             "'value':'gpu','effect':'NoSchedule'}]}}",
                             n, NULL, NULL, 0),
                      0);
-    assert_int_equal(filter("{'spec':{'tolerations':[{'key':'dedicated','operator':'Exists'}]}}",
-                            n, NULL, NULL, 0),
+    assert_int_equal(filter("{'spec':{'tolerations':[{'key':'dedicated','operator':'Exists'}]}}", n,
+                            NULL, NULL, 0),
                      0);
     json_decref(n);
 
@@ -350,14 +352,14 @@ static int affinity(const char *pod_text, const json_t *node)
 }
 
 #define REQ(terms)                                                                                 \
-    "{'spec':{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"     \
+    "{'spec':{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"       \
     "{'nodeSelectorTerms':[" terms "]}}}}}"
 
 static void test_affinity(void **state)
 {
     (void)state;
-    json_t *n = node_json("n7", "4", "8Gi", "110", "True", NULL,
-                          "'zone':'a','disk':'ssd','cores':'16'");
+    json_t *n =
+        node_json("n7", "4", "8Gi", "110", "True", NULL, "'zone':'a','disk':'ssd','cores':'16'");
     assert_true(affinity("{'spec':{}}", n));
     assert_true(affinity("{'spec':{'nodeSelector':{'zone':'a','disk':'ssd'}}}", n));
     assert_false(affinity("{'spec':{'nodeSelector':{'zone':'a','disk':'hdd'}}}", n));
@@ -377,8 +379,7 @@ static void test_affinity(void **state)
                          n)); /* a missing key is not in */
     assert_true(affinity(REQ("{'matchExpressions':[{'key':'disk','operator':'Exists'}]}"), n));
     assert_false(affinity(REQ("{'matchExpressions':[{'key':'gpu','operator':'Exists'}]}"), n));
-    assert_true(affinity(REQ("{'matchExpressions':[{'key':'gpu','operator':'DoesNotExist'}]}"),
-                         n));
+    assert_true(affinity(REQ("{'matchExpressions':[{'key':'gpu','operator':'DoesNotExist'}]}"), n));
     assert_true(affinity(REQ("{'matchExpressions':[{'key':'cores','operator':'Gt',"
                              "'values':['8']}]}"),
                          n));
@@ -436,8 +437,8 @@ static void use(sched_usage_t *u, const char *pod_text)
 }
 
 #define POD(cpu, mem)                                                                              \
-    "{'spec':{'containers':[{'name':'c','resources':{'requests':{'cpu':'" cpu                    \
-    "','memory':'" mem "'}}}]}}"
+    "{'spec':{'containers':[{'name':'c','resources':{'requests':{'cpu':'" cpu "','memory':'" mem   \
+    "'}}}]}}"
 
 static void test_resource_fit(void **state)
 {
@@ -450,11 +451,10 @@ static void test_resource_fit(void **state)
     assert_int_equal(filter(POD("500m", "3Gi"), n, &u, NULL, 0), 0);
     assert_int_equal(filter(POD("501m", "3Gi"), n, &u, NULL, 0), SCHED_R_CPU);
     assert_int_equal(filter(POD("600m", "4Gi"), n, &u, NULL, 0), SCHED_R_CPU | SCHED_R_MEM);
-    assert_int_equal(
-        filter("{'spec':{'containers':[{'name':'c','resources':{'requests':"
-               "{'ephemeral-storage':'11Gi'}}}]}}",
-               n, &u, NULL, 0),
-        SCHED_R_EPH);
+    assert_int_equal(filter("{'spec':{'containers':[{'name':'c','resources':{'requests':"
+                            "{'ephemeral-storage':'11Gi'}}}]}}",
+                            n, &u, NULL, 0),
+                     SCHED_R_EPH);
     use(&u, POD("0", "0"));
     use(&u, POD("1", "1"));
     /* Three pods on a node for three: full, and cpu over-committed. A pod
@@ -561,7 +561,8 @@ static void test_message(void **state)
      * so 10 comes before 2. */
     for (int i = 0; i < 10; i++)
         assert_int_equal(sched_hist_add_bits(&h, SCHED_R_PODS | SCHED_R_MEM, NULL, NULL), 0);
-    for (int i = 0; i < 2; i++) assert_int_equal(sched_hist_add_bits(&h, SCHED_R_CPU, 0, 0), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(sched_hist_add_bits(&h, SCHED_R_CPU, 0, 0), 0);
     assert_int_equal(sched_hist_add_bits(&h, SCHED_R_AFFINITY, NULL, NULL), 0);
     assert_int_equal(sched_hist_add_bits(&h, SCHED_R_TAINT, "dedicated", "gpu"), 0);
     assert_int_equal(sched_hist_add_bits(&h, SCHED_R_UNSCHEDULABLE, NULL, NULL), 0);
@@ -605,8 +606,10 @@ static int sched(sched_cache_t *c, sched_scratch_t *w, const char *name, const c
     sched_decision_t d;
     int rc = sched_cache_schedule(c, key, &p, w, &d);
     if (node) snprintf(node, 256, "%s", d.node);
-    if (msg) *msg = d.message;
-    else free(d.message);
+    if (msg)
+        *msg = d.message;
+    else
+        free(d.message);
     sched_pod_clear(&p);
     json_decref(pod);
     return rc;
@@ -687,8 +690,22 @@ static void test_cache_assume(void **state)
     free(d.message);
     add_node(c, "n2", "1", "110");
     assert_int_equal(sched_cache_unschedulable(c, "d/p2", d.gen), 1);
-    /* A node update that changes nothing that matters is not a change. */
-    json_t *n2 = node_json("n2", "1", "100Gi", "110", "True", NULL, NULL);
+    /* A node update that changes nothing that matters is not a change
+     * (also without labels at all). */
+    json_t *n2 = J("{'metadata':{'name':'n2'},'status':{'allocatable':{'cpu':'1',"
+                   "'memory':'100Gi','pods':'110'},'conditions':[{'type':'Ready',"
+                   "'status':'True'}]}}");
+    assert_int_equal(sched_cache_node_set(c, n2), 1); /* labels {} to none */
+    json_decref(n2);
+    n2 = J("{'metadata':{'name':'n2','resourceVersion':'8'},'status':{'allocatable':{'cpu':'1',"
+           "'memory':'100Gi','pods':'110'},'conditions':[{'type':'Ready','status':'True',"
+           "'lastHeartbeatTime':'x'}]}}");
+    assert_int_equal(sched_cache_node_set(c, n2), 0);
+    json_decref(n2);
+    n2 = node_json("n2", "1", "100Gi", "110", "True", NULL, NULL);
+    assert_int_equal(sched_cache_node_set(c, n2), 1); /* labels none to {} */
+    json_decref(n2);
+    n2 = node_json("n2", "1", "100Gi", "110", "True", NULL, NULL);
     json_object_set_new(json_object_get(n2, "metadata"), "resourceVersion", json_string("9"));
     assert_int_equal(sched_cache_node_set(c, n2), 0);
     json_decref(n2); /* the cache holds it now: read-only */
@@ -759,7 +776,8 @@ static void test_cache_spread(void **state)
         assert_int_equal(sched(c, &w, name, "100m", "uid-1", node, NULL), 0);
         per[node[0] - 'a']++;
     }
-    for (int i = 0; i < 3; i++) assert_int_equal(per[i], 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(per[i], 3);
     sched_scratch_free(&w);
     sched_cache_free(c);
 }
@@ -864,6 +882,40 @@ static void test_cache_scale(void **state)
     sched_cache_free(c);
 }
 
+/* Config checks, and a start that cannot sync (no server) leaving nothing
+ * running; metrics work in every state. */
+static void test_lifecycle(void **state)
+{
+    (void)state;
+    kc_config_t kc = {.server = "https://127.0.0.1:1", .timeout_ms = 200};
+    kc_client_t *c;
+    assert_int_equal(kc_client_new(&kc, &c), 0);
+    sched_t *s;
+    sched_config_t bad = {.workers = -1};
+    assert_int_equal(sched_new(c, &bad, &s), KP_EINVAL);
+    bad = (sched_config_t){.backoff_initial_ms = 5000, .backoff_max_ms = 1000};
+    assert_int_equal(sched_new(c, &bad, &s), KP_EINVAL);
+    assert_int_equal(sched_new(NULL, NULL, &s), KP_EINVAL);
+
+    sched_config_t cfg = {.name = "mine", .workers = 2, .sync_timeout_ms = 300};
+    assert_int_equal(sched_new(c, &cfg, &s), 0);
+    char *text;
+    assert_int_equal(sched_metrics(s, &text), 0);
+    assert_non_null(strstr(text, "\nkplane_scheduler_pending_pods 0\n"));
+    assert_non_null(
+        strstr(text, "kplane_scheduler_schedule_duration_seconds_bucket{le=\"+Inf\"} 0\n"));
+    free(text);
+    sched_stop(s); /* not running: a no-op */
+    assert_int_equal(sched_start(s), KP_ETIMEDOUT);
+    assert_int_equal(sched_start(s), KP_ETIMEDOUT); /* may be tried again */
+    sched_stop(s);
+    assert_int_equal(sched_metrics(s, &text), 0);
+    free(text);
+    sched_free(s);
+    sched_free(NULL);
+    kc_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -874,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_scores),         cmocka_unit_test(test_message),
         cmocka_unit_test(test_cache_assume),   cmocka_unit_test(test_cache_spread),
         cmocka_unit_test(test_cache_parallel), cmocka_unit_test(test_cache_scale),
+        cmocka_unit_test(test_lifecycle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,218 @@
+/*
+ * converge.c -- how fast the control plane converges, measured from outside
+ * through the API like any client (src/client):
+ *
+ *   converge.1k      a Deployment of 1,000 replicas on 50 simulated nodes:
+ *                    seconds from its create to all pods Ready
+ *   converge.10k     10,000 replicas on 200 nodes
+ *   controllers.idle API requests per minute an idle controller manager
+ *                    (its own process) makes once its caches are synced
+ *
+ * Each case starts a fresh `kplane server` (tests/client/kpserver.c) and
+ * prints one line: BENCH <case> <metric>=<value> ...
+ * Usage: bench_converge [CASE...] (default: all).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/sdk.h"
+#include "kpserver.h"
+#include "lib/err.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_converge: %s: %s\n", what, err_str(rc));
+    exit(1);
+}
+
+static kc_client_t *client_for(const kpserver_t *s, json_t **storage)
+{
+    kc_config_t cfg;
+    char err[256];
+    int rc = kc_config_load(s->kubeconfig, &cfg, storage, err, sizeof err);
+    if (rc) die(err, rc);
+    kc_client_t *c;
+    if ((rc = kc_client_new(&cfg, &c))) die("client", rc);
+    return c;
+}
+
+static int ready(const json_t *pod)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (t && st && !strcmp(t, "Ready")) return !strcmp(st, "True");
+    }
+    return 0;
+}
+
+static void wait_nodes(kc_client_t *c, int n)
+{
+    for (int tries = 0; tries < 600; tries++) {
+        json_t *list;
+        if (!kc_list(c, &kc_nodes, NULL, NULL, &list)) {
+            size_t i, ok = 0;
+            json_t *node;
+            json_array_foreach(json_object_get(list, "items"), i, node) ok += ready(node);
+            json_decref(list);
+            if ((int)ok >= n) return;
+        }
+        usleep(100000);
+    }
+    die("nodes never became Ready", KP_ETIMEDOUT);
+}
+
+static void converge(const char *name, int replicas, int nodes)
+{
+    char nflag[16];
+    snprintf(nflag, sizeof nflag, "%d", nodes);
+    const char *const extra[] = {"--nodes", nflag, NULL};
+    kpserver_t s;
+    kpserver_start(&s, extra);
+    json_t *storage;
+    kc_client_t *c = client_for(&s, &storage);
+    wait_nodes(c, nodes);
+
+    json_t *list;
+    int rc = kc_list(c, &kc_pods, "default", "labelSelector=app%3Dbench", &list);
+    if (rc) die("list pods", rc);
+    char rv[32];
+    snprintf(rv, sizeof rv, "%s",
+             json_string_value(json_object_get(json_object_get(list, "metadata"),
+                                               "resourceVersion")));
+    json_decref(list);
+    kc_watch_t *w;
+    if ((rc = kc_watch_open(c, &kc_pods, "default", "labelSelector=app%3Dbench", rv, 0, &w)))
+        die("watch pods", rc);
+
+    json_t *d = json_pack(
+        "{s:s, s:s, s:{s:s}, s:{s:i, s:{s:{s:s}}, s:{s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}",
+        "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", "bench", "spec",
+        "replicas", replicas, "selector", "matchLabels", "app", "bench", "template", "metadata",
+        "labels", "app", "bench", "spec", "containers", "name", "app", "image",
+        "registry.k8s.io/pause:3.9");
+    double t0 = now_s();
+    if ((rc = kc_create(c, &kc_deployments, "default", d, NULL, NULL))) die("create", rc);
+    json_decref(d);
+    json_t *seen = json_object(); /* name -> ready */
+    json_t *bound = json_object(); /* names seen with a node */
+    int nready = 0;
+    double t_created = 0, t_bound = 0;
+    while (nready < replicas) {
+        kc_event_type_t type;
+        json_t *pod;
+        rc = kc_watch_next(w, 120000, &type, &pod);
+        if (rc) die("watching pods converge", rc);
+        if (type == KC_BOOKMARK) {
+            json_decref(pod);
+            continue;
+        }
+        const char *pn = json_string_value(
+            json_object_get(json_object_get(pod, "metadata"), "name"));
+        if (!json_object_get(seen, pn)) json_object_set_new(seen, pn, json_false());
+        if ((int)json_object_size(seen) >= replicas && !t_created) t_created = now_s() - t0;
+        const char *node =
+            json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+        if (node && *node && !json_object_get(bound, pn)) {
+            json_object_set_new(bound, pn, json_true());
+            if ((int)json_object_size(bound) >= replicas) t_bound = now_s() - t0;
+        }
+        int was = json_is_true(json_object_get(seen, pn));
+        int is = type != KC_DELETED && ready(pod);
+        if (is != was) {
+            nready += is ? 1 : -1;
+            json_object_set_new(seen, pn, json_boolean(is));
+        }
+        json_decref(pod);
+    }
+    double secs = now_s() - t0;
+    json_decref(seen);
+    json_decref(bound);
+    kc_watch_close(w);
+    printf("BENCH %s seconds=%.2f created_s=%.2f bound_s=%.2f replicas=%d nodes=%d\n", name,
+           secs, t_created, t_bound, replicas, nodes);
+    fflush(stdout);
+    kc_client_free(c);
+    json_decref(storage);
+    kpserver_stop(&s);
+}
+
+/* rest_client_requests_total from a component's /metrics. */
+static double scrape(int port)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd,
+             "curl -s http://127.0.0.1:%d/metrics | awk '/^rest_client_requests_total/{print $2}'",
+             port);
+    FILE *f = popen(cmd, "r");
+    double v = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &v) != 1) v = -1;
+        pclose(f);
+    }
+    return v;
+}
+
+static void idle(void)
+{
+    const char *const extra[] = {"--nodes", "3", "--no-controllers", NULL};
+    kpserver_t s;
+    kpserver_start(&s, extra);
+    int port = 20000 + (int)(getpid() % 20000);
+    char listen[64];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout)) _exit(127);
+        execl(KPLANE_BIN, KPLANE_BIN, "controller-manager", "--kubeconfig", s.kubeconfig,
+              "--metrics-listen", listen, (char *)NULL);
+        _exit(127);
+    }
+    double a = -1;
+    for (int i = 0; i < 100 && a < 0; i++) { /* running and synced */
+        usleep(100000);
+        a = scrape(port);
+    }
+    sleep(2); /* past the startup lists */
+    a = scrape(port);
+    double t0 = now_s();
+    sleep(20);
+    double b = scrape(port), dt = now_s() - t0;
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    kpserver_stop(&s);
+    if (a < 0 || b < 0) die("scraping the controller manager's metrics", KP_EUNAVAILABLE);
+    printf("BENCH controllers.idle requests_per_min=%.1f window_s=%.0f\n", (b - a) * 60 / dt, dt);
+    fflush(stdout);
+}
+
+static int wanted(int argc, char **argv, const char *name)
+{
+    if (argc < 2) return 1;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], name)) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (wanted(argc, argv, "converge.1k")) converge("converge.1k", 1000, 50);
+    if (wanted(argc, argv, "converge.10k")) converge("converge.10k", 10000, 200);
+    if (wanted(argc, argv, "controllers.idle")) idle();
+    return 0;
+}
