@@ -81,10 +81,9 @@ typedef struct deploy_params {
     int32_t history_limit;   /* revisionHistoryLimit; -1: keep everything */
     int32_t deadline_s;      /* progressDeadlineSeconds; -1: none */
     int32_t min_ready_s;     /* minReadySeconds */
-    /* Count terminating pods against maxSurge (Kubernetes' podReplacementPolicy
-     * TerminationComplete; kplane's default, so that pods that still run,
-     * terminating or not, never exceed replicas + maxSurge). spec.
-     * podReplacementPolicy "TerminationStarted" turns it off. */
+    /* Count terminating pods against maxSurge: spec.podReplacementPolicy
+     * "TerminationComplete". Kubernetes' default, TerminationStarted, does
+     * not (a pod being terminated is on its way out). */
     int count_terminating;
 } deploy_params_t;
 

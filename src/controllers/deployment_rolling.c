@@ -84,7 +84,9 @@ int deploy__params(const json_t *d, deploy_params_t *p)
     if (p->deadline_s == INT32_MAX) p->deadline_s = -1;
     p->min_ready_s = spec_int(spec, "minReadySeconds", 0);
     const char *policy = json_string_value(json_object_get(spec, "podReplacementPolicy"));
-    p->count_terminating = !policy || strcmp(policy, "TerminationStarted");
+    /* Kubernetes' default for RollingUpdate is TerminationStarted: a pod
+     * being terminated no longer counts against maxSurge. */
+    p->count_terminating = policy && !strcmp(policy, "TerminationComplete");
     if (p->recreate) return 0;
 
     const json_t *ru = json_object_get(strategy, "rollingUpdate");

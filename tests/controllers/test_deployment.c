@@ -359,7 +359,13 @@ static void test_rolling_new_too_big(void **state)
 static void test_rolling_terminating_hold_surge(void **state)
 {
     (void)state;
-    deploy_params_t p = params(3, "1", "0");
+    /* TerminationComplete: a terminating pod still holds its surge slot. */
+    json_t *dc = deployment(3, "1", "0");
+    json_object_set_new(json_object_get(dc, "spec"), "podReplacementPolicy",
+                        json_string("TerminationComplete"));
+    deploy_params_t p;
+    assert_int_equal(deploy__params(dc, &p), 0);
+    json_decref(dc);
     assert_true(p.count_terminating);
     /* Old scaled 3 -> 2, its third pod still terminating: 2 + 1 + 1 pods
      * run, so the new RS waits... */
