@@ -8,14 +8,17 @@
  *   controllers.idle API requests per minute an idle controller manager
  *                    (its own process) makes once its caches are synced
  *
- * Each case starts a fresh `kplane server` (tests/client/kpserver.c) and
- * prints one line: BENCH <case> <metric>=<value> ...
+ * Each case starts a fresh `kplane server` (tests/client/kpserver.c) with
+ * its data under $KP_BENCH_DIR, else ./.bench-tmp (never /tmp, which may be
+ * a tmpfs where fsync costs nothing), and prints one line:
+ * BENCH <case> <metric>=<value> ...
  * Usage: bench_converge [CASE...] (default: all).
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -211,6 +214,12 @@ static int wanted(int argc, char **argv, const char *name)
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    const char *dir = getenv("KP_BENCH_DIR");
+    if (!dir || !*dir) {
+        dir = ".bench-tmp";
+        mkdir(dir, 0700);
+    }
+    setenv("TMPDIR", dir, 1); /* where kpserver_start makes data dirs */
     if (wanted(argc, argv, "converge.1k")) converge("converge.1k", 1000, 50);
     if (wanted(argc, argv, "converge.10k")) converge("converge.10k", 10000, 200);
     if (wanted(argc, argv, "controllers.idle")) idle();

@@ -32,8 +32,10 @@ struct cli_components {
     node_sim_t *nodes;
     kc_leader_t *cm_leader, *sched_leader;
     int cm_running, sched_running; /* atomic */
+    pthread_mutex_t mu; /* guards the four below against a stop in progress */
     pthread_t cm_starter, sched_starter; /* started on winning the Lease */
     int cm_starter_on, sched_starter_on;
+    int stopping;
 };
 
 long cli_duration_ms(const char *s)
@@ -87,16 +89,24 @@ static void cm_started(void *arg)
 {
     cli_components_t *cc = arg;
     log_info("controller-manager", "became leader: starting controllers");
-    if (pthread_create(&cc->cm_starter, NULL, cm_start_thread, cc)) _exit(1);
-    cc->cm_starter_on = 1;
+    pthread_mutex_lock(&cc->mu);
+    if (!cc->stopping) {
+        if (pthread_create(&cc->cm_starter, NULL, cm_start_thread, cc)) _exit(1);
+        cc->cm_starter_on = 1;
+    }
+    pthread_mutex_unlock(&cc->mu);
 }
 
 static void sched_started(void *arg)
 {
     cli_components_t *cc = arg;
     log_info("scheduler", "became leader: starting");
-    if (pthread_create(&cc->sched_starter, NULL, sched_start_thread, cc)) _exit(1);
-    cc->sched_starter_on = 1;
+    pthread_mutex_lock(&cc->mu);
+    if (!cc->stopping) {
+        if (pthread_create(&cc->sched_starter, NULL, sched_start_thread, cc)) _exit(1);
+        cc->sched_starter_on = 1;
+    }
+    pthread_mutex_unlock(&cc->mu);
 }
 
 static void lost(void *arg)
@@ -113,6 +123,7 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
     if (!cc) return KP_ENOMEM;
     cc->client = c;
     cc->o = *o;
+    pthread_mutex_init(&cc->mu, NULL);
     int rc = 0;
     if (o->nodes > 0) {
         node_sim_config_t nc;
@@ -169,6 +180,9 @@ void cli_components_stop(cli_components_t *cc)
     if (!cc) return;
     /* The leader-only work stops before the Lease is released, so that a
      * successor never acts beside it. */
+    pthread_mutex_lock(&cc->mu);
+    cc->stopping = 1; /* a Lease won from now on starts nothing */
+    pthread_mutex_unlock(&cc->mu);
     if (cc->cm_starter_on) pthread_join(cc->cm_starter, NULL);
     if (cc->sched_starter_on) pthread_join(cc->sched_starter, NULL);
     if (cc->cm) ctrl_manager_free(cc->cm); /* stops it first if running */
@@ -182,6 +196,7 @@ void cli_components_stop(cli_components_t *cc)
         node_sim_stop(cc->nodes);
         node_sim_free(cc->nodes);
     }
+    pthread_mutex_destroy(&cc->mu);
     free(cc);
 }
 

@@ -48,7 +48,10 @@ t1=$(date +%s.%N)
 expect_eq "new leader" "$(leading "$OTHER")" "1"
 took=$(python3 -c "print(round($t1 - $t0, 1))")
 echo "takeover after ${took}s (lease 3s)"
-python3 -c "import sys; sys.exit(0 if $took <= 6.0 else 1)" || fail "takeover took ${took}s"
+# The Lease runs out at most 3 s after the kill (it may have just been
+# renewed); the candidate notices within its retry period (0.5 s, jitter
+# 1.2 -> up to 1.1 s); the rest is slack for a loaded machine under ASan.
+python3 -c "import sys; sys.exit(0 if $took <= 8.0 else 1)" || fail "takeover took ${took}s"
 
 k scale deploy/web --replicas=8 >/dev/null
 k rollout status deploy/web --timeout=60s >/dev/null
