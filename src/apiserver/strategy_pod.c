@@ -204,7 +204,36 @@ static void pod_prepare_create(json_t *pod)
     json_object_set_new(pod, "status", status);
 }
 
-static void pod_defaults(json_t *pod) { api_pod_spec_defaults(child_object(pod, "spec")); }
+/* Kubernetes' SetDefaults_Pod: a container with a limit and no request for
+ * a resource requests its limit (pods only, not templates). */
+static void requests_from_limits(json_t *containers)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(containers, i, c) {
+        json_t *res = json_object_get(c, "resources");
+        const json_t *limits = json_object_get(res, "limits");
+        if (!json_is_object(limits) || !json_object_size(limits)) continue;
+        json_t *req = json_object_get(res, "requests");
+        if (!json_is_object(req)) {
+            req = json_object();
+            json_object_set_new(res, "requests", req);
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)limits, k, v) {
+            if (!json_object_get(req, k)) json_object_set(req, k, v);
+        }
+    }
+}
+
+static void pod_defaults(json_t *pod)
+{
+    json_t *spec = child_object(pod, "spec");
+    api_pod_spec_defaults(spec);
+    requests_from_limits(json_object_get(spec, "containers"));
+    requests_from_limits(json_object_get(spec, "initContainers"));
+}
 
 /* What an update may change in a pod's spec: images, activeDeadlineSeconds,
  * tolerations (additions), terminationGracePeriodSeconds (on delete). Compare
