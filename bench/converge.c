@@ -70,7 +70,8 @@ static void wait_nodes(kc_client_t *c, int n)
         if (!kc_list(c, &kc_nodes, NULL, NULL, &list)) {
             size_t i, ok = 0;
             json_t *node;
-            json_array_foreach(json_object_get(list, "items"), i, node) ok += ready(node);
+            json_array_foreach(json_object_get(list, "items"), i, node)
+                ok += ready(node);
             json_decref(list);
             if ((int)ok >= n) return;
         }
@@ -94,24 +95,24 @@ static void converge(const char *name, int replicas, int nodes)
     int rc = kc_list(c, &kc_pods, "default", "labelSelector=app%3Dbench", &list);
     if (rc) die("list pods", rc);
     char rv[32];
-    snprintf(rv, sizeof rv, "%s",
-             json_string_value(json_object_get(json_object_get(list, "metadata"),
-                                               "resourceVersion")));
+    snprintf(
+        rv, sizeof rv, "%s",
+        json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
     json_decref(list);
     kc_watch_t *w;
     if ((rc = kc_watch_open(c, &kc_pods, "default", "labelSelector=app%3Dbench", rv, 0, &w)))
         die("watch pods", rc);
 
-    json_t *d = json_pack(
-        "{s:s, s:s, s:{s:s}, s:{s:i, s:{s:{s:s}}, s:{s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}",
-        "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", "bench", "spec",
-        "replicas", replicas, "selector", "matchLabels", "app", "bench", "template", "metadata",
-        "labels", "app", "bench", "spec", "containers", "name", "app", "image",
-        "registry.k8s.io/pause:3.9");
+    json_t *d =
+        json_pack("{s:s, s:s, s:{s:s}, s:{s:i, s:{s:{s:s}}, s:{s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}",
+                  "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", "bench",
+                  "spec", "replicas", replicas, "selector", "matchLabels", "app", "bench",
+                  "template", "metadata", "labels", "app", "bench", "spec", "containers", "name",
+                  "app", "image", "registry.k8s.io/pause:3.9");
     double t0 = now_s();
     if ((rc = kc_create(c, &kc_deployments, "default", d, NULL, NULL))) die("create", rc);
     json_decref(d);
-    json_t *seen = json_object(); /* name -> ready */
+    json_t *seen = json_object();  /* name -> ready */
     json_t *bound = json_object(); /* names seen with a node */
     int nready = 0;
     double t_created = 0, t_bound = 0;
@@ -124,8 +125,8 @@ static void converge(const char *name, int replicas, int nodes)
             json_decref(pod);
             continue;
         }
-        const char *pn = json_string_value(
-            json_object_get(json_object_get(pod, "metadata"), "name"));
+        const char *pn =
+            json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
         if (!json_object_get(seen, pn)) json_object_set_new(seen, pn, json_false());
         if ((int)json_object_size(seen) >= replicas && !t_created) t_created = now_s() - t0;
         const char *node =
@@ -146,8 +147,8 @@ static void converge(const char *name, int replicas, int nodes)
     json_decref(seen);
     json_decref(bound);
     kc_watch_close(w);
-    printf("BENCH %s seconds=%.2f created_s=%.2f bound_s=%.2f replicas=%d nodes=%d\n", name,
-           secs, t_created, t_bound, replicas, nodes);
+    printf("BENCH %s seconds=%.2f created_s=%.2f bound_s=%.2f replicas=%d nodes=%d\n", name, secs,
+           t_created, t_bound, replicas, nodes);
     fflush(stdout);
     kc_client_free(c);
     json_decref(storage);

@@ -69,7 +69,8 @@ static void crd_prepare_create(json_t *obj)
     }
     size_t i;
     json_t *f;
-    json_array_foreach(fin, i, f) if (!strcmp(json_string_value(f) ?: "", CRD_FINALIZER)) return;
+    json_array_foreach(fin, i, f)
+        if (!strcmp(json_string_value(f) ?: "", CRD_FINALIZER)) return;
     json_array_append_new(fin, json_string(CRD_FINALIZER));
     json_object_del(obj, "status");
 }
@@ -116,7 +117,8 @@ static void check_names(const json_t *names, json_t *causes)
         const char *v = str(names, keys[k]);
         char field[64];
         snprintf(field, sizeof field, "spec.names.%s", keys[k]);
-        if (!*v && k == 0) api_cause(causes, "FieldValueRequired", field, "Required value");
+        if (!*v && k == 0)
+            api_cause(causes, "FieldValueRequired", field, "Required value");
         else if (*v && !dns_label(v))
             api_cause(causes, "FieldValueInvalid", field,
                       "Invalid value: \"%s\": a lowercase RFC 1123 label must consist of lower "
@@ -144,7 +146,8 @@ static void check_version(const json_t *v, size_t i, json_t *causes)
     char path[128];
     const char *name = str(v, "name");
     snprintf(path, sizeof path, "spec.versions[%zu].name", i);
-    if (!*name) api_cause(causes, "FieldValueRequired", path, "Required value");
+    if (!*name)
+        api_cause(causes, "FieldValueRequired", path, "Required value");
     else if (!dns_label(name))
         api_cause(causes, "FieldValueInvalid", path,
                   "Invalid value: \"%s\": a DNS-1035 label must consist of lower case "
@@ -161,18 +164,19 @@ static void check_version(const json_t *v, size_t i, json_t *causes)
     snprintf(path, sizeof path, "spec.versions[%zu].schema.openAPIV3Schema", i);
     if (!json_is_object(schema))
         api_cause(causes, "FieldValueRequired", path, "Required value: schemas are required");
-    else api_crd_schema_check(schema, path, causes);
+    else
+        api_crd_schema_check(schema, path, causes);
     const json_t *scale = json_object_get(json_object_get(v, "subresources"), "scale");
     if (scale) {
         static const char *const paths[] = {"specReplicasPath", "statusReplicasPath"};
         for (int k = 0; k < 2; k++) {
             const char *p = str(scale, paths[k]);
             snprintf(path, sizeof path, "spec.versions[%zu].subresources.scale.%s", i, paths[k]);
-            if (!*p) api_cause(causes, "FieldValueRequired", path, "Required value");
+            if (!*p)
+                api_cause(causes, "FieldValueRequired", path, "Required value");
             else if (p[0] != '.' || strchr(p, '['))
                 api_cause(causes, "FieldValueInvalid", path,
-                          "Invalid value: \"%s\": should be a json path under .spec or .status",
-                          p);
+                          "Invalid value: \"%s\": should be a json path under .spec or .status", p);
         }
     }
     size_t j;
@@ -180,8 +184,8 @@ static void check_version(const json_t *v, size_t i, json_t *causes)
     json_array_foreach(json_object_get(v, "additionalPrinterColumns"), j, col) {
         static const char *const req[] = {"name", "type", "jsonPath"};
         for (int k = 0; k < 3; k++) {
-            snprintf(path, sizeof path, "spec.versions[%zu].additionalPrinterColumns[%zu].%s", i,
-                     j, req[k]);
+            snprintf(path, sizeof path, "spec.versions[%zu].additionalPrinterColumns[%zu].%s", i, j,
+                     req[k]);
             if (!*str(col, req[k])) api_cause(causes, "FieldValueRequired", path, "Required value");
         }
     }
@@ -193,7 +197,8 @@ static void crd_validate(const json_t *obj, const json_t *old, json_t *causes)
     const json_t *names = json_object_get(spec, "names");
     const char *group = str(spec, "group"), *plural = str(names, "plural");
     const char *name = str(json_object_get(obj, "metadata"), "name");
-    if (!*group) api_cause(causes, "FieldValueRequired", "spec.group", "Required value");
+    if (!*group)
+        api_cause(causes, "FieldValueRequired", "spec.group", "Required value");
     else if (!strchr(group, '.'))
         api_cause(causes, "FieldValueInvalid", "spec.group",
                   "Invalid value: \"%s\": should be a domain with at least one dot", group);
@@ -253,8 +258,9 @@ static json_t *served_schema(const json_t *schema)
     json_t *props = child(s, "properties");
     json_object_set_new(props, "apiVersion", json_pack("{s:s}", "type", "string"));
     json_object_set_new(props, "kind", json_pack("{s:s}", "type", "string"));
-    json_object_set_new(props, "metadata", json_pack("{s:s, s:b}", "type", "object",
-                                                     "x-kubernetes-preserve-unknown-fields", 1));
+    json_object_set_new(
+        props, "metadata",
+        json_pack("{s:s, s:b}", "type", "object", "x-kubernetes-preserve-unknown-fields", 1));
     return s;
 }
 
@@ -306,7 +312,7 @@ static int make_entry(apiserver_t *s, const json_t *crd, const json_t *version, 
 
 typedef struct crd_ctl {
     apiserver_t *srv;
-    wc_t *cache;           /* the CRDs' watch cache (a built-in) */
+    wc_t *cache; /* the CRDs' watch cache (a built-in) */
     pthread_t thread;
     pthread_mutex_t mu;
     int stop;
@@ -353,15 +359,15 @@ static json_t *wanted_status(const json_t *crd)
         int have = 0;
         size_t j;
         json_t *s;
-        json_array_foreach(stored, j, s) have |= json_equal(s, json_object_get(v, "name"));
+        json_array_foreach(stored, j, s)
+            have |= json_equal(s, json_object_get(v, "name"));
         if (!have) json_array_append(stored, json_object_get(v, "name"));
     }
     return json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}], s:O, s:o}",
-                     "conditions", "type", "NamesAccepted", "status", "True",
-                     "lastTransitionTime", now, "reason", "NoConflicts", "message",
-                     "no conflicts found", "type", "Established", "status", "True",
-                     "lastTransitionTime", now, "reason", "InitialNamesAccepted", "message",
-                     "the initial names have been accepted",
+                     "conditions", "type", "NamesAccepted", "status", "True", "lastTransitionTime",
+                     now, "reason", "NoConflicts", "message", "no conflicts found", "type",
+                     "Established", "status", "True", "lastTransitionTime", now, "reason",
+                     "InitialNamesAccepted", "message", "the initial names have been accepted",
                      "acceptedNames", json_object_get(spec, "names"), "storedVersions", stored);
 }
 
@@ -405,7 +411,8 @@ static int set_status(json_t *crd, void *arg)
     /* Unchanged but for the times: leave it. */
     if (condition_true(crd, "Established") && condition_true(crd, "NamesAccepted") &&
         json_equal(json_object_get(old, "acceptedNames"), json_object_get(want, "acceptedNames")) &&
-        json_equal(json_object_get(old, "storedVersions"), json_object_get(want, "storedVersions"))) {
+        json_equal(json_object_get(old, "storedVersions"),
+                   json_object_get(want, "storedVersions"))) {
         json_decref(want);
         return -1;
     }
@@ -562,7 +569,8 @@ static void *crd_run(void *arg)
         if (!rc) {
             wc_event_clear(&ev);
             /* Drain what else arrived: one pass covers them all. */
-            while (!wc_watcher_next(c->w, 0, &ev)) wc_event_clear(&ev);
+            while (!wc_watcher_next(c->w, 0, &ev))
+                wc_event_clear(&ev);
         } else if (rc != KP_ETIMEDOUT) {
             break; /* closed */
         }

@@ -27,14 +27,20 @@ typedef struct walk {
 static const char *json_type_word(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
     case JSON_INTEGER:
-    case JSON_REAL: return "number";
+    case JSON_REAL:
+        return "number";
     case JSON_TRUE:
-    case JSON_FALSE: return "bool";
-    default: return "null";
+    case JSON_FALSE:
+        return "bool";
+    default:
+        return "null";
     }
 }
 
@@ -46,7 +52,8 @@ static void go_type(const api_schema_t *s, const json_t *decl, char *out, size_t
     if (ref) {
         /* #/definitions/io.k8s.api.apps.v1.DeploymentSpec -> v1.DeploymentSpec */
         const char *prev = strrchr(ref, '.');
-        while (prev && prev > ref && prev[-1] != '.') prev--;
+        while (prev && prev > ref && prev[-1] != '.')
+            prev--;
         snprintf(out, n, "%s", prev && prev > ref ? prev : ref);
         return;
     }
@@ -62,12 +69,24 @@ static void go_type(const api_schema_t *s, const json_t *decl, char *out, size_t
         go_type(s, json_object_get(node, "additionalProperties"), inner, sizeof inner);
         snprintf(out, n, "map[string]%s", inner);
         return;
-    case API_SCHEMA_INTEGER: snprintf(out, n, "%s", format && !strcmp(format, "int32") ? "int32" : "int64"); return;
-    case API_SCHEMA_NUMBER: snprintf(out, n, "float64"); return;
-    case API_SCHEMA_BOOLEAN: snprintf(out, n, "bool"); return;
-    case API_SCHEMA_STRING: snprintf(out, n, "string"); return;
-    case API_SCHEMA_INT_OR_STRING: snprintf(out, n, "intstr.IntOrString"); return;
-    default: snprintf(out, n, "map[string]interface {}"); return;
+    case API_SCHEMA_INTEGER:
+        snprintf(out, n, "%s", format && !strcmp(format, "int32") ? "int32" : "int64");
+        return;
+    case API_SCHEMA_NUMBER:
+        snprintf(out, n, "float64");
+        return;
+    case API_SCHEMA_BOOLEAN:
+        snprintf(out, n, "bool");
+        return;
+    case API_SCHEMA_STRING:
+        snprintf(out, n, "string");
+        return;
+    case API_SCHEMA_INT_OR_STRING:
+        snprintf(out, n, "intstr.IntOrString");
+        return;
+    default:
+        snprintf(out, n, "map[string]interface {}");
+        return;
     }
 }
 
@@ -75,8 +94,7 @@ static int type_error(walk_t *w, const json_t *v, const json_t *decl, const char
 {
     char t[200];
     go_type(w->s, decl, t, sizeof t);
-    snprintf(w->err, w->errlen,
-             "json: cannot unmarshal %s into Go struct field %s.%s of type %s",
+    snprintf(w->err, w->errlen, "json: cannot unmarshal %s into Go struct field %s.%s of type %s",
              json_type_word(v), owner, w->path, t);
     return KP_EINVAL;
 }

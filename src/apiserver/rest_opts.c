@@ -15,17 +15,16 @@
 #include "rest_int.h"
 
 /* 422 for a bad option, as Kubernetes validates CreateOptions & co. */
-static int reply_bad_option(api_req_t *r, const char *field, const char *reason,
-                            const char *msg)
+static int reply_bad_option(api_req_t *r, const char *field, const char *reason, const char *msg)
 {
     const char *m = r->method;
     const char *kind = !strcmp(m, "POST")    ? "CreateOptions"
                        : !strcmp(m, "PATCH") ? "PatchOptions"
                        : !strcmp(m, "PUT")   ? "UpdateOptions"
                                              : "DeleteOptions";
-    json_t *d = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", "", "group",
-                          "meta.k8s.io", "kind", kind, "causes", "reason", reason, "message",
-                          msg, "field", field);
+    json_t *d =
+        json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", "", "group", "meta.k8s.io",
+                  "kind", kind, "causes", "reason", reason, "message", msg, "field", field);
     api_reply_status(r, 422, "Invalid", d, "%s.meta.k8s.io \"\" is invalid: %s: %s", kind, field,
                      msg);
     json_decref(d);
@@ -48,8 +47,10 @@ int rest_write_options(api_req_t *r)
     const char *fv = api_query(r, "fieldValidation");
     r->validation = API_VALIDATE_WARN; /* the default when absent, as Kubernetes */
     if (fv && *fv) {
-        if (!strcmp(fv, "Strict")) r->validation = API_VALIDATE_STRICT;
-        else if (!strcmp(fv, "Ignore")) r->validation = API_VALIDATE_IGNORE;
+        if (!strcmp(fv, "Strict"))
+            r->validation = API_VALIDATE_STRICT;
+        else if (!strcmp(fv, "Ignore"))
+            r->validation = API_VALIDATE_IGNORE;
         else if (strcmp(fv, "Warn")) {
             char msg[300];
             snprintf(msg, sizeof msg,
@@ -91,9 +92,8 @@ int rest_check_fields(api_req_t *r, json_t *obj)
     json_t *unknown = json_array();
     char err[700];
     if (!unknown) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
-    int rc = node ? api_fields_prune(r->srv->schema, node, res->kind, obj, unknown, err,
-                                     sizeof err)
-                  : 0;
+    int rc =
+        node ? api_fields_prune(r->srv->schema, node, res->kind, obj, unknown, err, sizeof err) : 0;
     if (rc) {
         json_decref(unknown);
         api_reply_status(r, 400, "BadRequest", NULL,
@@ -171,10 +171,15 @@ int rest_track_fields(api_req_t *r, const json_t *old, json_t *obj)
     static const char *const reset_status[] = {"status", NULL};
     static const char *const reset_spec[] = {"spec", NULL};
     const char *const *reset = NULL;
-    if (!strcmp(r->route.sub, "status")) reset = reset_spec;
-    else if (!*r->route.sub && (res->subresources & API_SUB_STATUS)) reset = reset_status;
-    api_manager_t m = {.manager = r->manager, .api_version = gv, .subresource = r->route.sub,
-                       .now = now, .reset = reset};
+    if (!strcmp(r->route.sub, "status"))
+        reset = reset_spec;
+    else if (!*r->route.sub && (res->subresources & API_SUB_STATUS))
+        reset = reset_status;
+    api_manager_t m = {.manager = r->manager,
+                       .api_version = gv,
+                       .subresource = r->route.sub,
+                       .now = now,
+                       .reset = reset};
     int rc = api_managed_update(r->srv->schema, rest_kind_schema(r), old, obj, &m);
     if (rc) {
         api_reply_error(r, rc, NULL, "recording managed fields: %s", err_str(rc));

@@ -34,7 +34,10 @@ typedef struct patch_ctx {
     const json_t *patch; /* an array for PATCH_JSON, else an object */
 } patch_ctx_t;
 
-void rest_merge_patch(json_t *target, const json_t *patch) { api_merge_patch(target, patch); }
+void rest_merge_patch(json_t *target, const json_t *patch)
+{
+    api_merge_patch(target, patch);
+}
 
 /* The media type without parameters ("; charset=utf-8"). */
 static patch_type_t patch_type_of(const char *ct)
@@ -86,8 +89,8 @@ static int patched_precondition(api_req_t *r, const json_t *patch, patch_type_t 
 {
     const char *rv;
     if (type == PATCH_JSON) {
-        rv = json_string_value(json_object_get(json_object_get(patched, "metadata"),
-                                               "resourceVersion"));
+        rv = json_string_value(
+            json_object_get(json_object_get(patched, "metadata"), "resourceVersion"));
         if (rv && !strcmp(rv, cur_rv)) rv = NULL; /* untouched */
     } else {
         rv = json_string_value(
@@ -123,11 +126,14 @@ static json_t *make_patched(api_req_t *r, const json_t *cur, void *arg, int64_t 
     }
     if (rc) {
         json_decref(in);
-        if (rc == KP_EINVAL) api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
+        if (rc == KP_EINVAL)
+            api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
         else if (rc == KP_ETOOLARGE)
             api_reply_status(r, 413, "RequestEntityTooLarge", NULL, "%s", err);
-        else if (rc == KP_ECONFLICT) api_reply_status(r, 422, "Invalid", NULL, "%s", err);
-        else api_reply_error(r, rc, NULL, "patching: %s", err_str(rc));
+        else if (rc == KP_ECONFLICT)
+            api_reply_status(r, 422, "Invalid", NULL, "%s", err);
+        else
+            api_reply_error(r, rc, NULL, "patching: %s", err_str(rc));
         return NULL;
     }
     if (!json_is_object(in)) {
@@ -166,10 +172,15 @@ static json_t *apply_managed(api_req_t *r, const json_t *cur, const json_t *conf
     static const char *const reset_status[] = {"status", NULL};
     static const char *const reset_spec[] = {"spec", NULL};
     const char *const *reset = NULL;
-    if (!strcmp(r->route.sub, "status")) reset = reset_spec;
-    else if (!*r->route.sub && (r->route.res->subresources & API_SUB_STATUS)) reset = reset_status;
-    api_manager_t m = {.manager = r->manager, .api_version = gv, .subresource = r->route.sub,
-                       .now = now, .reset = reset};
+    if (!strcmp(r->route.sub, "status"))
+        reset = reset_spec;
+    else if (!*r->route.sub && (r->route.res->subresources & API_SUB_STATUS))
+        reset = reset_status;
+    api_manager_t m = {.manager = r->manager,
+                       .api_version = gv,
+                       .subresource = r->route.sub,
+                       .now = now,
+                       .reset = reset};
     json_t *out = NULL, *conflicts = NULL;
     int rc = api_managed_apply(r->srv->schema, rest_kind_schema(r), cur, config, &m,
                                rest_query_bool(r, "force"), &out, &conflicts, err, sizeof err);
@@ -184,8 +195,10 @@ static json_t *apply_managed(api_req_t *r, const json_t *cur, const json_t *conf
     }
     json_decref(conflicts);
     if (rc) {
-        if (rc == KP_EINVAL) api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
-        else api_reply_error(r, rc, NULL, "applying: %s", err_str(rc));
+        if (rc == KP_EINVAL)
+            api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
+        else
+            api_reply_error(r, rc, NULL, "applying: %s", err_str(rc));
         return NULL;
     }
     return out;
@@ -219,8 +232,10 @@ static json_t *apply_config(api_req_t *r)
     int rc = yaml_to_json(r->body.p, r->body.len, API_JSON_DEPTH_MAX, 1u << 20, &config, err,
                           sizeof err);
     if (rc) {
-        if (rc == KP_ENOMEM) api_reply_status(r, 500, "InternalError", NULL, "out of memory");
-        else api_reply_status(r, 400, "BadRequest", NULL, "error decoding YAML: %s", err);
+        if (rc == KP_ENOMEM)
+            api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        else
+            api_reply_status(r, 400, "BadRequest", NULL, "error decoding YAML: %s", err);
         return NULL;
     }
     if (!json_is_object(config)) {
@@ -251,11 +266,10 @@ static json_t *apply_config(api_req_t *r)
 static int serve_apply(api_req_t *r)
 {
     if (!api_query(r, "fieldManager") || !*api_query(r, "fieldManager")) {
-        json_t *d = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", "", "group",
-                              "meta.k8s.io", "kind", "PatchOptions", "causes", "reason",
-                              "FieldValueRequired", "message",
-                              "Required value: is required for apply patch", "field",
-                              "fieldManager");
+        json_t *d =
+            json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", "", "group", "meta.k8s.io",
+                      "kind", "PatchOptions", "causes", "reason", "FieldValueRequired", "message",
+                      "Required value: is required for apply patch", "field", "fieldManager");
         api_reply_status(r, 422, "Invalid", d,
                          "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required "
                          "value: is required for apply patch");

@@ -10,9 +10,9 @@
 #include "lib/err.h"
 
 struct api_schema {
-    json_t *doc;         /* {"definitions": {...}} */
-    const json_t *defs;  /* doc.definitions */
-    json_t *by_gvk;      /* "group/version/Kind" -> definition name */
+    json_t *doc;        /* {"definitions": {...}} */
+    const json_t *defs; /* doc.definitions */
+    json_t *by_gvk;     /* "group/version/Kind" -> definition name */
 };
 
 #define REF_PREFIX "#/definitions/"
@@ -63,7 +63,10 @@ void api_schema_free(api_schema_t *s)
     free(s);
 }
 
-const json_t *api_schema_definitions(const api_schema_t *s) { return s->defs; }
+const json_t *api_schema_definitions(const api_schema_t *s)
+{
+    return s->defs;
+}
 
 const json_t *api_schema_def(const api_schema_t *s, const char *name)
 {
@@ -155,4 +158,7 @@ void api_schema_list_rules(const json_t *node, api_list_rules_t *out)
     out->map_keys = json_is_array(keys) ? keys : NULL;
 }
 
-int api_schema_retain_keys(const json_t *node) { return strategy_has(node, "retainKeys"); }
+int api_schema_retain_keys(const json_t *node)
+{
+    return strategy_has(node, "retainKeys");
+}

@@ -88,7 +88,8 @@ static struct MHD_Daemon *health_start(const char *listen, health_t *h)
 {
     const char *colon = strrchr(listen, ':');
     if (!colon) return NULL;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)strtol(colon + 1, NULL, 10))};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)strtol(colon + 1, NULL, 10))};
     char host[64];
     snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
     if (inet_pton(AF_INET, *host ? host : "127.0.0.1", &sa.sin_addr) != 1) return NULL;
@@ -136,23 +137,54 @@ static int run(int which, int argc, char **argv)
         long ms;
         char *end;
         switch (c) {
-        case 'k': kubeconfig = optarg; break;
-        case 'c': o.enabled = split_list(optarg, enabled, 32); break;
-        case 'w': o.workers = (int)strtol(optarg, &end, 10); if (*end || o.workers <= 0) return cli_usage_error(name, "bad --workers"); break;
-        case 'n': o.nodes = (int)strtol(optarg, &end, 10); if (*end || o.nodes <= 0) return cli_usage_error(name, "bad --simulate"); break;
-        case 'p': o.node_prefix = optarg; break;
-        case 'e': o.leader_elect = !optarg || !strcmp(optarg, "true"); break;
-        case 'L': case 'R': case 'T':
-            if ((ms = cli_duration_ms(optarg)) <= 0) return cli_usage_error(name, "bad duration '%s'", optarg);
-            if (c == 'L') o.lease_ms = (int)ms;
-            else if (c == 'R') o.renew_ms = (int)ms;
-            else o.retry_ms = (int)ms;
+        case 'k':
+            kubeconfig = optarg;
             break;
-        case 'q': qps = strtod(optarg, &end); if (*end || qps < 0) return cli_usage_error(name, "bad --kube-api-qps"); break;
-        case 'b': burst = strtol(optarg, &end, 10); if (*end || burst < 0) return cli_usage_error(name, "bad --kube-api-burst"); break;
-        case 'm': metrics = optarg; break;
-        case 'h': usage(stdout, which); return CLI_EXIT_OK;
-        default: return cli_usage_error(name, "bad option");
+        case 'c':
+            o.enabled = split_list(optarg, enabled, 32);
+            break;
+        case 'w':
+            o.workers = (int)strtol(optarg, &end, 10);
+            if (*end || o.workers <= 0) return cli_usage_error(name, "bad --workers");
+            break;
+        case 'n':
+            o.nodes = (int)strtol(optarg, &end, 10);
+            if (*end || o.nodes <= 0) return cli_usage_error(name, "bad --simulate");
+            break;
+        case 'p':
+            o.node_prefix = optarg;
+            break;
+        case 'e':
+            o.leader_elect = !optarg || !strcmp(optarg, "true");
+            break;
+        case 'L':
+        case 'R':
+        case 'T':
+            if ((ms = cli_duration_ms(optarg)) <= 0)
+                return cli_usage_error(name, "bad duration '%s'", optarg);
+            if (c == 'L')
+                o.lease_ms = (int)ms;
+            else if (c == 'R')
+                o.renew_ms = (int)ms;
+            else
+                o.retry_ms = (int)ms;
+            break;
+        case 'q':
+            qps = strtod(optarg, &end);
+            if (*end || qps < 0) return cli_usage_error(name, "bad --kube-api-qps");
+            break;
+        case 'b':
+            burst = strtol(optarg, &end, 10);
+            if (*end || burst < 0) return cli_usage_error(name, "bad --kube-api-burst");
+            break;
+        case 'm':
+            metrics = optarg;
+            break;
+        case 'h':
+            usage(stdout, which);
+            return CLI_EXIT_OK;
+        default:
+            return cli_usage_error(name, "bad option");
         }
     }
     if (optind != argc) return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
@@ -171,7 +203,8 @@ static int run(int which, int argc, char **argv)
     char err[512];
     int rc = kc_config_load(kubeconfig, &cfg, &storage, err, sizeof err);
     if (rc) {
-        fprintf(stderr, "kplane: %s: reading %s: %s\n", name, kubeconfig, rc == KP_EINVAL ? err : err_str(rc));
+        fprintf(stderr, "kplane: %s: reading %s: %s\n", name, kubeconfig,
+                rc == KP_EINVAL ? err : err_str(rc));
         return CLI_EXIT_FAIL;
     }
     char ua[64];
@@ -206,6 +239,15 @@ static int run(int which, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int cmd_controller_manager(int argc, char **argv) { return run(COMP_CM, argc, argv); }
-int cmd_scheduler(int argc, char **argv) { return run(COMP_SCHED, argc, argv); }
-int cmd_node(int argc, char **argv) { return run(COMP_NODE, argc, argv); }
+int cmd_controller_manager(int argc, char **argv)
+{
+    return run(COMP_CM, argc, argv);
+}
+int cmd_scheduler(int argc, char **argv)
+{
+    return run(COMP_SCHED, argc, argv);
+}
+int cmd_node(int argc, char **argv)
+{
+    return run(COMP_NODE, argc, argv);
+}

@@ -31,8 +31,8 @@ struct cli_components {
     sched_t *sched;
     node_sim_t *nodes;
     kc_leader_t *cm_leader, *sched_leader;
-    int cm_running, sched_running; /* atomic */
-    pthread_mutex_t mu; /* guards the four below against a stop in progress */
+    int cm_running, sched_running;       /* atomic */
+    pthread_mutex_t mu;                  /* guards the four below against a stop in progress */
     pthread_t cm_starter, sched_starter; /* started on winning the Lease */
     int cm_starter_on, sched_starter_on;
     int stopping;
@@ -49,11 +49,16 @@ long cli_duration_ms(const char *s)
         if (end == p) return -1;
         p = end;
         double unit;
-        if (!strncmp(p, "ms", 2)) unit = 1, p += 2;
-        else if (*p == 's') unit = 1000, p++;
-        else if (*p == 'm') unit = 60000, p++;
-        else if (*p == 'h') unit = 3600000, p++;
-        else return -1;
+        if (!strncmp(p, "ms", 2))
+            unit = 1, p += 2;
+        else if (*p == 's')
+            unit = 1000, p++;
+        else if (*p == 'm')
+            unit = 60000, p++;
+        else if (*p == 'h')
+            unit = 3600000, p++;
+        else
+            return -1;
         total += v * unit;
     }
     return total < 0 ? -1 : (long)total;

@@ -40,11 +40,16 @@ int ctrl_selector_matches(const json_t *sel, const json_t *labels)
         const char *have = json_string_value(json_object_get(labels, key));
         const json_t *values = json_object_get(e, "values");
         int ok;
-        if (!strcmp(op, "In")) ok = have && value_in(values, have);
-        else if (!strcmp(op, "NotIn")) ok = !have || !value_in(values, have);
-        else if (!strcmp(op, "Exists")) ok = have != NULL;
-        else if (!strcmp(op, "DoesNotExist")) ok = have == NULL;
-        else ok = 0;
+        if (!strcmp(op, "In"))
+            ok = have && value_in(values, have);
+        else if (!strcmp(op, "NotIn"))
+            ok = !have || !value_in(values, have);
+        else if (!strcmp(op, "Exists"))
+            ok = have != NULL;
+        else if (!strcmp(op, "DoesNotExist"))
+            ok = have == NULL;
+        else
+            ok = 0;
         if (!ok) return 0;
     }
     return 1;
@@ -63,8 +68,7 @@ const json_t *ctrl_labels(const json_t *obj)
 
 int ctrl_pod_active(const json_t *pod)
 {
-    const char *phase =
-        json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+    const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
     if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
     return !json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp");
 }
@@ -162,6 +166,7 @@ size_t ctrl_parallel(size_t n, int threads, int (*fn)(void *arg, size_t i), void
     for (int t = 1; t < threads; t++)
         if (!pthread_create(&tid[started], NULL, par_run, &p)) started++;
     par_run(&p); /* this thread works too */
-    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
     return atomic_load(&p.ok);
 }

@@ -25,9 +25,9 @@
 #include "lib/log.h"
 
 #define MAX_CONTROLLERS 16
-#define MAX_INFORMERS 32
-#define MAX_WORKERS 64
-#define SYNC_WAIT_MS 30000
+#define MAX_INFORMERS   32
+#define MAX_WORKERS     64
+#define SYNC_WAIT_MS    30000
 
 static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_deployment};
 
@@ -101,21 +101,25 @@ kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r)
     return inf;
 }
 
-kc_client_t *ctrl_client(ctrl_t *c) { return c->m->client; }
-kc_recorder_t *ctrl_recorder(ctrl_t *c) { return c->recorder; }
+kc_client_t *ctrl_client(ctrl_t *c)
+{
+    return c->m->client;
+}
+kc_recorder_t *ctrl_recorder(ctrl_t *c)
+{
+    return c->recorder;
+}
 
 void ctrl_enqueue(ctrl_t *c, const char *key)
 {
     int rc = kc_queue_add(c->queue, key);
-    if (rc && rc != KP_ECLOSED)
-        log_warn(c->ops->name, "queueing %s: %s", key, err_str(rc));
+    if (rc && rc != KP_ECLOSED) log_warn(c->ops->name, "queueing %s: %s", key, err_str(rc));
 }
 
 void ctrl_enqueue_after(ctrl_t *c, const char *key, int delay_ms)
 {
     int rc = kc_queue_add_after(c->queue, key, delay_ms);
-    if (rc && rc != KP_ECLOSED)
-        log_warn(c->ops->name, "queueing %s: %s", key, err_str(rc));
+    if (rc && rc != KP_ECLOSED) log_warn(c->ops->name, "queueing %s: %s", key, err_str(rc));
 }
 
 void ctrl_enqueue_obj(ctrl_t *c, const json_t *obj)
@@ -143,10 +147,13 @@ static void record(ctrl_t *c, int rc, double seconds)
 {
     pthread_mutex_lock(&c->mu);
     c->syncs++;
-    if (rc) c->errors++;
-    else c->last_ok_ns = clock_wall_ns();
+    if (rc)
+        c->errors++;
+    else
+        c->last_ok_ns = clock_wall_ns();
     size_t b = 0;
-    while (b < NBOUNDS && seconds > bounds[b]) b++;
+    while (b < NBOUNDS && seconds > bounds[b])
+        b++;
     c->hist[b]++;
     c->sum_s += seconds;
     pthread_mutex_unlock(&c->mu);
@@ -205,8 +212,7 @@ int ctrl_manager_start(ctrl_manager_t *m)
             if (pthread_create(&c->workers[w], NULL, worker, c)) return KP_ENOMEM;
             c->nworkers++;
         }
-        log_info("controller-manager", "%s: started with %d workers", c->ops->name,
-                 c->nworkers);
+        log_info("controller-manager", "%s: started with %d workers", c->ops->name, c->nworkers);
     }
     m->started = 1;
     return 0;
@@ -218,10 +224,12 @@ void ctrl_manager_stop(ctrl_manager_t *m)
         if (m->ctrls[i].queue) kc_queue_shutdown(m->ctrls[i].queue);
     for (int i = 0; i < m->nctrls; i++) {
         ctrl_t *c = &m->ctrls[i];
-        for (int w = 0; w < c->nworkers; w++) pthread_join(c->workers[w], NULL);
+        for (int w = 0; w < c->nworkers; w++)
+            pthread_join(c->workers[w], NULL);
         c->nworkers = 0;
     }
-    for (int i = 0; i < m->ninformers; i++) kc_informer_stop(m->informers[i].inf);
+    for (int i = 0; i < m->ninformers; i++)
+        kc_informer_stop(m->informers[i].inf);
     m->started = 0;
 }
 
@@ -236,7 +244,8 @@ void ctrl_manager_free(ctrl_manager_t *m)
         kc_recorder_free(c->recorder);
         pthread_mutex_destroy(&c->mu);
     }
-    for (int i = 0; i < m->ninformers; i++) kc_informer_free(m->informers[i].inf);
+    for (int i = 0; i < m->ninformers; i++)
+        kc_informer_free(m->informers[i].inf);
     free(m);
 }
 
@@ -274,17 +283,29 @@ int ctrl_manager_metrics(ctrl_manager_t *m, char **text)
         for (size_t k = 0; k <= NBOUNDS && !rc; k++) {
             cum += c->hist[k];
             if (k < NBOUNDS)
-                rc = put(&b, "controller_sync_duration_seconds_bucket{controller=\"%s\",le=\"%g\"} %" PRIu64 "\n",
-                         n, bounds[k], cum);
+                rc = put(
+                    &b,
+                    "controller_sync_duration_seconds_bucket{controller=\"%s\",le=\"%g\"} %" PRIu64
+                    "\n",
+                    n, bounds[k], cum);
             else
-                rc = put(&b, "controller_sync_duration_seconds_bucket{controller=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+                rc = put(&b,
+                         "controller_sync_duration_seconds_bucket{controller=\"%s\",le=\"+Inf\"} "
+                         "%" PRIu64 "\n",
                          n, cum);
         }
-        if (!rc) rc = put(&b, "controller_sync_duration_seconds_sum{controller=\"%s\"} %.6f\n", n, c->sum_s);
-        if (!rc) rc = put(&b, "controller_sync_duration_seconds_count{controller=\"%s\"} %" PRIu64 "\n", n, c->syncs);
-        if (!rc) rc = put(&b, "controller_sync_errors_total{controller=\"%s\"} %" PRIu64 "\n", n, c->errors);
         if (!rc)
-            rc = put(&b, "controller_last_successful_sync_timestamp_seconds{controller=\"%s\"} %.3f\n",
+            rc = put(&b, "controller_sync_duration_seconds_sum{controller=\"%s\"} %.6f\n", n,
+                     c->sum_s);
+        if (!rc)
+            rc = put(&b, "controller_sync_duration_seconds_count{controller=\"%s\"} %" PRIu64 "\n",
+                     n, c->syncs);
+        if (!rc)
+            rc = put(&b, "controller_sync_errors_total{controller=\"%s\"} %" PRIu64 "\n", n,
+                     c->errors);
+        if (!rc)
+            rc = put(&b,
+                     "controller_last_successful_sync_timestamp_seconds{controller=\"%s\"} %.3f\n",
                      n, (double)c->last_ok_ns / 1e9);
         pthread_mutex_unlock(&c->mu);
     }

@@ -38,10 +38,10 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
-#define BURST 500                    /* creates or deletes per sync */
+#define BURST               500 /* creates or deletes per sync */
 #define EXPECTATIONS_TTL_NS (300LL * 1000000000)
-#define PARALLEL 16                  /* API calls in flight per batch */
-#define ORPHANS "replicaset-orphans" /* pods index: namespace of pods without a controller */
+#define PARALLEL            16                   /* API calls in flight per batch */
+#define ORPHANS             "replicaset-orphans" /* pods index: namespace of pods without a controller */
 
 typedef struct rs_ctl {
     ctrl_t *c;
@@ -58,8 +58,7 @@ static void exp_set(rs_ctl_t *s, const char *key, int adds, json_t *dels)
     pthread_mutex_lock(&s->mu);
     json_object_set_new(s->exp, key,
                         json_pack("{s:i, s:o, s:I}", "adds", adds, "dels",
-                                  dels ? dels : json_object(), "t",
-                                  (json_int_t)clock_mono_ns()));
+                                  dels ? dels : json_object(), "t", (json_int_t)clock_mono_ns()));
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -86,8 +85,9 @@ static int exp_met(rs_ctl_t *s, const char *key)
 {
     pthread_mutex_lock(&s->mu);
     json_t *e = json_object_get(s->exp, key);
-    int met = !e || (json_integer_value(json_object_get(e, "adds")) <= 0 &&
-                     json_object_size(json_object_get(e, "dels")) == 0) ||
+    int met = !e ||
+              (json_integer_value(json_object_get(e, "adds")) <= 0 &&
+               json_object_size(json_object_get(e, "dels")) == 0) ||
               clock_mono_ns() - json_integer_value(json_object_get(e, "t")) > EXPECTATIONS_TTL_NS;
     pthread_mutex_unlock(&s->mu);
     return met;
@@ -138,7 +138,8 @@ static void pod_added(void *arg, const json_t *pod)
     if (rs_of(pod, key, sizeof key)) {
         if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
             exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
-        else exp_add_seen(s, key, 1);
+        else
+            exp_add_seen(s, key, 1);
         ctrl_enqueue(s->c, key);
     } else {
         enqueue_matching(s, pod);
@@ -169,7 +170,10 @@ static void pod_deleted(void *arg, const json_t *pod)
     ctrl_enqueue(s->c, key);
 }
 
-static void rs_changed(void *arg, const json_t *obj) { ctrl_enqueue_obj(((rs_ctl_t *)arg)->c, obj); }
+static void rs_changed(void *arg, const json_t *obj)
+{
+    ctrl_enqueue_obj(((rs_ctl_t *)arg)->c, obj);
+}
 
 static void rs_updated(void *arg, const json_t *old, const json_t *obj)
 {
@@ -200,10 +204,10 @@ static int rs_init(ctrl_t *c, void **self)
         free(s);
         return KP_ENOMEM;
     }
-    kc_handlers_t rh = {.on_add = rs_changed, .on_update = rs_updated, .on_delete = rs_changed,
-                        .arg = s};
-    kc_handlers_t ph = {.on_add = pod_added, .on_update = pod_updated,
-                        .on_delete = pod_deleted, .arg = s};
+    kc_handlers_t rh = {
+        .on_add = rs_changed, .on_update = rs_updated, .on_delete = rs_changed, .arg = s};
+    kc_handlers_t ph = {
+        .on_add = pod_added, .on_update = pod_updated, .on_delete = pod_deleted, .arg = s};
     int rc = kc_informer_add_handlers(s->rs, &rh);
     if (!rc) rc = kc_informer_add_handlers(s->pods, &ph);
     if (!rc) rc = kc_informer_add_index(s->pods, ORPHANS, orphan_index);
@@ -230,8 +234,8 @@ typedef struct batch {
     rs_ctl_t *s;
     const json_t *rs;
     const char *key;
-    json_t *pod;          /* the pod to create (creates) */
-    json_t **victims;     /* pods to delete (deletes) */
+    json_t *pod;      /* the pod to create (creates) */
+    json_t **victims; /* pods to delete (deletes) */
 } batch_t;
 
 static int create_one(void *arg, size_t i)
@@ -242,8 +246,8 @@ static int create_one(void *arg, size_t i)
     const char *ns = ctrl_meta_str(b->rs, "namespace");
     int rc = kc_create(ctrl_client(b->s->c), &kc_pods, ns, b->pod, &made, NULL);
     if (rc) {
-        kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedCreate",
-                 "Error creating: %s", err_str(rc));
+        kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedCreate", "Error creating: %s",
+                 err_str(rc));
         exp_add_seen(b->s, b->key, 1); /* will never be seen */
     } else {
         kc_event(ctrl_recorder(b->s->c), b->rs, "Normal", "SuccessfulCreate", "Created pod: %s",
@@ -263,8 +267,8 @@ static int delete_one(void *arg, size_t i)
     json_decref(opts);
     if (rc == KP_ENOTFOUND) rc = 0;
     if (rc) {
-        kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedDelete",
-                 "Error deleting: %s", err_str(rc));
+        kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedDelete", "Error deleting: %s",
+                 err_str(rc));
         exp_del_seen(b->s, b->key, ctrl_meta_str(pod, "uid")); /* will never be seen */
     } else {
         kc_event(ctrl_recorder(b->s->c), b->rs, "Normal", "SuccessfulDelete", "Deleted pod: %s",
@@ -308,16 +312,16 @@ static long restarts(const json_t *pod)
     long n = 0;
     size_t i;
     json_t *cs;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "containerStatuses"), i,
-                       cs) n += (long)json_integer_value(json_object_get(cs, "restartCount"));
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "containerStatuses"), i, cs)
+        n += (long)json_integer_value(json_object_get(cs, "restartCount"));
     return n;
 }
 
 static long deletion_cost(const json_t *pod)
 {
-    const char *v = json_string_value(json_object_get(
-        json_object_get(json_object_get(pod, "metadata"), "annotations"),
-        "controller.kubernetes.io/pod-deletion-cost"));
+    const char *v = json_string_value(
+        json_object_get(json_object_get(json_object_get(pod, "metadata"), "annotations"),
+                        "controller.kubernetes.io/pod-deletion-cost"));
     return v ? strtol(v, NULL, 10) : 0;
 }
 
@@ -358,9 +362,9 @@ static int rank_cmp(const void *pa, const void *pb)
     return strcmp(ctrl_meta_str(a, "name"), ctrl_meta_str(b, "name"));
 }
 
-/* Adopt matching orphans, release owned pods that stopped matching. Returns
- * the pods this RS controls after that (references), active ones first
- * counted in *nactive... simply: every controlled pod. */
+/* Adopt matching orphans, release owned pods that stopped matching. *out
+ * gets every pod the RS controls afterwards (a reference each, active or
+ * not; free with kc_objs_free) and *nout their number. */
 static int claim_pods(rs_ctl_t *s, const json_t *rs, json_t ***out, size_t *nout)
 {
     kc_client_t *cl = ctrl_client(s->c);
@@ -386,10 +390,9 @@ static int claim_pods(rs_ctl_t *s, const json_t *rs, json_t ***out, size_t *nout
         }
         /* Release: drop our ownerReference (strategic merge, by uid). */
         json_t *patch = json_pack("{s:{s:[{s:s, s:s}], s:s}}", "metadata", "ownerReferences",
-                                  "$patch", "delete", "uid", uid, "uid",
-                                  ctrl_meta_str(pod, "uid"));
-        int prc = kc_patch(cl, &kc_pods, ns, ctrl_meta_str(pod, "name"), NULL,
-                           KC_PATCH_STRATEGIC, patch, NULL, NULL, NULL);
+                                  "$patch", "delete", "uid", uid, "uid", ctrl_meta_str(pod, "uid"));
+        int prc = kc_patch(cl, &kc_pods, ns, ctrl_meta_str(pod, "name"), NULL, KC_PATCH_STRATEGIC,
+                           patch, NULL, NULL, NULL);
         json_decref(patch);
         if (prc && prc != KP_ENOTFOUND) rc = prc;
     }
@@ -397,8 +400,8 @@ static int claim_pods(rs_ctl_t *s, const json_t *rs, json_t ***out, size_t *nout
         const json_t *pod = orphans[i];
         if (!ctrl_pod_active(pod) || !ctrl_selector_matches(sel, ctrl_labels(pod))) continue;
         /* Adopt: add our controller ownerReference, guarded by the pod's uid. */
-        json_t *refs = json_deep_copy(
-            json_object_get(json_object_get(pod, "metadata"), "ownerReferences"));
+        json_t *refs =
+            json_deep_copy(json_object_get(json_object_get(pod, "metadata"), "ownerReferences"));
         if (!json_is_array(refs)) {
             json_decref(refs);
             refs = json_array();
@@ -410,8 +413,10 @@ static int claim_pods(rs_ctl_t *s, const json_t *rs, json_t ***out, size_t *nout
         int prc = kc_patch(cl, &kc_pods, ns, ctrl_meta_str(pod, "name"), NULL, KC_PATCH_MERGE,
                            patch, NULL, &adopted, NULL);
         json_decref(patch);
-        if (!prc) keep[nk++] = adopted;
-        else if (prc != KP_ENOTFOUND && prc != KP_ECONFLICT) rc = prc;
+        if (!prc)
+            keep[nk++] = adopted;
+        else if (prc != KP_ENOTFOUND && prc != KP_ECONFLICT)
+            rc = prc;
     }
     kc_objs_free(owned, no);
     kc_objs_free(orphans, nr);
@@ -487,16 +492,17 @@ static int update_status(rs_ctl_t *s, const json_t *rs, json_t **active, size_t 
         full += all;
         if (ctrl_pod_ready(active[i])) ready++;
         int wait;
-        if (ctrl_pod_available(active[i], min_ready, now, &wait)) avail++;
-        else if (wait && (!*requeue_s || wait < *requeue_s)) *requeue_s = wait;
+        if (ctrl_pod_available(active[i], min_ready, now, &wait))
+            avail++;
+        else if (wait && (!*requeue_s || wait < *requeue_s))
+            *requeue_s = wait;
     }
     const json_t *old = json_object_get(rs, "status");
-    json_t *st = json_pack("{s:I, s:I, s:I, s:I, s:I}", "replicas", (json_int_t)n,
-                           "fullyLabeledReplicas", (json_int_t)full, "readyReplicas",
-                           (json_int_t)ready, "availableReplicas", (json_int_t)avail,
-                           "observedGeneration",
-                           json_integer_value(json_object_get(json_object_get(rs, "metadata"),
-                                                              "generation")));
+    json_t *st = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I}", "replicas", (json_int_t)n, "fullyLabeledReplicas",
+        (json_int_t)full, "readyReplicas", (json_int_t)ready, "availableReplicas",
+        (json_int_t)avail, "observedGeneration",
+        json_integer_value(json_object_get(json_object_get(rs, "metadata"), "generation")));
     /* ReplicaFailure: set while creates or deletes fail, cleared after. */
     const json_t *oldc = json_object_get(old, "conditions");
     if (failed) {
@@ -528,8 +534,7 @@ static int update_status(rs_ctl_t *s, const json_t *rs, json_t **active, size_t 
     if (!same) {
         json_t *patch = json_pack("{s:O}", "status", st);
         rc = kc_patch(ctrl_client(s->c), &kc_replicasets, ctrl_meta_str(rs, "namespace"),
-                      ctrl_meta_str(rs, "name"), "status", KC_PATCH_MERGE, patch, NULL, NULL,
-                      NULL);
+                      ctrl_meta_str(rs, "name"), "status", KC_PATCH_MERGE, patch, NULL, NULL, NULL);
         json_decref(patch);
         if (rc == KP_ENOTFOUND) rc = 0;
     }

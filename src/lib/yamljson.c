@@ -81,8 +81,8 @@ static int convert(conv_t *c, yaml_node_t *n, int depth, json_t **out)
     case YAML_SEQUENCE_NODE: {
         json_t *a = json_array();
         if (!a) return KP_ENOMEM;
-        for (yaml_node_item_t *it = n->data.sequence.items.start;
-             it < n->data.sequence.items.top; it++) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+             it++) {
             json_t *v;
             int rc = convert(c, yaml_document_get_node(c->doc, *it), depth + 1, &v);
             if (rc || json_array_append_new(a, v)) {
@@ -143,8 +143,8 @@ int yaml_to_json(const char *text, size_t len, int max_depth, size_t max_nodes, 
         yaml_parser_delete(&p);
         return KP_EINVAL;
     }
-    conv_t c = {.doc = &doc, .max_depth = max_depth, .max_nodes = max_nodes, .err = err,
-                .errlen = errlen};
+    conv_t c = {
+        .doc = &doc, .max_depth = max_depth, .max_nodes = max_nodes, .err = err, .errlen = errlen};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     int rc = root ? convert(&c, root, 0, out) : 0;
     if (!rc && !root && !(*out = json_null())) rc = KP_ENOMEM;
