@@ -244,6 +244,7 @@ const api_strategy_t api_strategy_crd = {
     .prepare_create = crd_prepare_create,
     .defaults = crd_defaults,
     .validate = crd_validate,
+    .generation = 1,
 };
 
 /* ---- building the served resources of a CRD ---- */

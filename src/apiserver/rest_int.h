@@ -71,6 +71,9 @@ int rest_same_but_managed(const json_t *a, const json_t *b);
 int rest_track_fields(api_req_t *r, const json_t *old, json_t *obj);
 
 /* rest_write.c */
+/* Does the resource keep metadata.generation (Kubernetes: workloads, CRDs
+ * and custom resources; not pods, nodes, services, leases...)? */
+int rest_tracks_generation(const api_resource_t *res);
 /* kind and apiVersion must name the route's resource (filled in when
  * missing), and metadata must have Kubernetes' shapes. -1 after replying. */
 int rest_check_type(api_req_t *r, json_t *obj);

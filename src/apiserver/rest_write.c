@@ -132,6 +132,11 @@ static void drop_empty_metadata(json_t *obj)
     }
 }
 
+int rest_tracks_generation(const api_resource_t *res)
+{
+    return res->crd_schema || (res->strategy && res->strategy->generation);
+}
+
 static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const char *name)
 {
     const api_resource_t *res = r->route.res;
@@ -389,7 +394,8 @@ int rest_create_object(api_req_t *r, json_t *obj)
     json_object_del(meta, "deletionTimestamp");
     json_object_del(meta, "deletionGracePeriodSeconds");
     json_object_del(meta, "selfLink");
-    if (json_object_get(obj, "spec")) json_object_set_new(meta, "generation", json_integer(1));
+    if (rest_tracks_generation(res)) json_object_set_new(meta, "generation", json_integer(1));
+    else json_object_del(meta, "generation");
     if (!strcmp(res->resource, "namespaces")) {
         json_object_set_new(obj, "spec", json_pack("{s:[s]}", "finalizers", "kubernetes"));
         json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
@@ -464,7 +470,8 @@ json_t *rest_merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
         json_decref(out);
         return NULL;
     }
-    if (!api_json_same(json_object_get(cur, "spec"), json_object_get(out, "spec"))) {
+    if (rest_tracks_generation(res) &&
+        !api_json_same(json_object_get(cur, "spec"), json_object_get(out, "spec"))) {
         json_int_t g = json_integer_value(json_object_get(cmeta, "generation"));
         json_object_set_new(meta, "generation", json_integer(g + 1));
     }

@@ -17,6 +17,9 @@ typedef struct api_strategy {
     void (*prepare_create)(json_t *obj);
     void (*defaults)(json_t *obj);
     void (*validate)(const json_t *obj, const json_t *old, json_t *causes);
+    /* metadata.generation: 1 on create, +1 on every spec change (the kinds
+     * whose controllers report observedGeneration; others have none). */
+    int generation;
 } api_strategy_t;
 
 extern const api_strategy_t api_strategy_pod;

@@ -155,6 +155,7 @@ static void deployment_validate(const json_t *d, const json_t *old, json_t *caus
 const api_strategy_t api_strategy_deployment = {
     .defaults = deployment_defaults,
     .validate = deployment_validate,
+    .generation = 1,
 };
 
 /* ---- ReplicaSet ---- */
@@ -176,6 +177,7 @@ static void replicaset_validate(const json_t *rs, const json_t *old, json_t *cau
 const api_strategy_t api_strategy_replicaset = {
     .defaults = replicaset_defaults,
     .validate = replicaset_validate,
+    .generation = 1,
 };
 
 /* ---- StatefulSet ---- */
@@ -216,6 +218,7 @@ static void statefulset_validate(const json_t *sts, const json_t *old, json_t *c
 const api_strategy_t api_strategy_statefulset = {
     .defaults = statefulset_defaults,
     .validate = statefulset_validate,
+    .generation = 1,
 };
 
 /* ---- DaemonSet ---- */
@@ -244,6 +247,7 @@ static void daemonset_validate(const json_t *ds, const json_t *old, json_t *caus
 const api_strategy_t api_strategy_daemonset = {
     .defaults = daemonset_defaults,
     .validate = daemonset_validate,
+    .generation = 1,
 };
 
 /* ---- Job ---- */
@@ -311,6 +315,7 @@ const api_strategy_t api_strategy_job = {
     .prepare_create = job_prepare_create,
     .defaults = job_defaults,
     .validate = job_validate,
+    .generation = 1,
 };
 
 /* ---- Service ---- */
