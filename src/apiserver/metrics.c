@@ -77,18 +77,6 @@ void api_metrics_record(api_metrics_t *m, const api_req_t *r, int verb, int code
     atomic_fetch_add(&m->sum_us[slot][verb], (unsigned long)(seconds * 1e6));
 }
 
-static int put(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int put(buf_t *b, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0) return KP_EINVAL;
-    return buf_append(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
-
 static const char *slot_name(size_t slot, char *buf, size_t n)
 {
     const api_resource_t *res = slot < api_registry_count() ? api_registry_at(slot) : NULL;
@@ -103,7 +91,7 @@ int api_serve_metrics(api_req_t *r)
     api_metrics_t *m = r->srv->metrics;
     buf_t b;
     buf_init(&b, 16u << 20);
-    int rc = put(&b, "# HELP apiserver_request_total Requests by verb, resource and HTTP code.\n"
+    int rc = buf_printf(&b, "# HELP apiserver_request_total Requests by verb, resource and HTTP code.\n"
                      "# TYPE apiserver_request_total counter\n");
     char name[128];
     size_t slots = api_registry_count() + 1 < API_RES_SLOTS ? api_registry_count() + 1
@@ -114,13 +102,13 @@ int api_serve_metrics(api_req_t *r)
             for (int c = 0; c < API_CODE_COUNT && !rc; c++) {
                 unsigned long n = atomic_load(&m->count[slot][v][c]);
                 if (n)
-                    rc = put(&b, "apiserver_request_total{verb=\"%s\",resource=\"%s\",code=\"%s%d\"} %lu\n",
+                    rc = buf_printf(&b, "apiserver_request_total{verb=\"%s\",resource=\"%s\",code=\"%s%d\"} %lu\n",
                              verbs[v], slot_name(slot, name, sizeof name), codes[c] ? "" : "other",
                              codes[c] ? codes[c] : 0, n);
             }
     }
     if (!rc)
-        rc = put(&b, "# HELP apiserver_request_duration_seconds Request latency.\n"
+        rc = buf_printf(&b, "# HELP apiserver_request_duration_seconds Request latency.\n"
                      "# TYPE apiserver_request_duration_seconds histogram\n");
     for (size_t s = 0; s < slots && !rc; s++) {
         size_t slot = s == slots - 1 ? API_RES_SLOTS - 1 : s;
@@ -129,12 +117,12 @@ int api_serve_metrics(api_req_t *r)
             if (!total) continue;
             const char *res = slot_name(slot, name, sizeof name);
             for (int i = 0; i < API_BUCKET_COUNT && !rc; i++)
-                rc = put(&b,
+                rc = buf_printf(&b,
                          "apiserver_request_duration_seconds_bucket{verb=\"%s\",resource=\"%s\","
                          "le=\"%g\"} %lu\n",
                          verbs[v], res, bounds[i], atomic_load(&m->bucket[slot][v][i]));
             if (!rc)
-                rc = put(&b,
+                rc = buf_printf(&b,
                          "apiserver_request_duration_seconds_bucket{verb=\"%s\",resource=\"%s\","
                          "le=\"+Inf\"} %lu\n"
                          "apiserver_request_duration_seconds_sum{verb=\"%s\",resource=\"%s\"} %.6f\n"
@@ -149,7 +137,7 @@ int api_serve_metrics(api_req_t *r)
     store_status_t st = {0};
     store_status(r->srv->cfg.store, &st);
     if (!rc)
-        rc = put(&b,
+        rc = buf_printf(&b,
                  "# HELP apiserver_registered_watchers Open watch streams.\n"
                  "# TYPE apiserver_registered_watchers gauge\n"
                  "apiserver_registered_watchers %zu\n"

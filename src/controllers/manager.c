@@ -249,23 +249,11 @@ void ctrl_manager_free(ctrl_manager_t *m)
     free(m);
 }
 
-static int put(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int put(buf_t *b, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0) return KP_EINVAL;
-    return buf_append(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
-
 int ctrl_manager_metrics(ctrl_manager_t *m, char **text)
 {
     buf_t b;
     buf_init(&b, 4u << 20);
-    int rc = put(&b, "# TYPE workqueue_depth gauge\n# TYPE workqueue_adds_total counter\n"
+    int rc = buf_printf(&b, "# TYPE workqueue_depth gauge\n# TYPE workqueue_adds_total counter\n"
                      "# TYPE workqueue_retries_total counter\n"
                      "# TYPE controller_sync_duration_seconds histogram\n"
                      "# TYPE controller_sync_errors_total counter\n"
@@ -276,35 +264,35 @@ int ctrl_manager_metrics(ctrl_manager_t *m, char **text)
         kc_queue_stats_t qs;
         kc_queue_stats(c->queue, &qs);
         pthread_mutex_lock(&c->mu);
-        rc = put(&b, "workqueue_depth{name=\"%s\"} %zu\n", n, qs.depth);
-        if (!rc) rc = put(&b, "workqueue_adds_total{name=\"%s\"} %" PRIu64 "\n", n, qs.adds);
-        if (!rc) rc = put(&b, "workqueue_retries_total{name=\"%s\"} %" PRIu64 "\n", n, qs.retries);
+        rc = buf_printf(&b, "workqueue_depth{name=\"%s\"} %zu\n", n, qs.depth);
+        if (!rc) rc = buf_printf(&b, "workqueue_adds_total{name=\"%s\"} %" PRIu64 "\n", n, qs.adds);
+        if (!rc) rc = buf_printf(&b, "workqueue_retries_total{name=\"%s\"} %" PRIu64 "\n", n, qs.retries);
         uint64_t cum = 0;
         for (size_t k = 0; k <= NBOUNDS && !rc; k++) {
             cum += c->hist[k];
             if (k < NBOUNDS)
-                rc = put(
+                rc = buf_printf(
                     &b,
                     "controller_sync_duration_seconds_bucket{controller=\"%s\",le=\"%g\"} %" PRIu64
                     "\n",
                     n, bounds[k], cum);
             else
-                rc = put(&b,
+                rc = buf_printf(&b,
                          "controller_sync_duration_seconds_bucket{controller=\"%s\",le=\"+Inf\"} "
                          "%" PRIu64 "\n",
                          n, cum);
         }
         if (!rc)
-            rc = put(&b, "controller_sync_duration_seconds_sum{controller=\"%s\"} %.6f\n", n,
+            rc = buf_printf(&b, "controller_sync_duration_seconds_sum{controller=\"%s\"} %.6f\n", n,
                      c->sum_s);
         if (!rc)
-            rc = put(&b, "controller_sync_duration_seconds_count{controller=\"%s\"} %" PRIu64 "\n",
+            rc = buf_printf(&b, "controller_sync_duration_seconds_count{controller=\"%s\"} %" PRIu64 "\n",
                      n, c->syncs);
         if (!rc)
-            rc = put(&b, "controller_sync_errors_total{controller=\"%s\"} %" PRIu64 "\n", n,
+            rc = buf_printf(&b, "controller_sync_errors_total{controller=\"%s\"} %" PRIu64 "\n", n,
                      c->errors);
         if (!rc)
-            rc = put(&b,
+            rc = buf_printf(&b,
                      "controller_last_successful_sync_timestamp_seconds{controller=\"%s\"} %.3f\n",
                      n, (double)c->last_ok_ns / 1e9);
         pthread_mutex_unlock(&c->mu);

@@ -1,5 +1,7 @@
 #include "buf.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +52,17 @@ int buf_append(buf_t *b, const void *data, size_t n)
     b->len += n;
     b->p[b->len] = '\0';
     return 0;
+}
+
+int buf_printf(buf_t *b, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return KP_EINVAL;
+    return buf_append(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 void buf_reset(buf_t *b)

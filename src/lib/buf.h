@@ -23,6 +23,10 @@ void buf_init(buf_t *b, size_t max);
  * on error the buffer is unchanged. */
 int buf_append(buf_t *b, const void *data, size_t n);
 
+/* Append printf-formatted text (a line of at most 1023 bytes; longer text is
+ * cut there). Errors: as buf_append, KP_EINVAL for a bad format. */
+int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Make room for n more bytes (and the NUL) in one allocation, so that the
  * appends that follow do not move the buffer. Errors: KP_ETOOLARGE, KP_ENOMEM. */
 int buf_reserve(buf_t *b, size_t n);

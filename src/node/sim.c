@@ -453,22 +453,10 @@ const char *node_sim_name(const node_sim_t *s, size_t i)
 
 /* ---- metrics ---- */
 
-static int put(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int put(buf_t *b, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0) return KP_EINVAL;
-    return buf_append(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
-
 static int counter(buf_t *b, const char *name, const char *help, uint64_t v)
 {
-    int rc = put(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
-    return rc ? rc : put(b, "%s %llu\n", name, (unsigned long long)v);
+    int rc = buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    return rc ? rc : buf_printf(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
 int node_sim_metrics(node_sim_t *s, char **text)
@@ -479,7 +467,7 @@ int node_sim_metrics(node_sim_t *s, char **text)
     int paused = 0;
     for (int i = 0; i < s->nnodes; i++)
         paused += atomic_load(&s->nodes[i].paused);
-    int rc = put(&b,
+    int rc = buf_printf(&b,
                  "# HELP kplane_node_sim_nodes Simulated nodes.\n"
                  "# TYPE kplane_node_sim_nodes gauge\nkplane_node_sim_nodes %d\n"
                  "# HELP kplane_node_sim_nodes_paused Simulated nodes paused.\n"
@@ -521,24 +509,24 @@ int node_sim_metrics(node_sim_t *s, char **text)
     for (size_t i = 0; !rc && i < sizeof cs / sizeof cs[0]; i++)
         rc = counter(&b, cs[i].name, cs[i].help, cs[i].v);
     if (!rc)
-        rc = put(&b, "# HELP kplane_node_sim_pods Pods the simulator tracks, by stage.\n"
+        rc = buf_printf(&b, "# HELP kplane_node_sim_pods Pods the simulator tracks, by stage.\n"
                      "# TYPE kplane_node_sim_pods gauge\n");
     for (int i = 0; !rc && i < SP_NSTAGES; i++)
-        rc = put(&b, "kplane_node_sim_pods{stage=\"%s\"} %ld\n", stage_names[i],
+        rc = buf_printf(&b, "kplane_node_sim_pods{stage=\"%s\"} %ld\n", stage_names[i],
                  atomic_load(&s->stage_count[i]));
     if (!rc)
-        rc = put(&b, "# HELP kplane_node_sim_pod_start_seconds From first sight of a bound pod "
+        rc = buf_printf(&b, "# HELP kplane_node_sim_pod_start_seconds From first sight of a bound pod "
                      "to its Running status written.\n"
                      "# TYPE kplane_node_sim_pod_start_seconds histogram\n");
     uint64_t cum = 0;
     for (int i = 0; !rc && i < SIM_LAT_BUCKETS; i++) {
         cum += atomic_load(&s->lat_hist[i]);
-        rc = put(&b, "kplane_node_sim_pod_start_seconds_bucket{le=\"%g\"} %llu\n", lat_bounds[i],
+        rc = buf_printf(&b, "kplane_node_sim_pod_start_seconds_bucket{le=\"%g\"} %llu\n", lat_bounds[i],
                  (unsigned long long)cum);
     }
     if (!rc) {
         cum += atomic_load(&s->lat_hist[SIM_LAT_BUCKETS]);
-        rc = put(&b,
+        rc = buf_printf(&b,
                  "kplane_node_sim_pod_start_seconds_bucket{le=\"+Inf\"} %llu\n"
                  "kplane_node_sim_pod_start_seconds_sum %.6f\n"
                  "kplane_node_sim_pod_start_seconds_count %llu\n",
@@ -548,7 +536,7 @@ int node_sim_metrics(node_sim_t *s, char **text)
     if (!rc && s->queue) {
         kc_queue_stats_t qs;
         kc_queue_stats(s->queue, &qs);
-        rc = put(&b,
+        rc = buf_printf(&b,
                  "# HELP kplane_node_sim_queue_depth Pod keys waiting for a worker.\n"
                  "# TYPE kplane_node_sim_queue_depth gauge\nkplane_node_sim_queue_depth %zu\n"
                  "# HELP kplane_node_sim_queue_delayed Pod keys waiting for a timer.\n"

@@ -512,18 +512,6 @@ void sched_free(sched_t *s)
 
 /* ---- metrics ---- */
 
-static int appendf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int appendf(buf_t *b, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0) return KP_EINVAL;
-    return buf_append(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
-
 int sched_metrics(sched_t *s, char **text)
 {
     sched_cache_stats_t st = {0};
@@ -534,23 +522,23 @@ int sched_metrics(sched_t *s, char **text)
     buf_init(&b, METRICS_MAX);
     static const char *const results[3] = {"scheduled", "unschedulable", "error"};
     int rc = 0;
-    rc |= appendf(&b,
+    rc |= buf_printf(&b,
                   "# HELP kplane_scheduler_pending_pods Pods waiting to be bound.\n"
                   "# TYPE kplane_scheduler_pending_pods gauge\n"
                   "kplane_scheduler_pending_pods %zu\n",
                   st.pending);
-    rc |= appendf(&b,
+    rc |= buf_printf(&b,
                   "# HELP kplane_scheduler_unschedulable_pods Pending pods that found no node "
                   "and wait for a retry.\n"
                   "# TYPE kplane_scheduler_unschedulable_pods gauge\n"
                   "kplane_scheduler_unschedulable_pods %zu\n",
                   st.unschedulable);
-    rc |= appendf(&b, "# HELP kplane_scheduler_schedule_attempts_total Scheduling attempts by "
+    rc |= buf_printf(&b, "# HELP kplane_scheduler_schedule_attempts_total Scheduling attempts by "
                       "result.\n# TYPE kplane_scheduler_schedule_attempts_total counter\n");
     for (int i = 0; i < 3; i++)
-        rc |= appendf(&b, "kplane_scheduler_schedule_attempts_total{result=\"%s\"} %llu\n",
+        rc |= buf_printf(&b, "kplane_scheduler_schedule_attempts_total{result=\"%s\"} %llu\n",
                       results[i], (unsigned long long)atomic_load(&s->attempts[i]));
-    rc |= appendf(&b,
+    rc |= buf_printf(&b,
                   "# HELP kplane_scheduler_bind_attempts_total Bindings sent.\n"
                   "# TYPE kplane_scheduler_bind_attempts_total counter\n"
                   "kplane_scheduler_bind_attempts_total %llu\n"
@@ -559,20 +547,20 @@ int sched_metrics(sched_t *s, char **text)
                   "kplane_scheduler_bind_successes_total %llu\n",
                   (unsigned long long)atomic_load(&s->binds),
                   (unsigned long long)atomic_load(&s->bound));
-    rc |= appendf(&b, "# HELP kplane_scheduler_schedule_duration_seconds One scheduling "
+    rc |= buf_printf(&b, "# HELP kplane_scheduler_schedule_duration_seconds One scheduling "
                       "attempt, from taking the pod to the bind's answer.\n"
                       "# TYPE kplane_scheduler_schedule_duration_seconds histogram\n");
     unsigned long long cum = 0;
     for (int i = 0; i <= NBUCKETS; i++) {
         cum += (unsigned long long)atomic_load(&s->hist[i]);
         if (i < NBUCKETS)
-            rc |= appendf(&b, "kplane_scheduler_schedule_duration_seconds_bucket{le=\"%g\"} %llu\n",
+            rc |= buf_printf(&b, "kplane_scheduler_schedule_duration_seconds_bucket{le=\"%g\"} %llu\n",
                           buckets[i], cum);
         else
-            rc |= appendf(
+            rc |= buf_printf(
                 &b, "kplane_scheduler_schedule_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
     }
-    rc |= appendf(&b,
+    rc |= buf_printf(&b,
                   "kplane_scheduler_schedule_duration_seconds_sum %.6f\n"
                   "kplane_scheduler_schedule_duration_seconds_count %llu\n",
                   (double)atomic_load(&s->hist_sum_us) / 1e6, cum);
