@@ -22,14 +22,25 @@ int api_schema_load(api_schema_t **out)
     *out = NULL;
     api_schema_t *s = calloc(1, sizeof *s);
     if (!s) return KP_ENOMEM;
-    json_error_t err;
-    s->doc = json_loadb(api_openapi_facts, api_openapi_facts_len, 0, &err);
+    s->doc = json_pack("{s:{}}", "definitions");
     s->defs = json_object_get(s->doc, "definitions");
     s->by_gvk = json_object();
-    if (!s->doc || !json_is_object(s->defs) || !s->by_gvk) {
-        int rc = s->doc ? KP_ENOMEM : KP_ECORRUPT;
+    if (!s->doc || !s->by_gvk) {
         api_schema_free(s);
-        return rc;
+        return KP_ENOMEM;
+    }
+    for (const api_facts_part_t *p = api_openapi_facts; p->name; p++) {
+        json_error_t err;
+        json_t *part = json_loadb(p->json, *p->len, 0, &err);
+        const json_t *defs = json_object_get(part, "definitions");
+        int rc = !json_is_object(defs)                     ? KP_ECORRUPT
+                 : json_object_update((json_t *)s->defs, (json_t *)defs) ? KP_ENOMEM
+                                                                         : 0;
+        json_decref(part);
+        if (rc) {
+            api_schema_free(s);
+            return rc;
+        }
     }
     const char *name;
     json_t *def;

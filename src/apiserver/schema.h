@@ -3,8 +3,8 @@
  * the list and patch rules, derived from Kubernetes' OpenAPI v2 document.
  *
  * scripts/gen-openapi-facts reads the reference document and writes
- * openapi_facts.c: the document's `definitions` with every description and
- * other prose removed (type facts only). api_schema_load() parses it once at
+ * openapi_facts_*.c: the document's `definitions` with every description and
+ * other prose removed (type facts only), a file per part of the API. api_schema_load() parses it once at
  * server start; the result is immutable and shared by every thread.
  *
  * A schema node is a borrowed jansson object in OpenAPI v2 form:
@@ -33,9 +33,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* The generated facts (openapi_facts.c): compact JSON {"definitions": {...}}. */
-extern const char api_openapi_facts[];
-extern const size_t api_openapi_facts_len;
+/* The generated facts, one part of the API per file (openapi_facts_*.c):
+ * each compact JSON {"definitions": {...}}; the list ends with a NULL name. */
+typedef struct api_facts_part {
+    const char *name;   /* "core", "workloads", "meta", "cluster" */
+    const char *json;
+    const size_t *len;
+} api_facts_part_t;
+extern const api_facts_part_t api_openapi_facts[];
 
 typedef struct api_schema api_schema_t;
 

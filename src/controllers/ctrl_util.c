@@ -1,5 +1,11 @@
 /*
  * ctrl_util.c -- helpers the controllers share (see ctrl_util.h).
+ *
+ * INVARIANT: every controller reads selectors, pod state and ownership the
+ * same way, as Kubernetes defines them (one definition of "active",
+ * "ready", "available", "matches" and "controlled by"), so that two
+ * controllers never disagree about the same pod. It owns no objects: every
+ * function reads its arguments and writes nothing but its results.
  */
 #include "controllers/ctrl_util.h"
 

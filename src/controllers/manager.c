@@ -2,6 +2,13 @@
  * manager.c -- runs controllers: shared informers, one work queue and a few
  * workers per controller, metrics (see controller.h).
  *
+ * INVARIANT: a key is synced by at most one worker at a time, every key
+ * that changed is synced again after the change (the queue's dirty set),
+ * and a failed sync is retried with backoff until it succeeds. Workers start
+ * only after every informer's cache has synced, so no sync acts on an empty
+ * view. It owns: the informers (one per resource, shared read-only by all
+ * controllers), each controller's queue, workers and event recorder.
+ *
  * Lifecycle: new -> start (init each controller: it takes informers and adds
  * handlers; start informers; wait for their caches; start workers) -> stop
  * (shut the queues down, join workers, stop informers) -> free.
