@@ -421,6 +421,17 @@ static int set_status(json_t *crd, void *arg)
     return 0;
 }
 
+/* Does the cached CRD's status differ from what it should say? Checked on
+ * the watch cache's copy, so that the once-a-second pass reads the store
+ * only for a CRD that needs a write. */
+static int status_stale(const json_t *crd)
+{
+    json_t *copy = json_deep_copy(crd);
+    int stale = copy && set_status(copy, NULL) == 0;
+    json_decref(copy);
+    return stale;
+}
+
 static int drop_finalizer(json_t *crd, void *arg)
 {
     (void)arg;
@@ -524,7 +535,7 @@ static void sync_all(crd_ctl_t *c)
             n++;
             served = 1;
         }
-        if (served) crd_rewrite(c, name, set_status, NULL);
+        if (served && status_stale(crd)) crd_rewrite(c, name, set_status, NULL);
     }
     wc_list_free(l);
     if (!dyn || !keys) {
