@@ -505,6 +505,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         }
         json_t *nm = rest_meta(next);
         json_object_del(nm, "resourceVersion");
+        int had_finalizers = json_array_size(json_object_get(rest_meta(cur), "finalizers")) > 0;
         if (rest_same_but_managed(cur, next)) { /* no change: no write, no new revision */
             json_decref(next);
             return reply ? reply(r, cur, cur_rev) : rest_reply_object(r, 200, cur, cur_rev);
@@ -517,9 +518,13 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         json_decref(cur);
         if (r->dry_run) /* everything an update does, but the write */
             return reply ? reply(r, next, cur_rev) : rest_reply_object(r, 200, next, cur_rev);
-        /* A deleted object whose last finalizer went away is gone now. */
-        const json_t *fin = json_object_get(nm, "finalizers");
-        int finish = json_object_get(nm, "deletionTimestamp") && json_array_size(fin) == 0;
+        /* A deleted object whose last finalizer this update removes is gone
+         * now, unless a grace period still runs (a pod its node has yet to
+         * stop: the node's final DELETE ends it). */
+        const json_t *grace = json_object_get(nm, "deletionGracePeriodSeconds");
+        int finish = json_object_get(nm, "deletionTimestamp") &&
+                     json_array_size(json_object_get(nm, "finalizers")) == 0 && had_finalizers &&
+                     (!grace || json_integer_value(grace) == 0);
         int64_t rev = 0;
         if (finish) {
             rc = store_delete(st, key, cur_rev, &rev);

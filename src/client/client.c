@@ -566,10 +566,12 @@ static int do_request(kc_client_t *c, const req_t *q)
     sink_t sink = {.rc = 0};
     buf_init(&sink.b, KC__BODY_MAX);
     long code = 0;
+    char errbuf[CURL_ERROR_SIZE] = "";
     CURL *h = kc__easy_get(c);
     int rc = h ? kc__easy_setup(c, h, q->url, q->ctype, &hdrs) : KP_ENOMEM;
     if (rc) goto done;
     CURLcode cc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+    if (!cc) cc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     if (!cc && strcmp(q->method, "GET")) cc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, q->method);
@@ -580,7 +582,7 @@ static int do_request(kc_client_t *c, const req_t *q)
     if (!cc) cc = curl_easy_perform(h);
     if (cc) {
         rc = sink.rc ? sink.rc : kc__curl_err(cc);
-        log_debug("client", "%s %s: %s", q->method, q->url, curl_easy_strerror(cc));
+        log_debug("client", "%s %s: %s (%s)", q->method, q->url, curl_easy_strerror(cc), errbuf);
         goto done;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -606,6 +608,7 @@ static int do_request(kc_client_t *c, const req_t *q)
         json_decref(st);
 done:
     curl_slist_free_all(hdrs);
+    if (h) curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL); /* errbuf dies here */
     kc__easy_put(c, h);
     buf_free(&sink.b);
     if (rc) atomic_fetch_add(&c->errors, 1);

@@ -265,11 +265,12 @@ static int delete_one(void *arg, size_t i)
     int rc = kc_delete(ctrl_client(b->s->c), &kc_pods, ctrl_meta_str(pod, "namespace"),
                        ctrl_meta_str(pod, "name"), opts, NULL);
     json_decref(opts);
+    if (rc) /* gone already (its deletion may have been seen before we expected it) or failed */
+        exp_del_seen(b->s, b->key, ctrl_meta_str(pod, "uid"));
     if (rc == KP_ENOTFOUND) rc = 0;
     if (rc) {
         kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedDelete", "Error deleting: %s",
                  err_str(rc));
-        exp_del_seen(b->s, b->key, ctrl_meta_str(pod, "uid")); /* will never be seen */
     } else {
         kc_event(ctrl_recorder(b->s->c), b->rs, "Normal", "SuccessfulDelete", "Deleted pod: %s",
                  ctrl_meta_str(pod, "name"));

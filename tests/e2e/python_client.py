@@ -52,6 +52,31 @@ expect_status("duplicate create", 409, core.create_namespaced_config_map, NS, cm
 core.delete_namespaced_config_map("py-cm", NS)
 expect_status("read deleted", 404, core.read_namespaced_config_map, "py-cm", NS)
 
+print("--- finalizers and graceful pod deletion")
+core.create_namespaced_config_map(NS, client.V1ConfigMap(
+    metadata=client.V1ObjectMeta(name="fin-cm", finalizers=["example.com/hold"])))
+core.delete_namespaced_config_map("fin-cm", NS)
+held = core.read_namespaced_config_map("fin-cm", NS)
+check("held: deletionTimestamp", held.metadata.deletion_timestamp is not None, True)
+core.patch_namespaced_config_map("fin-cm", NS, {"metadata": {"labels": {"still": "here"}}})
+check("held after an update", core.read_namespaced_config_map("fin-cm", NS).metadata.labels,
+      {"still": "here"})
+core.patch_namespaced_config_map("fin-cm", NS, {"metadata": {"finalizers": None}})
+expect_status("gone with its last finalizer", 404, core.read_namespaced_config_map, "fin-cm", NS)
+# A bound pod is deleted gracefully: it stays, Terminating, through status
+# updates from its node, until the node's final DELETE (grace period 0).
+core.create_namespaced_pod(NS, client.V1Pod(
+    metadata=client.V1ObjectMeta(name="grace-pod"),
+    spec=client.V1PodSpec(node_name="no-such-node",
+                          containers=[client.V1Container(name="c", image="busybox")])))
+core.delete_namespaced_pod("grace-pod", NS)
+core.patch_namespaced_pod_status("grace-pod", NS, {"status": {"phase": "Failed"}})
+p = core.read_namespaced_pod("grace-pod", NS)
+check("terminating pod kept", (p.status.phase, p.metadata.deletion_grace_period_seconds),
+      ("Failed", 30))
+core.delete_namespaced_pod("grace-pod", NS, grace_period_seconds=0)
+expect_status("pod gone after its final delete", 404, core.read_namespaced_pod, "grace-pod", NS)
+
 print("--- pod CRUD")
 pod = client.V1Pod(metadata=client.V1ObjectMeta(name="py-pod"),
                    spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")]))
