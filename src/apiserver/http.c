@@ -384,13 +384,15 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         tls_opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
                                               (void *)cfg->tls_cert_pem};
     }
+    /* The listening socket gets SO_REUSEADDR (MHD's default: a restart need
+     * not wait out TIME_WAIT) but never SO_REUSEPORT, which would let a
+     * second server share the port and take half of the connections. */
     s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&sa,
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)(s->cfg.max_watches + s->cfg.max_inflight + 64), MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)(256 * 1024), MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        (size_t)(256 * 1024), MHD_OPTION_END);
     if (!s->daemon) {
         rc = KP_EBUSY;
         goto fail;

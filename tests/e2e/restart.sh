@@ -152,6 +152,13 @@ expect_eq "create after restart" "$code" "201"
 code=$(kp_curl GET /api/v1/namespaces/default/configmaps/after-restart -o /dev/null -w '%{http_code}')
 expect_eq "get after restart" "$code" "200"
 
+echo "--- a second server cannot take the port (it would take half the connections)"
+if "$KP_BIN" server --data-dir "$KP_DIR/data2" --listen "127.0.0.1:$KP_PORT" "${KP_API_ONLY[@]}" \
+  >"$KP_DIR/second.out" 2>&1; then
+  fail "a second server started on port $KP_PORT"
+fi
+expect_match "second server's error" "$(cat "$KP_DIR/second.out")" "127.0.0.1:$KP_PORT"
+
 kill -0 "$KP_PID" 2>/dev/null || fail "the restarted server died"
 if grep -En "ERROR: (Address|Leak)Sanitizer|runtime error:" "$KP_DIR/server.log"; then
   fail "sanitizer errors in the server log"
