@@ -24,9 +24,12 @@
 #include "node/node.h"
 #include "scheduler/scheduler.h"
 
+#define SHARED_RESYNC_MS 30000
+
 struct cli_components {
     kc_client_t *client;
     cli_components_opts_t o;
+    kc_factory_t *factory; /* informers shared by the components; NULL: one component */
     ctrl_manager_t *cm;
     sched_t *sched;
     node_sim_t *nodes;
@@ -130,6 +133,12 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
     cc->o = *o;
     pthread_mutex_init(&cc->mu, NULL);
     int rc = 0;
+    /* Several components in one process share their informers: each event
+     * is received and parsed once, each object cached once. The resync is
+     * the controller manager's level-triggered safety net. */
+    if ((o->nodes > 0) + !!o->controllers + !!o->scheduler > 1 &&
+        (rc = kc_factory_new(c, SHARED_RESYNC_MS, &cc->factory)))
+        goto fail;
     if (o->nodes > 0) {
         node_sim_config_t nc;
         node_sim_config_default(&nc);
@@ -138,17 +147,19 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
          * pod; simulated nodes record them only when asked to. */
         nc.events = o->node_events;
         if (o->node_prefix) nc.name_prefix = o->node_prefix;
+        nc.factory = cc->factory;
         if ((rc = node_sim_new(c, &nc, &cc->nodes)) || (rc = node_sim_start(cc->nodes))) {
             log_error("node", "starting %d simulated nodes: %s", o->nodes, err_str(rc));
             goto fail;
         }
     }
     if (o->controllers) {
-        ctrl_manager_config_t mc = {.workers = o->workers, .enabled = o->enabled};
+        ctrl_manager_config_t mc = {
+            .workers = o->workers, .enabled = o->enabled, .factory = cc->factory};
         if ((rc = ctrl_manager_new(c, &mc, &cc->cm))) goto fail;
     }
     if (o->scheduler) {
-        sched_config_t sc = {0};
+        sched_config_t sc = {.factory = cc->factory};
         if ((rc = sched_new(c, &sc, &cc->sched))) goto fail;
     }
     for (int which = 0; which < 2; which++) {
@@ -201,6 +212,7 @@ void cli_components_stop(cli_components_t *cc)
         node_sim_stop(cc->nodes);
         node_sim_free(cc->nodes);
     }
+    kc_factory_free(cc->factory); /* after every user removed its handlers */
     pthread_mutex_destroy(&cc->mu);
     free(cc);
 }

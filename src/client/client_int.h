@@ -13,7 +13,7 @@
 #include "client/client.h"
 #include "lib/buf.h"
 
-#define KC__POOL_MAX           64           /* idle easy handles kept for reuse */
+#define KC__POOL_MAX           256          /* idle easy handles kept for reuse */
 #define KC__BODY_MAX           (256u << 20) /* cap on one response body */
 #define KC__URL_MAX            (64u << 10)  /* cap on one URL */
 #define KC__DEFAULT_TIMEOUT_MS 30000

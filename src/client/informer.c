@@ -32,11 +32,14 @@
  *     informer's thread, never with inf->mu held: the cache is updated
  *     first, so a handler that reads the cache sees its own event applied.
  *  5. synced goes 0 -> 1 once, after the first list's handlers returned.
+ *  6. A handler added to a running informer first gets on_add for every
+ *     cached object, then every later event: none missed, none twice. The
+ *     thread holds inf->hmu from applying an event (or a list) to the cache
+ *     until its handlers returned; adding or removing a handler holds it too.
  *
- * Locks: inf->mu (rwlock) guards the cache, the indexes and rv; inf->smu
- * guards the lifecycle (started, stopping, synced, the open watch) and is
- * never held while inf->mu is. Handlers and index functions are set before
- * start and read-only after.
+ * Locks, in this order: inf->hmu (the handlers), inf->mu (rwlock: the
+ * cache, the indexes and rv), and apart from both inf->smu (the lifecycle:
+ * started, stopping, synced, the open watch), never held with either.
  *
  * Memory: a hash map per table, so an event costs O(1) plus its index
  * values; a relist costs O(objects).
@@ -182,9 +185,10 @@ struct kc_informer {
     char *ns;    /* NULL: all namespaces */
     char *query; /* the selectors, URL-encoded; NULL: none */
     int resync_ms;
+    pthread_mutex_t hmu; /* guards h, nh; held across each event's apply and dispatch */
     kc_handlers_t *h;
     size_t nh;
-    index_t *ix;
+    index_t *ix; /* guarded by mu (an index may be added to a running informer) */
     size_t nix;
 
     pthread_rwlock_t mu;
@@ -226,23 +230,28 @@ static size_t index_vals(const index_t *ix, const json_t *obj,
     return n;
 }
 
-static void index_add(kc_informer_t *inf, entry_t *e)
+/* File e under index i (inf->mu held for writing). */
+static void index_one(kc_informer_t *inf, size_t i, entry_t *e)
 {
     char vals[KC_IX_VALS][KC_INDEX_VALUE_MAX];
-    for (size_t i = 0; i < inf->nix; i++) {
-        index_t *ix = &inf->ix[i];
-        size_t n = index_vals(ix, e->obj, vals);
-        for (size_t j = 0; j < n; j++) {
-            hmap_t *set = hmap_get(&ix->vals, vals[j]);
-            if (!set && (set = calloc(1, sizeof *set)) && hmap_put(&ix->vals, vals[j], set)) {
-                free(set);
-                set = NULL;
-            }
-            if (!set || hmap_put(set, e->key, e))
-                log_error("client", "informer %s: out of memory in index %s; %s is missing",
-                          inf->r.resource, ix->name, e->key);
+    index_t *ix = &inf->ix[i];
+    size_t n = index_vals(ix, e->obj, vals);
+    for (size_t j = 0; j < n; j++) {
+        hmap_t *set = hmap_get(&ix->vals, vals[j]);
+        if (!set && (set = calloc(1, sizeof *set)) && hmap_put(&ix->vals, vals[j], set)) {
+            free(set);
+            set = NULL;
         }
+        if (!set || hmap_put(set, e->key, e))
+            log_error("client", "informer %s: out of memory in index %s; %s is missing",
+                      inf->r.resource, ix->name, e->key);
     }
+}
+
+static void index_add(kc_informer_t *inf, entry_t *e)
+{
+    for (size_t i = 0; i < inf->nix; i++)
+        index_one(inf, i, e);
 }
 
 static void index_del(kc_informer_t *inf, entry_t *e)
@@ -343,10 +352,12 @@ static int replace(kc_informer_t *inf, json_t *list)
         int cached;
     } *olds = calloc(n ? n : 1, sizeof *olds);
     if (!olds) return KP_ENOMEM;
+    pthread_mutex_lock(&inf->hmu);
     pthread_rwlock_wrlock(&inf->mu);
     json_t **gone = calloc(inf->cache.n ? inf->cache.n : 1, sizeof *gone);
     if (!gone) {
         pthread_rwlock_unlock(&inf->mu);
+        pthread_mutex_unlock(&inf->hmu);
         free(olds);
         return KP_ENOMEM;
     }
@@ -392,6 +403,7 @@ static int replace(kc_informer_t *inf, json_t *list)
         on_delete(inf, gone[i]);
         json_decref(gone[i]);
     }
+    pthread_mutex_unlock(&inf->hmu);
     free(olds);
     free(gone);
     return rc;
@@ -411,6 +423,7 @@ static void apply_event(kc_informer_t *inf, kc_event_type_t type, json_t *obj)
         return;
     }
     int rc = 0;
+    pthread_mutex_lock(&inf->hmu);
     pthread_rwlock_wrlock(&inf->mu);
     if (type == KC_DELETED)
         old = cache_del(inf, key);
@@ -427,6 +440,7 @@ static void apply_event(kc_informer_t *inf, kc_event_type_t type, json_t *obj)
     } else {
         on_add(inf, obj);
     }
+    pthread_mutex_unlock(&inf->hmu);
     json_decref(old);
 }
 
@@ -434,9 +448,11 @@ static void resync(kc_informer_t *inf)
 {
     json_t **objs = NULL;
     size_t n = 0;
-    if (kc_informer_list(inf, NULL, NULL, &objs, &n)) return;
-    for (size_t i = 0; i < n; i++)
-        on_update(inf, objs[i], objs[i]);
+    pthread_mutex_lock(&inf->hmu);
+    if (!kc_informer_list(inf, NULL, NULL, &objs, &n))
+        for (size_t i = 0; i < n; i++)
+            on_update(inf, objs[i], objs[i]);
+    pthread_mutex_unlock(&inf->hmu);
     kc_objs_free(objs, n);
 }
 
@@ -565,7 +581,7 @@ int kc_informer_new(kc_client_t *c, const kc_resource_t *r, const char *ns,
     if (!c || !r || !r->resource || !r->version || resync_ms < 0) return KP_EINVAL;
     kc_informer_t *inf = calloc(1, sizeof *inf);
     if (!inf) return KP_ENOMEM;
-    int rc = KP_ENOMEM, mu = 0, smu = 0, cv = 0;
+    int rc = KP_ENOMEM, hmu = 0, mu = 0, smu = 0, cv = 0;
     inf->c = c;
     inf->r = *r;
     inf->resync_ms = resync_ms;
@@ -587,6 +603,8 @@ int kc_informer_new(kc_client_t *c, const kc_resource_t *r, const char *ns,
     size_t qlen;
     inf->query = buf_detach(&q, &qlen);
     rc = KP_ENOMEM;
+    if (pthread_mutex_init(&inf->hmu, NULL)) goto fail;
+    hmu = 1;
     if (pthread_rwlock_init(&inf->mu, NULL)) goto fail;
     mu = 1;
     if (pthread_mutex_init(&inf->smu, NULL)) goto fail;
@@ -598,6 +616,7 @@ int kc_informer_new(kc_client_t *c, const kc_resource_t *r, const char *ns,
 fail_q:
     buf_free(&q);
 fail:
+    if (hmu) pthread_mutex_destroy(&inf->hmu);
     if (mu) pthread_rwlock_destroy(&inf->mu);
     if (smu) pthread_mutex_destroy(&inf->smu);
     if (cv) pthread_cond_destroy(&inf->scv);
@@ -610,29 +629,61 @@ fail:
 int kc_informer_add_handlers(kc_informer_t *inf, const kc_handlers_t *h)
 {
     if (!h) return KP_EINVAL;
-    if (inf->started) return KP_EBUSY;
-    kc_handlers_t *n = realloc(inf->h, (inf->nh + 1) * sizeof *n);
-    if (!n) return KP_ENOMEM;
-    inf->h = n;
-    inf->h[inf->nh++] = *h;
-    return 0;
+    pthread_mutex_lock(&inf->hmu);
+    json_t **objs = NULL;
+    size_t n = 0;
+    int rc = 0;
+    kc_handlers_t *nh = realloc(inf->h, (inf->nh + 1) * sizeof *nh);
+    if (!nh) rc = KP_ENOMEM;
+    if (!rc) {
+        inf->h = nh;
+        rc = kc_informer_list(inf, NULL, NULL, &objs, &n);
+    }
+    if (!rc) {
+        inf->h[inf->nh++] = *h; /* invariant 6: what is cached, then what comes */
+        for (size_t i = 0; i < n && h->on_add; i++)
+            h->on_add(h->arg, objs[i]);
+    }
+    pthread_mutex_unlock(&inf->hmu);
+    kc_objs_free(objs, n);
+    return rc;
+}
+
+void kc_informer_remove_handlers(kc_informer_t *inf, const void *arg)
+{
+    pthread_mutex_lock(&inf->hmu);
+    size_t k = 0;
+    for (size_t i = 0; i < inf->nh; i++)
+        if (inf->h[i].arg != arg) inf->h[k++] = inf->h[i];
+    inf->nh = k;
+    pthread_mutex_unlock(&inf->hmu);
 }
 
 int kc_informer_add_index(kc_informer_t *inf, const char *name, kc_index_fn fn)
 {
     if (!name || !*name || !fn) return KP_EINVAL;
-    if (inf->started) return KP_EBUSY;
-    for (size_t i = 0; i < inf->nix; i++)
-        if (!strcmp(inf->ix[i].name, name)) return KP_EEXIST;
-    index_t *n = realloc(inf->ix, (inf->nix + 1) * sizeof *n);
-    if (!n) return KP_ENOMEM;
-    inf->ix = n;
-    index_t *ix = &inf->ix[inf->nix];
-    memset(ix, 0, sizeof *ix);
-    if (!(ix->name = strdup(name))) return KP_ENOMEM;
-    ix->fn = fn;
-    inf->nix++;
-    return 0;
+    int rc = 0;
+    pthread_rwlock_wrlock(&inf->mu);
+    for (size_t i = 0; i < inf->nix && !rc; i++)
+        if (!strcmp(inf->ix[i].name, name)) rc = KP_EEXIST;
+    index_t *n = rc ? NULL : realloc(inf->ix, (inf->nix + 1) * sizeof *n);
+    if (!rc && !n) rc = KP_ENOMEM;
+    if (!rc) {
+        inf->ix = n;
+        index_t *ix = &inf->ix[inf->nix];
+        memset(ix, 0, sizeof *ix);
+        ix->fn = fn;
+        if (!(ix->name = strdup(name))) rc = KP_ENOMEM;
+    }
+    if (!rc) {
+        /* Index what is cached already (a running informer). */
+        inf->nix++;
+        for (size_t b = 0; b < inf->cache.nb; b++)
+            for (hnode_t *hn = inf->cache.b[b]; hn; hn = hn->next)
+                index_one(inf, inf->nix - 1, hn->val);
+    }
+    pthread_rwlock_unlock(&inf->mu);
+    return rc;
 }
 
 int kc_informer_start(kc_informer_t *inf)
@@ -687,12 +738,15 @@ int kc_informer_list(kc_informer_t *inf, const char *index, const char *value, j
     *objs = NULL;
     *n = 0;
     const index_t *ix = NULL;
+    pthread_rwlock_rdlock(&inf->mu);
     if (index) {
         for (size_t i = 0; i < inf->nix && !ix; i++)
             if (!strcmp(inf->ix[i].name, index)) ix = &inf->ix[i];
-        if (!ix || !value) return KP_EINVAL;
+        if (!ix || !value) {
+            pthread_rwlock_unlock(&inf->mu);
+            return KP_EINVAL;
+        }
     }
-    pthread_rwlock_rdlock(&inf->mu);
     const hmap_t *set = ix ? hmap_get(&ix->vals, value) : &inf->cache;
     size_t count = set ? set->n : 0;
     json_t **out = count ? malloc(count * sizeof *out) : NULL;
@@ -767,6 +821,7 @@ void kc_informer_free(kc_informer_t *inf)
     free(inf->h);
     free(inf->ns);
     free(inf->query);
+    pthread_mutex_destroy(&inf->hmu);
     pthread_rwlock_destroy(&inf->mu);
     pthread_mutex_destroy(&inf->smu);
     pthread_cond_destroy(&inf->scv);

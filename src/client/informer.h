@@ -34,13 +34,23 @@ size_t kc_index_controller(const json_t *obj, char vals[][KC_INDEX_VALUE_MAX], s
 size_t kc_index_node(const json_t *obj, char vals[][KC_INDEX_VALUE_MAX], size_t max);
 
 /* A new informer over r (ns NULL: all namespaces; selectors NULL: none).
- * resync_ms 0: never. Add handlers and indexes before kc_informer_start()
- * (after it: KP_EBUSY; an index name twice: KP_EEXIST). r's strings must
- * outlive the informer (the kc_* constants do). Errors: KP_EINVAL, KP_ENOMEM. */
+ * resync_ms 0: never. r's strings must outlive the informer (the kc_*
+ * constants do). Errors: KP_EINVAL, KP_ENOMEM. */
 int kc_informer_new(kc_client_t *c, const kc_resource_t *r, const char *ns,
                     const char *label_selector, const char *field_selector, int resync_ms,
                     kc_informer_t **out);
+/* Add handlers, before or after kc_informer_start(). Added to a running
+ * informer, the handler first gets on_add for every cached object (on the
+ * calling thread), then every later event on the informer's thread: none
+ * missed, none twice. Never call it, nor kc_informer_remove_handlers(), from
+ * a handler of the same informer. Errors: KP_EINVAL, KP_ENOMEM. */
 int kc_informer_add_handlers(kc_informer_t *inf, const kc_handlers_t *h);
+/* Remove every handler whose arg is `arg`. When it returns, none of them
+ * runs or will run again: the component that owns arg may go away. */
+void kc_informer_remove_handlers(kc_informer_t *inf, const void *arg);
+/* Add an index, before or after start (a running informer's cache is
+ * indexed at once). Errors: KP_EEXIST (that name is there), KP_EINVAL,
+ * KP_ENOMEM. */
 int kc_informer_add_index(kc_informer_t *inf, const char *name, kc_index_fn fn);
 /* Start the informer's thread: list, then watch; relist on 410; after other
  * errors back off (100 ms doubling to 5 s) and watch again. Errors:
@@ -71,5 +81,28 @@ const char *kc_informer_last_rv(kc_informer_t *inf, char *buf, size_t n);
  * thread to end. Never free an informer from its own handler. */
 void kc_informer_stop(kc_informer_t *inf);
 void kc_informer_free(kc_informer_t *inf); /* stops first; NULL is fine */
+
+/* ---- shared informers ----
+ *
+ * A factory hands out one informer per (resource, namespace, selectors), so
+ * that the components of one process (the controller manager, the scheduler,
+ * the node agents of `kplane server`) receive and parse each event once, and
+ * cache each object once. Each user adds its handlers and indexes to the
+ * shared informer (an index another user added already: KP_EEXIST, fine)
+ * and removes its handlers with kc_informer_remove_handlers() when it stops;
+ * it never stops or frees a shared informer. */
+typedef struct kc_factory kc_factory_t;
+
+/* A factory over client c (borrowed; it must outlive the factory) whose
+ * informers resync every resync_ms (0: never). Errors: KP_ENOMEM. */
+int kc_factory_new(kc_client_t *c, int resync_ms, kc_factory_t **out);
+/* The shared informer for (r, ns, selectors), created and started on first
+ * use; *out is borrowed from the factory. Arguments as kc_informer_new(). */
+int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
+                        const char *label_selector, const char *field_selector,
+                        kc_informer_t **out);
+/* Stop and free every informer; their users must have removed their
+ * handlers. NULL is fine. */
+void kc_factory_free(kc_factory_t *f);
 
 #endif

@@ -44,7 +44,9 @@ extern const ctrl_ops_t ctrl_replicaset, ctrl_deployment;
 
 typedef struct ctrl_manager_config {
     int workers;          /* per controller; 0: 5 */
-    int resync_ms;        /* informers' resync; 0: 30 s (level-triggered safety net) */
+    int resync_ms;        /* own informers' resync; 0: 30 s (level-triggered safety net) */
+    kc_factory_t *factory; /* shared informers (borrowed; it must outlive the manager);
+                              NULL: the manager makes its own */
     const char *const *enabled; /* controller names, NULL-terminated; NULL: all */
 } ctrl_manager_config_t;
 
@@ -61,9 +63,11 @@ int ctrl_manager_metrics(ctrl_manager_t *m, char **text);
 
 /* ---- for controllers ---- */
 
-/* The shared informer of resource r (all namespaces, no selectors), created
- * on first use with the built-in indexes "namespace" and "controller" (and
- * "node" for pods). Only during init. */
+/* The shared informer of resource r (all namespaces, no selectors), with
+ * the built-in indexes "namespace" and "controller" (and "node" for pods).
+ * Only during init. Handlers added to it must have the controller's self as
+ * their arg: the manager removes them by it when it stops, and init removes
+ * them (kc_informer_remove_handlers) before it fails. */
 kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r);
 kc_client_t *ctrl_client(ctrl_t *c);
 kc_recorder_t *ctrl_recorder(ctrl_t *c);

@@ -1059,6 +1059,9 @@ static int deploy_init(ctrl_t *c, void **self)
     if (!rc) rc = kc_informer_add_handlers(ctl->sets, &rh);
     if (!rc) rc = kc_informer_add_handlers(ctl->pods, &ph);
     if (rc) {
+        kc_informer_t *infs[] = {ctl->deploys, ctl->sets, ctl->pods};
+        for (size_t i = 0; i < 3; i++)
+            if (infs[i]) kc_informer_remove_handlers(infs[i], ctl);
         free(ctl);
         return rc;
     }

@@ -6,12 +6,13 @@
  * that changed is synced again after the change (the queue's dirty set),
  * and a failed sync is retried with backoff until it succeeds. Workers start
  * only after every informer's cache has synced, so no sync acts on an empty
- * view. It owns: the informers (one per resource, shared read-only by all
- * controllers), each controller's queue, workers and event recorder.
+ * view. It owns: each controller's queue, workers and event recorder, and
+ * the informer factory unless it was given one (informers are shared with
+ * the process's other components then: one per resource, read-only).
  *
  * Lifecycle: new -> start (init each controller: it takes informers and adds
- * handlers; start informers; wait for their caches; start workers) -> stop
- * (shut the queues down, join workers, stop informers) -> free.
+ * handlers; wait for the informers' caches; start workers) -> stop (remove
+ * the controllers' handlers, shut the queues down, join workers) -> free.
  *
  * A worker takes a key, calls sync, then forgets the key's backoff on
  * success or re-adds it rate-limited on failure, and marks it done, so the
@@ -58,7 +59,8 @@ struct ctrl {
 
 struct ctrl_manager {
     kc_client_t *client;
-    ctrl_manager_config_t cfg;
+    ctrl_manager_config_t cfg; /* cfg.factory: the one in use (given, or own) */
+    kc_factory_t *own;         /* made here when none was given */
     struct {
         const kc_resource_t *res;
         kc_informer_t *inf;
@@ -79,6 +81,14 @@ int ctrl_manager_new(kc_client_t *c, const ctrl_manager_config_t *cfg, ctrl_mana
     if (m->cfg.workers <= 0) m->cfg.workers = 5;
     if (m->cfg.workers > MAX_WORKERS) m->cfg.workers = MAX_WORKERS;
     if (!m->cfg.resync_ms) m->cfg.resync_ms = 30000;
+    if (!m->cfg.factory) {
+        int rc = kc_factory_new(c, m->cfg.resync_ms, &m->own);
+        if (rc) {
+            free(m);
+            return rc;
+        }
+        m->cfg.factory = m->own;
+    }
     *out = m;
     return 0;
 }
@@ -98,10 +108,13 @@ kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r)
         if (m->informers[i].res == r) return m->informers[i].inf;
     if (m->ninformers == MAX_INFORMERS) return NULL;
     kc_informer_t *inf;
-    if (kc_informer_new(m->client, r, NULL, NULL, NULL, m->cfg.resync_ms, &inf)) return NULL;
-    kc_informer_add_index(inf, "namespace", kc_index_namespace);
-    kc_informer_add_index(inf, "controller", kc_index_controller);
-    if (r == &kc_pods) kc_informer_add_index(inf, "node", kc_index_node);
+    if (kc_factory_informer(m->cfg.factory, r, NULL, NULL, NULL, &inf)) return NULL;
+    /* KP_EEXIST: another user of the shared informer added it already. */
+    int rc = kc_informer_add_index(inf, "namespace", kc_index_namespace);
+    if (!rc || rc == KP_EEXIST) rc = kc_informer_add_index(inf, "controller", kc_index_controller);
+    if ((!rc || rc == KP_EEXIST) && r == &kc_pods)
+        rc = kc_informer_add_index(inf, "node", kc_index_node);
+    if (rc && rc != KP_EEXIST) return NULL;
     m->informers[m->ninformers].res = r;
     m->informers[m->ninformers].inf = inf;
     m->ninformers++;
@@ -210,8 +223,6 @@ int ctrl_manager_start(ctrl_manager_t *m)
         }
     }
     for (int i = 0; i < m->ninformers; i++)
-        if ((rc = kc_informer_start(m->informers[i].inf))) return rc;
-    for (int i = 0; i < m->ninformers; i++)
         if ((rc = kc_informer_wait_synced(m->informers[i].inf, SYNC_WAIT_MS))) return rc;
     for (int i = 0; i < m->nctrls; i++) {
         ctrl_t *c = &m->ctrls[i];
@@ -227,6 +238,9 @@ int ctrl_manager_start(ctrl_manager_t *m)
 
 void ctrl_manager_stop(ctrl_manager_t *m)
 {
+    for (int i = 0; i < m->ninformers; i++)
+        for (int k = 0; k < m->nctrls; k++)
+            if (m->ctrls[k].self) kc_informer_remove_handlers(m->informers[i].inf, m->ctrls[k].self);
     for (int i = 0; i < m->nctrls; i++)
         if (m->ctrls[i].queue) kc_queue_shutdown(m->ctrls[i].queue);
     for (int i = 0; i < m->nctrls; i++) {
@@ -235,15 +249,13 @@ void ctrl_manager_stop(ctrl_manager_t *m)
             pthread_join(c->workers[w], NULL);
         c->nworkers = 0;
     }
-    for (int i = 0; i < m->ninformers; i++)
-        kc_informer_stop(m->informers[i].inf);
     m->started = 0;
 }
 
 void ctrl_manager_free(ctrl_manager_t *m)
 {
     if (!m) return;
-    if (m->started) ctrl_manager_stop(m);
+    ctrl_manager_stop(m); /* also after a failed start: handlers go first */
     for (int i = 0; i < m->nctrls; i++) {
         ctrl_t *c = &m->ctrls[i];
         if (c->self && c->ops->free) c->ops->free(c->self);
@@ -251,8 +263,7 @@ void ctrl_manager_free(ctrl_manager_t *m)
         kc_recorder_free(c->recorder);
         pthread_mutex_destroy(&c->mu);
     }
-    for (int i = 0; i < m->ninformers; i++)
-        kc_informer_free(m->informers[i].inf);
+    kc_factory_free(m->own);
     free(m);
 }
 

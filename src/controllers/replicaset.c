@@ -40,7 +40,7 @@
 
 #define BURST               500 /* creates or deletes per sync */
 #define EXPECTATIONS_TTL_NS (300LL * 1000000000)
-#define PARALLEL            16                   /* API calls in flight per batch */
+#define PARALLEL            64                   /* API calls in flight per batch */
 #define ORPHANS             "replicaset-orphans" /* pods index: namespace of pods without a controller */
 
 typedef struct rs_ctl {
@@ -210,8 +210,11 @@ static int rs_init(ctrl_t *c, void **self)
         .on_add = pod_added, .on_update = pod_updated, .on_delete = pod_deleted, .arg = s};
     int rc = kc_informer_add_handlers(s->rs, &rh);
     if (!rc) rc = kc_informer_add_handlers(s->pods, &ph);
-    if (!rc) rc = kc_informer_add_index(s->pods, ORPHANS, orphan_index);
+    if (!rc || rc == KP_EEXIST) rc = kc_informer_add_index(s->pods, ORPHANS, orphan_index);
+    if (rc == KP_EEXIST) rc = 0; /* a shared informer: there from an earlier init */
     if (rc) {
+        kc_informer_remove_handlers(s->rs, s);
+        kc_informer_remove_handlers(s->pods, s);
         json_decref(s->exp);
         free(s);
         return rc;

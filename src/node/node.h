@@ -56,6 +56,7 @@
 #include <stddef.h>
 
 #include "client/client.h"
+#include "client/informer.h"
 
 /* The annotations above. */
 #define NODE_SIM_ANN_START_DELAY "sim.kplane.io/start-delay-ms"
@@ -100,6 +101,8 @@ typedef struct node_sim_config {
     int events;                    /* 1: record Pulled/Created/Started/
                                       Killing/BackOff events (default);
                                       0: none (benchmarks) */
+    kc_factory_t *factory;         /* shared informers (borrowed; it must
+                                      outlive the simulator); NULL: own */
 } node_sim_config_t;
 
 /* The defaults named above (count 1). */

@@ -257,7 +257,7 @@ void node_sim_free(node_sim_t *s)
 {
     if (!s) return;
     node_sim_stop(s);
-    if (s->inf) kc_informer_free(s->inf);
+    kc_factory_free(s->own);
     if (s->queue) kc_queue_free(s->queue);
     if (s->rec) kc_recorder_free(s->rec);
     sim__pods_free(s);
@@ -362,14 +362,18 @@ int node_sim_start(node_sim_t *s)
     int rc = kc_queue_new(&qc, &s->queue);
     if (rc) goto fail;
     if (s->cfg.events && (rc = kc_recorder_new(s->client, "kubelet", &s->rec))) goto fail;
-    /* One informer for every node; unbound pods are none of ours. */
-    rc = kc_informer_new(s->client, &kc_pods, NULL, NULL, "spec.nodeName!=", 0, &s->inf);
-    if (rc) goto fail;
+    /* One informer for every node. Our own leaves unbound pods (none of
+     * ours) to the server; a shared one is the process's informer of all
+     * pods, and the handlers pass over the pods of other nodes. */
+    kc_factory_t *f = s->cfg.factory;
+    if (!f && !(rc = kc_factory_new(s->client, 0, &s->own))) f = s->own;
+    if (!rc) rc = kc_factory_informer(f, &kc_pods, NULL, NULL, f == s->own ? "spec.nodeName!=" : NULL,
+                                      &s->inf);
+    if (!rc) rc = kc_informer_add_index(s->inf, "node", kc_index_node);
+    if (rc && rc != KP_EEXIST) goto fail;
     kc_handlers_t h;
     sim__pod_handlers(s, &h);
     if ((rc = kc_informer_add_handlers(s->inf, &h))) goto fail;
-    if ((rc = kc_informer_add_index(s->inf, "node", kc_index_node))) goto fail;
-    if ((rc = kc_informer_start(s->inf))) goto fail;
     for (int i = 0; i < s->cfg.workers; i++) {
         if (pthread_create(&s->workers[i], NULL, worker_main, s)) {
             rc = KP_ENOMEM;
@@ -385,7 +389,8 @@ int node_sim_start(node_sim_t *s)
     return 0;
 fail:
     node_sim_stop(s);
-    if (s->inf) kc_informer_free(s->inf);
+    kc_factory_free(s->own);
+    s->own = NULL;
     if (s->queue) kc_queue_free(s->queue);
     if (s->rec) kc_recorder_free(s->rec);
     s->inf = NULL;
@@ -400,6 +405,7 @@ void node_sim_stop(node_sim_t *s)
 {
     if (!s->started || atomic_load(&s->stopping)) return;
     atomic_store(&s->stopping, 1);
+    if (s->inf) kc_informer_remove_handlers(s->inf, s); /* first: it may be shared */
     if (s->hb_running) {
         pthread_mutex_lock(&s->hb_mu);
         pthread_cond_broadcast(&s->hb_cv);
@@ -411,8 +417,6 @@ void node_sim_stop(node_sim_t *s)
     for (int i = 0; i < s->nworkers; i++)
         pthread_join(s->workers[i], NULL);
     s->nworkers = 0;
-    /* Handlers may still add keys: the queue refuses them now. */
-    if (s->inf) kc_informer_stop(s->inf);
 }
 
 /* ---- control ---- */

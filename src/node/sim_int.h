@@ -93,7 +93,8 @@ struct node_sim {
     int nnodes;
     int *by_name; /* node indexes sorted by name */
 
-    kc_informer_t *inf;
+    kc_informer_t *inf;  /* pods: borrowed from the factory */
+    kc_factory_t *own;   /* the factory when cfg.factory is NULL */
     kc_queue_t *queue;
     kc_recorder_t *rec; /* NULL when events are off */
     pthread_t workers[NODE_SIM_MAX_WORKERS];

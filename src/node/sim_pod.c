@@ -112,6 +112,7 @@ static void on_add(void *arg, const json_t *obj)
 static void on_update(void *arg, const json_t *old, const json_t *obj)
 {
     node_sim_t *s = arg;
+    if (old == obj) return; /* a resync: our own timers drive our pods */
     if (node_of(s, obj) >= 0 || node_of(s, old) >= 0) enqueue(s, obj);
 }
 

@@ -66,6 +66,8 @@ struct sched {
     int nworkers, backoff_initial_ms, backoff_max_ms, resync_ms, sync_timeout_ms;
     unsigned seed;
     kc_recorder_t *rec;
+    kc_factory_t *factory; /* the informers' (given, or own) */
+    kc_factory_t *own;     /* made by sched_new when none was given */
 
     pthread_mutex_t life; /* serialises start and stop */
     pthread_mutex_t mu;   /* guards the pointers below for sched_metrics */
@@ -168,6 +170,8 @@ static void on_pod_add(void *arg, const json_t *obj)
 
 static void on_pod_update(void *arg, const json_t *old, const json_t *obj)
 {
+    const char *node = str_at(obj, "spec", "nodeName");
+    if (old == obj && node && *node) return; /* a resync of a bound pod changes nothing */
     pod_changed(arg, old, obj);
 }
 
@@ -360,8 +364,15 @@ int sched_new(kc_client_t *c, const sched_config_t *cfg, sched_t **out)
     if (pthread_mutex_init(&s->life, NULL)) goto fail_life;
     if (pthread_mutex_init(&s->mu, NULL)) goto fail_mu;
     if ((rc = kc_recorder_new(c, s->name, &s->rec)) < 0) goto fail_rec;
+    s->factory = cfg->factory;
+    if (!s->factory) {
+        if ((rc = kc_factory_new(c, s->resync_ms, &s->own)) < 0) goto fail_factory;
+        s->factory = s->own;
+    }
     *out = s;
     return 0;
+fail_factory:
+    kc_recorder_free(s->rec);
 fail_rec:
     pthread_mutex_destroy(&s->mu);
 fail_mu:
@@ -377,21 +388,19 @@ fail_name:
 static void teardown(struct sched *s)
 {
     atomic_store(&s->stopping, 1);
+    /* The informers may be shared: only our handlers go, first of all. */
+    if (s->pods) kc_informer_remove_handlers(s->pods, s);
+    if (s->nodes) kc_informer_remove_handlers(s->nodes, s);
     if (s->queue) kc_queue_shutdown(s->queue);
     for (int i = 0; i < s->nstarted; i++)
         pthread_join(s->workers[i].thread, NULL);
-    if (s->pods) kc_informer_stop(s->pods);
-    if (s->nodes) kc_informer_stop(s->nodes);
     pthread_mutex_lock(&s->mu);
-    kc_informer_t *pods = s->pods, *nodes = s->nodes;
     kc_queue_t *queue = s->queue;
     sched_cache_t *cache = s->cache;
     s->pods = s->nodes = NULL;
     s->queue = NULL;
     s->cache = NULL;
     pthread_mutex_unlock(&s->mu);
-    kc_informer_free(pods);
-    kc_informer_free(nodes);
     kc_queue_free(queue);
     sched_cache_free(cache);
     for (int i = 0; s->workers && i < s->nworkers; i++)
@@ -404,10 +413,9 @@ static void teardown(struct sched *s)
 static int start_informer(struct sched *s, const kc_resource_t *r, const kc_handlers_t *h,
                           kc_informer_t **out)
 {
-    int rc = kc_informer_new(s->client, r, NULL, NULL, NULL, s->resync_ms, out);
+    int rc = kc_factory_informer(s->factory, r, NULL, NULL, NULL, out);
     if (rc < 0) return rc;
-    if ((rc = kc_informer_add_handlers(*out, h)) < 0) return rc;
-    return kc_informer_start(*out);
+    return kc_informer_add_handlers(*out, h);
 }
 
 int sched_start(sched_t *s)
@@ -503,6 +511,7 @@ void sched_free(sched_t *s)
 {
     if (!s) return;
     sched_stop(s);
+    kc_factory_free(s->own);
     kc_recorder_free(s->rec);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->life);

@@ -27,6 +27,7 @@
 #define KP_SCHEDULER_H
 
 #include "client/client.h"
+#include "client/informer.h"
 
 typedef struct sched sched_t;
 
@@ -37,7 +38,9 @@ typedef struct sched_config {
                                the store's fsync, so more share one); 0: 32 */
     int backoff_initial_ms; /* first retry of an unschedulable pod; 0: 1000 */
     int backoff_max_ms;     /* retry cap; 0: 10000 */
-    int resync_ms;          /* informers' resync; 0: none */
+    int resync_ms;          /* own informers' resync; 0: none */
+    kc_factory_t *factory;  /* shared informers (borrowed; it must outlive the
+                               scheduler); NULL: the scheduler makes its own */
     int sync_timeout_ms;    /* sched_start's wait for the caches; 0: 30000 */
     unsigned seed;          /* tie-breaking; 0: from the clock */
 } sched_config_t;

@@ -187,7 +187,10 @@ int store__lmdb_open(const char *dir, const store_options_t *opt, store_t **out)
         (rc = lmdb__rc(mdb_env_set_maxreaders(ls->env, 1024))) ||
         (rc = lmdb__rc(mdb_env_set_mapsize(ls->env, opt->map_size ? opt->map_size
                                                                   : LMDB__DEFAULT_MAP))) ||
-        (rc = lmdb__rc(mdb_env_open(ls->env, dir, MDB_NOTLS, 0600))))
+        /* MDB_NOMETASYNC: a write's commit syncs the meta page itself, with
+         * an fdatasync (lmdb_write.c); other commits (compaction) are made
+         * durable by the next write's. */
+        (rc = lmdb__rc(mdb_env_open(ls->env, dir, MDB_NOTLS | MDB_NOMETASYNC, 0600))))
         goto fail_env;
     /* Free the reader slots of processes that died (kill -9) holding a read
      * transaction, or their snapshots would pin old pages forever. */

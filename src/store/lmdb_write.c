@@ -130,8 +130,15 @@ static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, int64_t *last)
         mdb_txn_abort(txn);
         goto fail_all;
     }
-    /* The durability point: data pages synced, then the meta page (O_DSYNC). */
+    /* The durability point: the commit writes the data pages, syncs them,
+     * and writes the meta page that points to them; one more fdatasync makes
+     * that meta page durable (the environment is MDB_NOMETASYNC: LMDB's own
+     * O_DSYNC meta write cost 4 ms here, an fdatasync 0.6 ms). A failure
+     * after the commit leaves the batch visible but not durable: it is
+     * failed and the store poisoned, so it is never acknowledged nor
+     * delivered to watches. */
     if ((rc = lmdb__rc(mdb_txn_commit(txn)))) goto fail_all;
+    if ((rc = lmdb__rc(mdb_env_sync(ls->env, 1)))) goto fail_all;
     *last = rev;
     return 0;
 

@@ -16,8 +16,12 @@
  *    ends in a relist (410 from the new server's watch cache): on_delete
  *    for what vanished, on_add for what is new, and the watch resumes.
  *  - 10,000 objects: sync, then a burst of watch events, in reasonable time.
- *  - Without a server: wait_synced times out, stop is prompt; the calls
- *    refused after start; kc_key_of and the index functions.
+ *  - Shared informers (kc_factory_t): one informer per resource and
+ *    selectors; a handler or an index added to a running, synced informer
+ *    gets what is cached (once) and every later event (once); a removed
+ *    handler gets nothing more.
+ *  - Without a server: wait_synced times out, stop is prompt; handlers and
+ *    indexes added after start; kc_key_of and the index functions.
  *
  * Handlers only record into a mutex-protected log; the main thread waits on
  * it and asserts.
@@ -287,8 +291,11 @@ static void test_no_server(void **state)
     assert_int_equal(kc_informer_start(inf), 0);
     assert_int_equal(kc_informer_start(inf), KP_EBUSY);
     kc_handlers_t h = {0};
-    assert_int_equal(kc_informer_add_handlers(inf, &h), KP_EBUSY);
-    assert_int_equal(kc_informer_add_index(inf, "m", kc_index_node), KP_EBUSY);
+    assert_int_equal(kc_informer_add_handlers(inf, &h), 0); /* running: fine too */
+    assert_int_equal(kc_informer_add_handlers(inf, NULL), KP_EINVAL);
+    kc_informer_remove_handlers(inf, NULL);
+    assert_int_equal(kc_informer_add_index(inf, "m", kc_index_node), 0);
+    assert_int_equal(kc_informer_add_index(inf, "m", kc_index_node), KP_EEXIST);
     assert_int_equal(kc_informer_wait_synced(inf, 300), KP_ETIMEDOUT);
     assert_int_equal(kc_informer_synced(inf), 0);
     assert_null(kc_informer_get(inf, "x"));
@@ -810,6 +817,60 @@ static void test_restart_relist(void **state)
     rec_free(&r);
 }
 
+static void test_shared(void **state)
+{
+    fx_t *f = *state;
+    make_ns(f->c, "sh");
+    create_cm(f->c, "sh", "a");
+    create_cm(f->c, "sh", "b");
+    kc_factory_t *fac = NULL;
+    assert_int_equal(kc_factory_new(f->c, 0, &fac), 0);
+    kc_informer_t *inf = NULL, *same = NULL, *other = NULL;
+    assert_int_equal(kc_factory_informer(fac, &kc_configmaps, "sh", NULL, NULL, &inf), 0);
+    assert_int_equal(kc_factory_informer(fac, &kc_configmaps, "sh", "", NULL, &same), 0);
+    assert_ptr_equal(inf, same);
+    assert_int_equal(kc_factory_informer(fac, &kc_configmaps, "sh", "x=y", NULL, &other), 0);
+    assert_ptr_not_equal(inf, other);
+    assert_int_equal(kc_informer_wait_synced(inf, 10000), 0); /* started by the factory */
+
+    /* A first user, on the running informer: what is cached, then events. */
+    rec_t r1, r2;
+    rec_init(&r1);
+    rec_init(&r2);
+    r1.inf = r2.inf = inf;
+    kc_handlers_t h1 = {h_add, h_update, h_delete, &r1};
+    assert_int_equal(kc_informer_add_handlers(inf, &h1), 0);
+    assert_int_equal(rec_wait(&r1, 2, 0), 2); /* replayed on this thread */
+    assert_true(rec_has(&r1, 0, "add", "sh/a") && rec_has(&r1, 0, "add", "sh/b"));
+    assert_int_equal(kc_informer_add_index(inf, "namespace", kc_index_namespace), 0);
+    assert_int_equal(count(inf, "namespace", "sh"), 2); /* indexed at once */
+    create_cm(f->c, "sh", "c");
+    assert_int_equal(rec_wait(&r1, 3, 10000), 3);
+
+    /* A second user joins while events flow; each object once, then live. */
+    kc_handlers_t h2 = {h_add, h_update, h_delete, &r2};
+    assert_int_equal(kc_informer_add_handlers(inf, &h2), 0);
+    assert_int_equal(kc_informer_add_index(inf, "namespace", kc_index_namespace), KP_EEXIST);
+    assert_int_equal(rec_wait(&r2, 3, 0), 3);
+    create_cm(f->c, "sh", "d");
+    assert_int_equal(rec_wait(&r1, 4, 10000), 4);
+    assert_int_equal(rec_wait(&r2, 4, 10000), 4);
+    expect_entry(&r2, 3, "add", "sh/d");
+
+    /* The first leaves: nothing more for it; the second goes on. */
+    kc_informer_remove_handlers(inf, &r1);
+    assert_int_equal(kc_delete(f->c, &kc_configmaps, "sh", "a", NULL, NULL), 0);
+    assert_int_equal(rec_wait(&r2, 5, 10000), 5);
+    expect_entry(&r2, 4, "delete", "sh/a");
+    sleep_ms(200);
+    assert_int_equal(rec_wait(&r1, 5, 0), 4);
+    assert_int_equal(r1.cache_bad + r2.cache_bad, 0);
+    kc_informer_remove_handlers(inf, &r2);
+    kc_factory_free(fac);
+    rec_free(&r1);
+    rec_free(&r2);
+}
+
 /* argv[1], if given, runs only the tests whose names match it (a glob). */
 int main(int argc, char **argv)
 {
@@ -823,6 +884,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_selector),          cmocka_unit_test(test_resync),
         cmocka_unit_test(test_stop_from_handler), cmocka_unit_test(test_concurrent_readers),
         cmocka_unit_test(test_bookmark_moves_rv), cmocka_unit_test(test_ten_thousand),
+        cmocka_unit_test(test_shared),
     };
     const struct CMUnitTest restart[] = {
         cmocka_unit_test(test_restart_relist),
