@@ -42,12 +42,9 @@ static void die(const char *what, int rc)
 
 static kc_client_t *client_for(const kpserver_t *s, json_t **storage)
 {
-    kc_config_t cfg;
-    char err[256];
-    int rc = kc_config_load(s->kubeconfig, &cfg, storage, err, sizeof err);
-    if (rc) die(err, rc);
     kc_client_t *c;
-    if ((rc = kc_client_new(&cfg, &c))) die("client", rc);
+    int rc = kpserver_client(s, NULL, storage, &c);
+    if (rc) die("client", rc);
     return c;
 }
 

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/err.h"
 #include "testutil.h"
 
 #ifndef KPLANE_BIN
@@ -95,4 +96,23 @@ void kpserver_stop(kpserver_t *s)
     tu_rmtree(s->dir);
     free(s->dir);
     s->dir = NULL;
+}
+
+int kpserver_client(const kpserver_t *s, kc_config_t *cfg, json_t **storage, kc_client_t **c)
+{
+    kc_config_t local;
+    if (!cfg) cfg = &local;
+    *c = NULL;
+    char err[256];
+    int rc = kc_config_load(s->kubeconfig, cfg, storage, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "kubeconfig %s: %s\n", s->kubeconfig, err);
+        return rc;
+    }
+    if ((rc = kc_client_new(cfg, c))) {
+        fprintf(stderr, "kc_client_new: %s\n", err_str(rc));
+        json_decref(*storage);
+        *storage = NULL;
+    }
+    return rc;
 }

@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include "client/client.h"
+
 typedef struct kpserver {
     pid_t pid;
     int port;
@@ -22,5 +24,10 @@ void kpserver_start(kpserver_t *s, const char *const *extra);
 void kpserver_stop(kpserver_t *s);
 /* SIGKILL now (a crash), reap it; the data dir stays for a restart. */
 void kpserver_kill(kpserver_t *s);
+
+/* An API client from s's kubeconfig. *storage holds the strings cfg points
+ * into (json_decref it after kc_client_free(*c)); cfg may be NULL. Prints
+ * why on failure; returns 0 or a KP_* code. */
+int kpserver_client(const kpserver_t *s, kc_config_t *cfg, json_t **storage, kc_client_t **c);
 
 #endif

@@ -62,13 +62,7 @@ static int fx_setup(void **state)
     /* The API server alone: no scheduler or nodes acting on test objects. */
     static const char *const quiet[] = {"--no-controllers", "--no-scheduler", "--nodes", "0", NULL};
     kpserver_start(&f->s, quiet);
-    char err[256];
-    int rc = kc_config_load(f->s.kubeconfig, &f->cfg, &f->storage, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "kc_config_load: %s\n", err);
-        return -1;
-    }
-    if (kc_client_new(&f->cfg, &f->c)) return -1;
+    if (kpserver_client(&f->s, &f->cfg, &f->storage, &f->c)) return -1;
     *state = f;
     return 0;
 }

@@ -61,12 +61,7 @@ static int fx_setup(void **state)
     fx_t *f = calloc(1, sizeof *f);
     if (!f) return -1;
     kpserver_start(&f->s, NULL);
-    char err[256];
-    if (kc_config_load(f->s.kubeconfig, &f->cfg, &f->storage, err, sizeof err)) {
-        fprintf(stderr, "kc_config_load: %s\n", err);
-        return -1;
-    }
-    if (kc_client_new(&f->cfg, &f->c)) return -1;
+    if (kpserver_client(&f->s, &f->cfg, &f->storage, &f->c)) return -1;
     *state = f;
     return 0;
 }

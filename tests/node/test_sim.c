@@ -58,14 +58,7 @@ static int setup(void **state)
 {
     (void)state;
     kpserver_start(&E.srv, NULL);
-    kc_config_t cfg;
-    char err[256];
-    int rc = kc_config_load(E.srv.kubeconfig, &cfg, &E.storage, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "kubeconfig: %s (%s)\n", err_str(rc), err);
-        return -1;
-    }
-    return kc_client_new(&cfg, &E.c) ? -1 : 0;
+    return kpserver_client(&E.srv, NULL, &E.storage, &E.c) ? -1 : 0;
 }
 
 static int teardown(void **state)

@@ -53,11 +53,7 @@ static int setup(void **state)
     fixture_t *f = calloc(1, sizeof *f);
     assert_non_null(f);
     kpserver_start(&f->srv, server_flags);
-    char err[256];
-    int rc = kc_config_load(f->srv.kubeconfig, &f->cfg, &f->storage, err, sizeof err);
-    if (rc) fprintf(stderr, "kc_config_load: %s\n", err);
-    assert_int_equal(rc, 0);
-    assert_int_equal(kc_client_new(&f->cfg, &f->c), 0);
+    assert_int_equal(kpserver_client(&f->srv, &f->cfg, &f->storage, &f->c), 0);
     json_t *ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
                            "metadata", "name", NS);
     assert_int_equal(kc_create(f->c, &kc_namespaces, NULL, ns, NULL, NULL), 0);
