@@ -86,17 +86,25 @@ json_t *rest_merge_for_write(api_req_t *r, const json_t *cur, json_t *in);
  * after replying. *precondition gets a resourceVersion the client required. */
 typedef json_t *(*rest_make_fn)(api_req_t *r, const json_t *cur, void *arg,
                                 int64_t *precondition);
-/* Reply with the written (or unchanged) object; steals obj. */
-typedef int (*rest_reply_fn)(api_req_t *r, json_t *obj, int64_t rev);
+/* Reply for the written (or unchanged) object `obj` at `rev`. `obj` is
+ * borrowed and read-only: it may be a version the watch cache publishes
+ * (watchcache.h), so the reply must neither modify it nor json_incref any
+ * value in it (copy what it keeps). */
+typedef int (*rest_reply_fn)(api_req_t *r, const json_t *obj, int64_t rev);
 /* Read the route's object, make the new one, compare-and-swap; retried on a
- * conflict unless the client gave a resourceVersion. `reply` NULL: the object. */
+ * conflict unless the client gave a resourceVersion. `reply` NULL: the object
+ * (a written one as the watch cache encodes it). The written object goes to
+ * the watch cache (wc_offer()): values of `arg` that make() put into it may
+ * only be json_decref'ed by the caller afterwards, never modified. */
 int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn reply);
 void rest_merge_patch(json_t *target, const json_t *patch);
 /* The body of a PATCH as a JSON object, or a 415/400 reply (*patch NULL). */
 int rest_patch_body(api_req_t *r, json_t **patch);
 int rest_create(api_req_t *r);
-/* Create `obj` (borrowed; the parsed body, or an applied configuration) as
- * the route's resource: checks, defaults, validation, field ownership, store. */
+/* Create `obj` (stolen: the parsed body, or an applied configuration) as the
+ * route's resource: checks, defaults, validation, field ownership, store. The
+ * stored object goes to the watch cache (wc_offer()): a caller that shares
+ * values with it may only json_decref its own trees afterwards. */
 int rest_create_object(api_req_t *r, json_t *obj);
 int rest_update(api_req_t *r);
 int rest_patch(api_req_t *r);

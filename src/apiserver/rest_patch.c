@@ -294,8 +294,7 @@ static int serve_apply(api_req_t *r)
         /* Apply creates: the object is the configuration, owned by the
          * manager's Apply entry. */
         json_t *created = apply_managed(r, NULL, config);
-        rc = created ? rest_create_object(r, created) : 0;
-        json_decref(created);
+        rc = created ? rest_create_object(r, created) : 0; /* steals created */
         goto out;
     }
     if (rc) {

@@ -103,8 +103,8 @@ static json_t *scale_of(const api_resource_t *res, const json_t *obj, int64_t re
     json_t *m = json_object();
     static const char *const keep[] = {"name", "namespace", "uid", "creationTimestamp", NULL};
     for (const char *const *k = keep; *k; k++) {
-        json_t *v = json_object_get(meta, *k);
-        if (v) json_object_set(m, *k, v);
+        json_t *v = json_object_get(meta, *k); /* copied: obj may be the watch cache's */
+        if (v) json_object_set_new(m, *k, json_deep_copy(v));
     }
     json_object_set_new(m, "resourceVersion", json_string(rv));
     json_int_t want = json_integer_value(
@@ -118,11 +118,9 @@ static json_t *scale_of(const api_resource_t *res, const json_t *obj, int64_t re
                      "replicas", have, "selector", sel);
 }
 
-static int reply_scale(api_req_t *r, json_t *obj, int64_t rev)
+static int reply_scale(api_req_t *r, const json_t *obj, int64_t rev)
 {
-    json_t *scale = scale_of(r->route.res, obj, rev);
-    json_decref(obj);
-    return api_reply_json(r, 200, scale);
+    return api_reply_json(r, 200, scale_of(r->route.res, obj, rev));
 }
 
 /* Write `scale` (a Scale the client sent, or the patched current one) into
@@ -177,7 +175,9 @@ int rest_scale(api_req_t *r)
         json_t *obj;
         int64_t rev;
         if (rest_load_route(r, &obj, &rev)) return 0;
-        return reply_scale(r, obj, rev);
+        int rc = reply_scale(r, obj, rev);
+        json_decref(obj);
+        return rc;
     }
     if (strcmp(m, "PUT") && strcmp(m, "PATCH"))
         return api_reply_status(r, 405, "MethodNotAllowed", NULL,
@@ -240,10 +240,10 @@ static json_t *make_bound(api_req_t *r, const json_t *cur, void *arg, int64_t *p
     return out;
 }
 
-static int reply_bound(api_req_t *r, json_t *obj, int64_t rev)
+static int reply_bound(api_req_t *r, const json_t *obj, int64_t rev)
 {
+    (void)obj;
     (void)rev;
-    json_decref(obj);
     json_t *s = api_status_new(201, "", "", NULL);
     json_object_del(s, "reason");
     json_object_del(s, "message");

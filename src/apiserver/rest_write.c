@@ -34,6 +34,37 @@ static int key_of(api_req_t *r, const char *name, char *key)
     return api_object_key(r->route.res, r->route.ns, name, key, STORE_KEY_MAX + 1);
 }
 
+/* Reply `code` with a version as the watch cache encoded it. Writes reply
+ * plain JSON whatever the Accept (no Table, protobuf or YAML): these are the
+ * bytes rest_reply_object() would make. */
+static int reply_version(api_req_t *r, int code, const wc_obj_t *obj)
+{
+    return api_reply_bytes(r, code, "application/json", obj->json, obj->json_len);
+}
+
+/* Hand `obj`, just stored at `key` and `rev`, to the watch cache (steals it)
+ * and reply with the version it becomes: through `reply`, or as the object. */
+static int reply_written(api_req_t *r, int code, const char *key, json_t *obj, int64_t rev,
+                         rest_reply_fn reply)
+{
+    const wc_obj_t *v;
+    int rc = wc_offer(rest_cache(r), key, rev, obj, &v);
+    if (rc) return api_reply_error(r, rc, NULL, "encoding the object: %s", err_str(rc));
+    rc = reply ? reply(r, v->doc, rev) : reply_version(r, code, v);
+    wc_obj_unref(v);
+    return rc;
+}
+
+/* Reply with an object not written now (unchanged, dry run, deleted); steals
+ * obj. */
+static int reply_unwritten(api_req_t *r, json_t *obj, int64_t rev, rest_reply_fn reply)
+{
+    if (!reply) return rest_reply_object(r, 200, obj, rev);
+    int rc = reply(r, obj, rev);
+    json_decref(obj);
+    return rc;
+}
+
 /* 422 Invalid naming one field. */
 static int reply_invalid(api_req_t *r, const char *name, const char *field, const char *value,
                          const char *msg)
@@ -340,16 +371,13 @@ int rest_create(api_req_t *r)
     json_t *obj;
     int rc = rest_body_object(r, &obj);
     if (rc || !obj) return rc;
-    rc = rest_create_object(r, obj);
-    json_decref(obj);
-    return rc;
+    return rest_create_object(r, obj);
 }
 
 int rest_create_object(api_req_t *r, json_t *obj)
 {
     const api_resource_t *res = r->route.res;
     int rc = 0;
-    json_incref(obj);
     if (rest_check_type(r, obj) || check_body_namespace(r, obj) || rest_check_fields(r, obj)) goto out;
 
     json_t *meta = rest_meta(obj);
@@ -420,7 +448,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
         rest_store_error(r, rc, name);
         goto out;
     }
-    return rest_reply_object(r, 201, obj, rev);
+    return reply_written(r, 201, key, obj, rev, NULL);
 out:
     json_decref(obj);
     return 0;
@@ -508,7 +536,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         int had_finalizers = json_array_size(json_object_get(rest_meta(cur), "finalizers")) > 0;
         if (rest_same_but_managed(cur, next)) { /* no change: no write, no new revision */
             json_decref(next);
-            return reply ? reply(r, cur, cur_rev) : rest_reply_object(r, 200, cur, cur_rev);
+            return reply_unwritten(r, cur, cur_rev, reply);
         }
         if (!r->applying && rest_track_fields(r, cur, next)) {
             json_decref(cur);
@@ -517,7 +545,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         }
         json_decref(cur);
         if (r->dry_run) /* everything an update does, but the write */
-            return reply ? reply(r, next, cur_rev) : rest_reply_object(r, 200, next, cur_rev);
+            return reply_unwritten(r, next, cur_rev, reply);
         /* A deleted object whose last finalizer this update removes is gone
          * now, unless a grace period still runs (a pod its node has yet to
          * stop: the node's final DELETE ends it). */
@@ -541,7 +569,8 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             json_decref(next);
             return rest_store_error(r, rc, name);
         }
-        return reply ? reply(r, next, rev) : rest_reply_object(r, 200, next, rev);
+        if (finish) return reply_unwritten(r, next, rev, reply);
+        return reply_written(r, 200, key, next, rev, reply);
     }
     return rest_store_error(r, KP_ECONFLICT, name);
 }
@@ -661,10 +690,30 @@ static int must_mark(api_req_t *r, const json_t *cur, const delete_opts_t *o, lo
     return 0;
 }
 
+/* What a delete leaves: the object's last state and its revision. A mark
+ * written now is the watch cache's version (obj); otherwise it is parsed
+ * (doc). One of the two is set; gone_clear() drops it. */
+typedef struct gone {
+    json_t *doc;
+    const wc_obj_t *obj;
+    int64_t rev;
+} gone_t;
+
+static const json_t *gone_doc(const gone_t *g)
+{
+    return g->obj ? g->obj->doc : g->doc;
+}
+
+static void gone_clear(gone_t *g)
+{
+    json_decref(g->doc);
+    wc_obj_unref(g->obj);
+    memset(g, 0, sizeof *g);
+}
+
 /* Delete `name` (or mark it deleted when something must finish first). On
- * success *gone gets the object's last state (new reference) and revision. */
-static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, json_t **gone,
-                      int64_t *gone_rev)
+ * success *gone holds the object's last state (gone_clear() it). */
+static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, gone_t *gone)
 {
     char key[STORE_KEY_MAX + 1];
     if (key_of(r, name, key)) return KP_ENOTFOUND;
@@ -685,8 +734,7 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, js
         json_t *prev_grace = json_object_get(meta, "deletionGracePeriodSeconds");
         if (mark && json_object_get(meta, "deletionTimestamp") &&
             (!json_is_integer(prev_grace) || json_integer_value(prev_grace) <= grace)) {
-            *gone = cur; /* already being deleted, no sooner than asked */
-            *gone_rev = cur_rev;
+            *gone = (gone_t){.doc = cur, .rev = cur_rev}; /* being deleted, no sooner than asked */
             return 0;
         }
         int64_t rev = 0;
@@ -714,8 +762,9 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, js
             json_decref(cur);
             return rc;
         }
-        *gone = cur;
-        *gone_rev = rev;
+        gone->rev = rev;
+        if (mark) return wc_offer(rest_cache(r), key, rev, cur, &gone->obj); /* steals cur */
+        gone->doc = cur;
         return 0;
     }
     return KP_ECONFLICT;
@@ -725,9 +774,8 @@ int rest_delete(api_req_t *r)
 {
     delete_opts_t o;
     if (delete_options(r, &o)) return 0;
-    json_t *gone = NULL;
-    int64_t rev = 0;
-    int rc = delete_one(r, r->route.name, &o, &gone, &rev);
+    gone_t gone = {0};
+    int rc = delete_one(r, r->route.name, &o, &gone);
     if (rc == KP_ECONFLICT && (o.pre_rv || *o.pre_uid)) {
         json_t *d = rest_details(r->route.res, r->route.name);
         rc = api_reply_status(r, 409, "Conflict", d,
@@ -739,12 +787,19 @@ int rest_delete(api_req_t *r)
     }
     if (rc) return rest_store_error(r, rc, r->route.name);
     /* Still there (finalizers) or a pod: the object; otherwise a Status. */
-    if (json_object_get(rest_meta(gone), "deletionTimestamp") ||
-        !strcmp(r->route.res->resource, "pods"))
-        return rest_reply_object(r, 200, gone, rev);
+    const json_t *doc = gone_doc(&gone);
+    if (json_object_get(json_object_get(doc, "metadata"), "deletionTimestamp") ||
+        !strcmp(r->route.res->resource, "pods")) {
+        if (gone.obj)
+            rc = reply_version(r, 200, gone.obj);
+        else
+            rc = rest_reply_object(r, 200, json_incref(gone.doc), gone.rev);
+        gone_clear(&gone);
+        return rc;
+    }
     json_t *d = rest_details(r->route.res, r->route.name);
-    json_object_set_new(d, "uid", json_string(rest_meta_str(gone, "uid")));
-    json_decref(gone);
+    json_object_set_new(d, "uid", json_string(rest_meta_str(doc, "uid")));
+    gone_clear(&gone);
     json_t *s = api_status_new(200, "", "", d);
     json_object_del(s, "reason");
     json_object_del(s, "message");
@@ -775,10 +830,9 @@ int rest_delete_collection(api_req_t *r)
         const wc_obj_t *obj = l->objs[i];
         if (!rest_filter_match(&f, obj->doc)) continue;
         snprintf(r->route.ns, sizeof r->route.ns, "%s", obj->ns);
-        json_t *gone = NULL;
-        int64_t rev;
-        rc = delete_one(r, obj->name, &o, &gone, &rev);
-        json_decref(gone);
+        gone_t gone = {0};
+        rc = delete_one(r, obj->name, &o, &gone);
+        gone_clear(&gone);
         if (rc == KP_ENOTFOUND) rc = 0;
     }
     memcpy(r->route.ns, saved_ns, sizeof saved_ns);

@@ -13,6 +13,11 @@
  * set resourceVersion, encode), and then applies it under the lock in one step
  * (apply): map, ring, every watcher's queue, and wc->rev change together.
  *
+ * Offers (wc_offer) save prepare() the parse and the encoding: a writer that
+ * has just stored a version builds the wc_obj_t from its own doc and leaves it
+ * in a small table (a min-heap by revision, under its own mutex wc->omu, so
+ * that writers never wait on wc->mu); prepare() takes it from there.
+ *
  * Invariants (checked by wc_check() in debug builds where they are cheap):
  *
  *  1. Ring completeness. Every store event under the prefix with a revision in
@@ -26,13 +31,17 @@
  *     the ring and delivers to the linked watchers in one hold of wc->mu. So an
  *     event is either in the replay (it was applied before) or delivered live
  *     (after), never both, never neither.
- *  3. Encode once. A wc_obj_t is built (parsed, resourceVersion set, encoded)
- *     only in prepare(), once per object version, and never modified after it
- *     is published; the map, the ring, watcher queues, lists and callers share
- *     it by reference count. Its doc is read by many threads and so must never
- *     be modified, nor json_incref'ed (jansson's refcount is not ours). Reads,
- *     json_dumps and json_deep_copy leave a value untouched in jansson 2.14
- *     (loop checks use a side table), so they may run on it concurrently.
+ *  3. Encode once. A wc_obj_t is built (resourceVersion set, encoded) once per
+ *     object version, by obj_new(): either in prepare() from the stored value
+ *     (parsed), or in wc_offer() from the writer's doc, which prepare() then
+ *     takes instead of parsing (invariant 8). It is never modified after it is
+ *     published; the map, the ring, watcher queues, lists, offers and callers
+ *     share it by reference count. Its doc is read by many threads and so must
+ *     never be modified, nor json_incref'ed (jansson's refcount is not ours);
+ *     a writer that offered a doc sharing values with its own trees may only
+ *     json_decref those (jansson 2.14 counts atomically). Reads, json_dumps
+ *     and json_deep_copy leave a value untouched in jansson 2.14 (loop checks
+ *     use a side table), so they may run on it concurrently.
  *  4. The map mirrors the store at rev: for each key under the prefix that
  *     exists at rev, exactly one node whose obj->rev is the key's mod_rev.
  *     A store event that contradicts it (an update with no object, an object
@@ -46,8 +55,18 @@
  *     queue, which it drains before seeing the error.
  *  7. Lifetime. The cache struct is reference counted: one reference for the
  *     owner (dropped by wc_close), one per open watcher, one per call blocked
- *     in a wait. wc_close ends the thread and frees map and ring; the struct
- *     (mutex, watcher list) goes with the last reference.
+ *     in a wait. wc_close ends the thread and frees map, ring and offers; the
+ *     struct (mutexes, watcher list) goes with the last reference.
+ *  8. Offers. offer_floor is the highest revision the cache thread has passed
+ *     (prepared, or advanced to); it only grows, and it and the offer table
+ *     change only under wc->omu. Every kept offer has rev > offer_floor: the
+ *     cache thread raises the floor and drops every offer at or below it in
+ *     one hold (offers_take), and wc_offer() keeps an offer only above it. So
+ *     an offer is taken by the prepare() of its own event, or refused at once
+ *     (the cache prepared that revision first, from the store), or dropped
+ *     when the cache passes its revision without taking it; cache_fail and
+ *     wc_close drop all and set the floor to INT64_MAX. At most
+ *     WC__OFFERS_MAX offers wait; beyond, wc_offer() keeps none.
  *
  * States of a cache (wc->err, wc->closed):
  *
@@ -82,6 +101,7 @@
 #define WC__POLL_MS 250        /* idle wake-up; progress events make rev current */
 #define WC__FUTURE_WAIT_MS 3000 /* wc_watch: how long to wait for the cache */
 #define WC__SKIP_MAX 24        /* skip list levels; p = 1/4 */
+#define WC__OFFERS_MAX 4096    /* offers waiting for their event (invariant 8) */
 
 /* A published object version: the public part, then its own memory. */
 typedef struct wc__obj {
@@ -134,6 +154,11 @@ struct wc {
     int64_t ring_floor;
 
     wc_watcher_t *watchers;
+
+    pthread_mutex_t omu;     /* offers and offer_floor (invariant 8); alone */
+    const wc_obj_t **offers; /* min-heap by rev; each holds one reference */
+    size_t offers_n, offers_cap;
+    int64_t offer_floor;
 };
 
 /* ---- objects ---- */
@@ -231,6 +256,117 @@ static int obj_parse(const store_kv_t *kv, const wc_obj_t **out)
         return KP_ECORRUPT;
     }
     return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, out);
+}
+
+/* ---- offers (invariant 8) ---- */
+
+#ifndef NDEBUG
+/* The heap's root is its lowest revision, so all are above the floor. */
+static int offers_check(wc_t *wc)
+{
+    if (wc->offers_n > wc->offers_cap || wc->offers_cap > WC__OFFERS_MAX) return 0;
+    return !wc->offers_n || wc->offers[0]->rev > wc->offer_floor;
+}
+#endif
+
+/* Room for one more offer; needs wc->omu. KP_ETOOLARGE when WC__OFFERS_MAX wait. */
+static int offers_room(wc_t *wc)
+{
+    if (wc->offers_n < wc->offers_cap) return 0;
+    if (wc->offers_cap == WC__OFFERS_MAX) return KP_ETOOLARGE;
+    size_t cap = wc->offers_cap ? wc->offers_cap * 2 : 64;
+    if (cap > WC__OFFERS_MAX) cap = WC__OFFERS_MAX;
+    const wc_obj_t **h = realloc(wc->offers, cap * sizeof *h);
+    if (!h) return KP_ENOMEM;
+    wc->offers = h;
+    wc->offers_cap = cap;
+    return 0;
+}
+
+/* Add `o` (its reference moves to the heap); needs wc->omu and room. */
+static void offers_push(wc_t *wc, const wc_obj_t *o)
+{
+    const wc_obj_t **h = wc->offers;
+    size_t i = wc->offers_n++;
+    for (; i && h[(i - 1) / 2]->rev > o->rev; i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = o;
+}
+
+/* Remove the offer with the lowest revision and return its reference; needs
+ * wc->omu and an offer. */
+static const wc_obj_t *offers_pop(wc_t *wc)
+{
+    const wc_obj_t **h = wc->offers;
+    const wc_obj_t *top = h[0], *last = h[--wc->offers_n];
+    size_t i = 0, n = wc->offers_n;
+    for (size_t c = 1; c < n; i = c, c = 2 * c + 1) {
+        if (c + 1 < n && h[c + 1]->rev < h[c]->rev) c++;
+        if (h[c]->rev >= last->rev) break;
+        h[i] = h[c];
+    }
+    h[i] = last;
+    return top;
+}
+
+/* Keep a reference to `o` for prepare(), unless the cache has passed its
+ * revision already or the table is full. */
+static void offers_keep(wc_t *wc, const wc_obj_t *o)
+{
+    pthread_mutex_lock(&wc->omu);
+    assert(offers_check(wc));
+    if (o->rev > wc->offer_floor && !offers_room(wc)) offers_push(wc, wc_obj_ref(o));
+    pthread_mutex_unlock(&wc->omu);
+}
+
+/* The cache thread passes revision `rev`: raise the floor, drop every offer
+ * at or below it, and return (with its reference) the one of `key` at `rev`
+ * if there is one. `key` NULL takes none. */
+static const wc_obj_t *offers_take(wc_t *wc, const char *key, int64_t rev)
+{
+    const wc_obj_t *found = NULL;
+    pthread_mutex_lock(&wc->omu);
+    assert(offers_check(wc));
+    if (rev > wc->offer_floor) wc->offer_floor = rev;
+    while (wc->offers_n && wc->offers[0]->rev <= wc->offer_floor) {
+        const wc_obj_t *o = offers_pop(wc);
+        if (!found && key && o->rev == rev && !strcmp(o->key, key)) {
+            found = o;
+            continue;
+        }
+        /* Its event never came (or was of another key): a writer's mistake. */
+        log_debug("watchcache", "offer of %s at revision %" PRId64 " not taken", o->key, o->rev);
+        wc_obj_unref(o);
+    }
+    pthread_mutex_unlock(&wc->omu);
+    return found;
+}
+
+/* Drop every offer and refuse any later one: the cache failed or closes. */
+static void offers_clear(wc_t *wc)
+{
+    pthread_mutex_lock(&wc->omu);
+    const wc_obj_t **h = wc->offers;
+    size_t n = wc->offers_n;
+    wc->offers = NULL;
+    wc->offers_n = wc->offers_cap = 0;
+    wc->offer_floor = INT64_MAX;
+    pthread_mutex_unlock(&wc->omu);
+    for (size_t i = 0; i < n; i++)
+        wc_obj_unref(h[i]);
+    free(h);
+}
+
+int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const wc_obj_t **out)
+{
+    *out = NULL;
+    if (!key || !json_is_object(doc)) {
+        json_decref(doc);
+        return KP_EINVAL;
+    }
+    int rc = obj_new(key, strlen(key), doc, rev, out); /* outside every lock */
+    if (!rc && wc) offers_keep(wc, *out);
+    return rc;
 }
 
 /* ---- the map: a skip list ordered by key ---- */
@@ -405,6 +541,7 @@ static void deliver(wc_watcher_t *w, const wc_event_t *ev)
 
 static void wc_free(wc_t *wc)
 {
+    pthread_mutex_destroy(&wc->omu);
     pthread_mutex_destroy(&wc->mu);
     pthread_cond_destroy(&wc->cv);
     free(wc->ring);
@@ -477,7 +614,8 @@ static int prepare(wc_t *wc, const store_event_t *sev, wc_event_t *ev)
     if (sev->type == STORE_PUT) {
         ev->type = n ? WC_MODIFIED : WC_ADDED;
         ev->prev = n ? n->obj : NULL; /* the map's reference moves here in apply() */
-        return obj_parse(&sev->kv, &ev->obj);
+        ev->obj = offers_take(wc, sev->kv.key, ev->rev); /* the writer's, if offered */
+        return ev->obj ? 0 : obj_parse(&sev->kv, &ev->obj);
     }
     if (!n) return KP_ECORRUPT;
     ev->type = WC_DELETED;
@@ -519,6 +657,7 @@ static int apply(wc_t *wc, wc_event_t *ev, int64_t rev)
 
 static void advance(wc_t *wc, int64_t rev)
 {
+    offers_take(wc, NULL, rev); /* events up to rev came: what is left never will */
     pthread_mutex_lock(&wc->mu);
     if (rev > wc->rev) {
         wc->rev = rev;
@@ -530,6 +669,7 @@ static void advance(wc_t *wc, int64_t rev)
 /* Stop following for good: wake waiters and end every watcher with `rc`. */
 static void cache_fail(wc_t *wc, int rc)
 {
+    offers_clear(wc); /* first: whoever sees the failure sees no offer kept */
     pthread_mutex_lock(&wc->mu);
     if (!wc->closed && rc != KP_ECLOSED)
         log_error("watchcache", "%s: stopped following the store at revision %" PRId64 ": %s",
@@ -594,7 +734,7 @@ static int load(wc_t *wc)
         if (!more) break;
     } while (!rc);
     free(after);
-    wc->rev = wc->ring_floor = rev;
+    wc->rev = wc->ring_floor = wc->offer_floor = rev;
     return rc;
 }
 
@@ -616,6 +756,12 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
         return KP_ENOMEM;
     }
     if (clock_cond_init(&wc->cv)) {
+        pthread_mutex_destroy(&wc->mu);
+        free(wc);
+        return KP_ENOMEM;
+    }
+    if (pthread_mutex_init(&wc->omu, NULL)) {
+        pthread_cond_destroy(&wc->cv);
         pthread_mutex_destroy(&wc->mu);
         free(wc);
         return KP_ENOMEM;
@@ -647,6 +793,7 @@ void wc_close(wc_t *wc)
     if (!wc) return;
     store_watch_cancel(wc->sw);
     pthread_join(wc->thread, NULL);
+    offers_clear(wc);            /* no writer offers once wc_close() has begun */
     pthread_mutex_lock(&wc->mu); /* waiters use wc->sw under wc->mu */
     store_watch_t *sw = wc->sw;
     wc->sw = NULL;

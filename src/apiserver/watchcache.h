@@ -3,9 +3,10 @@
  *
  * A watch cache serves LIST and WATCH of one resource (one store key prefix,
  * e.g. "/registry/configmaps/") from memory. One store watch feeds it; every
- * object version is parsed and encoded to JSON exactly once, here, and that
- * one encoding is shared (by reference count) by every list and watcher that
- * sends it.
+ * object version is encoded to JSON exactly once, and that one encoding is
+ * shared (by reference count) by every list and watcher that sends it, and by
+ * the writer's reply: the writer of a version offers its object (wc_offer), or
+ * else the cache parses the stored value.
  *
  * Stored values are object JSON without metadata.resourceVersion; the cache
  * sets it to the version's mod_revision (as a decimal string) before encoding.
@@ -86,6 +87,31 @@ void wc_close(wc_t *wc);
 
 /* The revision the cache reflects: every store change up to it is applied. */
 int64_t wc_revision(wc_t *wc);
+
+/* Offer the version `rev` of `key` that the caller has just written: call it
+ * right after a store create or update of `key` committed at `rev`, so that
+ * the cache publishes this object for the store event of (key, rev) instead
+ * of parsing and encoding the stored value again.
+ *
+ * `doc` is stolen on every path. It must be the object exactly as stored:
+ * json_dumps(doc, JSON_COMPACT) gave the stored bytes (so without
+ * metadata.resourceVersion), and nothing has changed it since. From this call
+ * on it is read by other threads: the caller must not modify it or any value
+ * in it, nor json_incref them; references the caller still holds to values
+ * inside it (shared with json_object_set) may only be dropped.
+ *
+ * On 0, *out holds a reference (drop it with wc_obj_unref()) to the version
+ * built from it as the cache builds every version: metadata.resourceVersion
+ * set to `rev`, encoded once (obj->json are the bytes lists and watchers get).
+ * Whether the cache keeps the offer is not reported, nor does it matter: an
+ * offer is dropped at once when the cache has already passed `rev` (it read
+ * the event first and parsed the stored value), when the cache has failed, or
+ * when 4096 offers are waiting; a kept one is dropped when the cache takes it
+ * or passes `rev` without its event (a key outside the prefix), and by
+ * wc_close(). `wc` NULL only builds the version.
+ * Errors (*out NULL, doc freed): KP_EINVAL (key NULL, doc not an object),
+ * KP_ECORRUPT (doc's metadata is not an object), KP_ENOMEM. */
+int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const wc_obj_t **out);
 
 /* Wait until wc_revision() >= rev, up to `timeout_ms` (negative: forever).
  * Writes outside the prefix count once the cache's store watch has read past

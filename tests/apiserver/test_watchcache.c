@@ -4,7 +4,8 @@
  * with paging, following the store, watches (types, prev, DELETED's version,
  * prefix filters), watches from the past (replay, the replay/live seam under
  * concurrent writes, KP_ECOMPACTED, KP_EFUTURE), slow watchers, encode-once
- * sharing, cancel and close, and a corrupt stored value.
+ * sharing, writers' offers (taken, too late, never taken, bounded, racing the
+ * cache), cancel and close, and a corrupt stored value.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -713,6 +714,317 @@ static void test_encode_once(void **state)
     wc_watcher_close(w3);
 }
 
+/* ---- offers: the writer's version published as is ---- */
+
+/* The doc of ConfigMap ns/name with data.v = val (caller owns). */
+static json_t *cm_doc(const char *ns, const char *name, const char *val)
+{
+    char js[512];
+    json_t *doc = json_loads(cm_json(js, sizeof js, ns, name, val), 0, NULL);
+    assert_non_null(doc);
+    return doc;
+}
+
+/* Store `text` (freed) at `key`: created, or updated. */
+static int64_t write_text(store_t *s, const char *key, char *text)
+{
+    int64_t rev = 0;
+    int rc = store_create(s, key, text, strlen(text), &rev);
+    if (rc == KP_EEXIST) rc = store_update(s, key, text, strlen(text), 0, &rev);
+    free(text);
+    assert_int_equal(rc, 0);
+    return rev;
+}
+
+/* Store `doc` (borrowed) at `key` as a writer does. */
+static int64_t write_doc(store_t *s, const char *key, const json_t *doc)
+{
+    return write_text(s, key, json_dumps(doc, JSON_COMPACT));
+}
+
+/* The json of `key` as a cache opened now (from the stored value) has it. */
+static char *json_from_store(fixture_t *f, const char *key)
+{
+    wc_t *late;
+    const wc_obj_t *o;
+    assert_int_equal(wc_open(f->s, PFX, NULL, &late), 0);
+    assert_int_equal(wc_get(late, key, &o), 0);
+    char *json = strdup(o->json);
+    wc_obj_unref(o);
+    wc_close(late);
+    return json;
+}
+
+/* Poll until only the test's own reference to `doc` is left (the cache
+ * dropped its offer), up to 5 s. The tests below keep a reference of their
+ * own to an offered doc only to see when the cache lets go: wc_offer() forbids
+ * it, but these docs are never published (too late, refused, or not taken). */
+static void wait_only_ours(const json_t *doc)
+{
+    for (int i = 0; i < 500 && doc->refcount != 1; i++)
+        usleep(10000);
+    assert_int_equal(doc->refcount, 1);
+}
+
+static void test_offer_published(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    const char *key = PFX "ns/a";
+    put(f->s, "ns", "a", "old");
+
+    /* Offered before the write (its revision is known: nothing else writes),
+     * so that the cache cannot have passed it; a writer offers right after. */
+    for (int i = 0; i < 2; i++) { /* an update, then a create */
+        if (i) key = PFX "ns/b";
+        json_t *doc = cm_doc("ns", i ? "b" : "a", "new");
+        char *text = json_dumps(doc, JSON_COMPACT); /* what is stored */
+        const wc_obj_t *mine;
+        int64_t want = store_rev(f->s) + 1;
+        assert_int_equal(wc_offer(f->wc, key, want, doc, &mine), 0);
+        check_obj(mine, key, want);
+        assert_int_equal(write_text(f->s, key, text), want);
+
+        wc_event_t ev;
+        next_ok(w, &ev);
+        if (ev.rev < want) { /* the first round: put()'s event */
+            wc_event_clear(&ev);
+            next_ok(w, &ev);
+        }
+        assert_int_equal(ev.type, i ? WC_ADDED : WC_MODIFIED);
+        assert_ptr_equal(ev.obj, mine); /* the very version: no parse, no encoding */
+        const wc_obj_t *got;
+        assert_int_equal(wc_get(f->wc, key, &got), 0);
+        assert_ptr_equal(got, mine);
+        wc_list_t *l;
+        assert_int_equal(wc_list(f->wc, key, NULL, 0, want, 5000, &l), 0);
+        assert_ptr_equal(l->objs[0], mine);
+        /* Byte for byte what the cache makes of the stored value. */
+        char *parsed = json_from_store(f, key);
+        assert_string_equal(parsed, mine->json);
+        free(parsed);
+        wc_list_free(l);
+        wc_obj_unref(got);
+        wc_event_clear(&ev);
+        wc_obj_unref(mine);
+    }
+
+    /* Several waiting at once, offered out of order: each taken by its event. */
+    enum { K = 7 };
+    const wc_obj_t *mine[K];
+    char *texts[K];
+    int64_t base = store_rev(f->s) + 1;
+    static const int order[K] = {3, 0, 6, 1, 5, 2, 4};
+    for (int i = 0; i < K; i++) {
+        int k = order[i];
+        char name[16], kk[256];
+        snprintf(name, sizeof name, "m%d", k);
+        json_t *doc = cm_doc("ns", name, "v");
+        texts[k] = json_dumps(doc, JSON_COMPACT);
+        assert_int_equal(wc_offer(f->wc, key_of(kk, sizeof kk, "ns", name), base + k, doc,
+                                  &mine[k]),
+                         0);
+    }
+    for (int k = 0; k < K; k++) {
+        assert_int_equal(write_text(f->s, mine[k]->key, texts[k]), base + k);
+        wc_event_t ev;
+        next_ok(w, &ev);
+        assert_ptr_equal(ev.obj, mine[k]);
+        wc_event_clear(&ev);
+        wc_obj_unref(mine[k]);
+    }
+    wc_watcher_close(w);
+}
+
+static void test_offer_too_late(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    const char *key = PFX "ns/a";
+    json_t *doc = cm_doc("ns", "a", "v");
+    int64_t rev = write_doc(f->s, key, doc);
+    assert_int_equal(wc_wait(f->wc, rev, 5000), 0); /* the cache parsed it itself */
+    const wc_obj_t *cached, *mine;
+    assert_int_equal(wc_get(f->wc, key, &cached), 0);
+
+    assert_int_equal(wc_offer(f->wc, key, rev, json_incref(doc), &mine), 0);
+    check_obj(mine, key, rev);
+    assert_ptr_not_equal(mine, cached);
+    assert_string_equal(mine->json, cached->json); /* the same bytes anyway */
+    wc_obj_unref(mine);
+    assert_int_equal(doc->refcount, 1); /* dropped at once: the cache kept nothing */
+    const wc_obj_t *again;
+    assert_int_equal(wc_get(f->wc, key, &again), 0);
+    assert_ptr_equal(again, cached); /* the cache's own version stays */
+    wc_obj_unref(again);
+    wc_obj_unref(cached);
+
+    /* Older revisions, and the initial load's, are passed too. */
+    int64_t rev2 = put(f->s, "ns", "a", "w");
+    assert_int_equal(wc_wait(f->wc, rev2, 5000), 0);
+    assert_int_equal(wc_offer(f->wc, key, rev, json_incref(doc), &mine), 0);
+    wc_obj_unref(mine);
+    assert_int_equal(doc->refcount, 1);
+    wc_t *late;
+    assert_int_equal(wc_open(f->s, PFX, NULL, &late), 0);
+    assert_int_equal(wc_offer(late, key, rev2, json_incref(doc), &mine), 0);
+    wc_obj_unref(mine);
+    assert_int_equal(doc->refcount, 1);
+    wc_close(late);
+    json_decref(doc);
+}
+
+static void test_offer_never_taken(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    const wc_obj_t *mine;
+    /* Its revision comes, but for another key (outside the prefix, or
+     * another one under it): dropped once the cache passes it. */
+    json_t *doc = cm_doc("ns", "a", "offered");
+    int64_t want = store_rev(f->s) + 1;
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want, json_incref(doc), &mine), 0);
+    wc_obj_unref(mine);
+    assert_int_equal(doc->refcount, 2); /* kept */
+    int64_t rev;
+    assert_int_equal(store_create(f->s, "/registry/secrets/ns/s", "{}", 2, &rev), 0);
+    assert_int_equal(rev, want);
+    wait_only_ours(doc);
+
+    want = store_rev(f->s) + 1;
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want, json_incref(doc), &mine), 0);
+    wc_obj_unref(mine);
+    assert_int_equal(put(f->s, "ns", "b", "stored"), want);
+    assert_int_equal(wc_wait(f->wc, want, 5000), 0);
+    const wc_obj_t *b;
+    assert_int_equal(wc_get(f->wc, PFX "ns/b", &b), 0);
+    assert_string_equal(data_v(b), "stored"); /* parsed: the offer was not b's */
+    wc_obj_unref(b);
+    assert_int_equal(wc_get(f->wc, PFX "ns/a", &b), KP_ENOTFOUND);
+    wait_only_ours(doc);
+
+    /* Its event never comes: wc_close() frees it (and ASan would see a leak). */
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want + 1000, json_incref(doc), &mine), 0);
+    wc_obj_unref(mine);
+    assert_int_equal(doc->refcount, 2);
+    for (int i = 0; i < 3; i++) { /* and some that nobody else references */
+        assert_int_equal(
+            wc_offer(f->wc, PFX "ns/c", want + 2000 + i, cm_doc("ns", "c", "x"), &mine), 0);
+        wc_obj_unref(mine);
+    }
+    wc_close(f->wc);
+    f->wc = NULL;
+    assert_int_equal(doc->refcount, 1);
+    json_decref(doc);
+}
+
+static void test_offer_bounded_and_failed(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    const wc_obj_t *mine;
+    int64_t far = store_rev(f->s) + 1000000;
+    json_t *doc = cm_doc("ns", "a", "v");
+    for (int i = 0; i < 4096; i++) {
+        assert_int_equal(wc_offer(f->wc, PFX "ns/a", far + i, json_deep_copy(doc), &mine), 0);
+        wc_obj_unref(mine);
+    }
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", far - 1, json_incref(doc), &mine), 0);
+    wc_obj_unref(mine);
+    assert_int_equal(doc->refcount, 1); /* the table is full: refused */
+
+    /* A failed cache keeps none (and frees what it had). */
+    int64_t bad;
+    assert_int_equal(store_create(f->s, PFX "ns/bad", "{not json", 9, &bad), 0);
+    assert_int_equal(wc_wait(f->wc, bad, 5000), KP_ECORRUPT);
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", far + 5000, json_incref(doc), &mine), 0);
+    check_obj(mine, PFX "ns/a", far + 5000); /* the writer still gets its version */
+    wc_obj_unref(mine);
+    assert_int_equal(doc->refcount, 1);
+
+    /* Bad arguments; no cache: the version is only built. */
+    assert_int_equal(wc_offer(f->wc, NULL, 1, json_incref(doc), &mine), KP_EINVAL);
+    assert_null(mine);
+    assert_int_equal(wc_offer(f->wc, PFX "x", 1, json_array(), &mine), KP_EINVAL);
+    json_t *bad_meta = json_pack("{s:i}", "metadata", 1);
+    assert_int_equal(wc_offer(NULL, PFX "x", 1, bad_meta, &mine), KP_ECORRUPT);
+    assert_null(mine);
+    assert_int_equal(wc_offer(NULL, PFX "ns/a", 7, json_incref(doc), &mine), 0);
+    check_obj(mine, PFX "ns/a", 7);
+    assert_string_equal(mine->ns, "ns");
+    assert_string_equal(mine->name, "a");
+    wc_obj_unref(mine);
+    assert_int_equal(doc->refcount, 1);
+    json_decref(doc);
+}
+
+/* Writers that store and offer at once, as the API server's do: whichever
+ * of writer and cache comes first, every version is the stored one, encoded
+ * as the cache would, and nothing is left behind. */
+typedef struct offer_writer {
+    fixture_t *f;
+    int id, n;
+    int64_t last;
+    const wc_obj_t **mine; /* [n]: the writer's version of each object */
+} offer_writer_t;
+
+static void *offer_writer_run(void *arg)
+{
+    offer_writer_t *ow = arg;
+    for (int i = 0; i < ow->n; i++) {
+        char name[32], key[256];
+        snprintf(name, sizeof name, "w%d-%04d", ow->id, i);
+        key_of(key, sizeof key, "ns", name);
+        json_t *doc = cm_doc("ns", name, "v");
+        int64_t rev = write_doc(ow->f->s, key, doc);
+        assert_int_equal(wc_offer(ow->f->wc, key, rev, doc, &ow->mine[i]), 0);
+        ow->last = rev;
+    }
+    return NULL;
+}
+
+static void test_offer_concurrent_writers(void **state)
+{
+    fixture_t *f = *state;
+    enum { W = 4, N = 200 };
+    open_cache(f, 0);
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 2 * W * N, &w), 0);
+    pthread_t t[W];
+    offer_writer_t ow[W];
+    for (int i = 0; i < W; i++) {
+        ow[i] = (offer_writer_t){.f = f, .id = i, .n = N, .mine = calloc(N, sizeof(void *))};
+        assert_int_equal(pthread_create(&t[i], NULL, offer_writer_run, &ow[i]), 0);
+    }
+    int64_t last = 0;
+    for (int i = 0; i < W; i++) {
+        pthread_join(t[i], NULL);
+        if (ow[i].last > last) last = ow[i].last;
+    }
+    assert_int_equal(wc_wait(f->wc, last, 5000), 0);
+    int taken = 0;
+    for (int i = 0; i < W * N; i++) {
+        wc_event_t ev;
+        next_ok(w, &ev);
+        assert_int_equal(ev.type, WC_ADDED);
+        const char *name = ev.obj->name;
+        const wc_obj_t *mine = ow[name[1] - '0'].mine[strtol(name + 3, NULL, 10)];
+        assert_int_equal(ev.rev, mine->rev);
+        assert_string_equal(ev.obj->json, mine->json);
+        taken += ev.obj == mine;
+        wc_event_clear(&ev);
+    }
+    print_message("offers taken by the cache: %d of %d\n", taken, W * N);
+    wc_watcher_close(w);
+    for (int i = 0; i < W; i++) {
+        for (int k = 0; k < N; k++)
+            wc_obj_unref(ow[i].mine[k]);
+        free(ow[i].mine);
+    }
+}
+
 /* ---- cancel and close ---- */
 
 typedef struct blocked {
@@ -843,6 +1155,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_seam_concurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_watcher, setup, teardown),
         cmocka_unit_test_setup_teardown(test_encode_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offer_published, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offer_too_late, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offer_never_taken, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offer_bounded_and_failed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offer_concurrent_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_watchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_value_stops, setup, teardown),
