@@ -4,7 +4,9 @@
  *
  * Threading: thread per connection (MHD_USE_THREAD_PER_CONNECTION). A watch
  * is a chunked reply whose reader callback blocks on its connection's own
- * thread until the next event, so it never holds up another request.
+ * thread until the next event, so it never holds up another request. Those
+ * threads wait with poll(), not select(): a server with a thousand watches
+ * and the clients of its own controllers holds more than FD_SETSIZE sockets.
  *
  * Limits: a body over API_BODY_MAX gets 413 (the rest of it is discarded);
  * more than max_inflight concurrent non-watch requests get 429; more than
@@ -373,8 +375,8 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     }
     if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s))) goto fail;
 
-    unsigned flags =
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
     int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
     if (tls) flags |= MHD_USE_TLS;
     struct MHD_OptionItem tls_opts[3] = {{MHD_OPTION_END, 0, NULL}};

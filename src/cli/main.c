@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,8 +119,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
+/* Servers hold a socket per watch and per client connection: take the hard
+ * limit on open files, as the Go runtime does for Kubernetes' binaries (the
+ * usual soft limit, 1024, is less than a thousand watches need). */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    raise_nofile();
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;
