@@ -117,6 +117,10 @@ api_dyn_t *api_dyn_ref(api_dyn_t *d);
 void api_dyn_unref(api_dyn_t *d); /* the last reference closes the cache */
 /* Close the entry's cache now (server stop), whoever still holds it. */
 void api_dyn_shutdown(api_dyn_t *d);
+/* The entry is no longer served (its CRD was deleted or stopped serving the
+ * version): end its open watches now; requests already in flight may still
+ * read it until the last reference goes. */
+void api_dyn_end(api_dyn_t *d);
 const api_resource_t *api_dyn_resource(const api_dyn_t *d);
 
 /* What a request path names (route.c). */

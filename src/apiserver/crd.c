@@ -555,6 +555,9 @@ static void sync_all(crd_ctl_t *c)
         return;
     }
     for (size_t i = 0; i < c->n; i++) {
+        int kept = 0; /* an entry no longer served ends its watches, as Kubernetes does */
+        for (size_t k = 0; k < n && !kept; k++) kept = dyn[k] == c->dyn[i];
+        if (!kept) api_dyn_end(c->dyn[i]);
         api_dyn_unref(c->dyn[i]);
         free(c->keys[i]);
     }

@@ -326,6 +326,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("http", "%s", msg);
 }
 
+/* End every watch stream (its connection thread then finishes). */
+static void end_watches(apiserver_t *s)
+{
+    api_view_t *v = s->view;
+    for (size_t i = 0; v && i < v->dyn_count; i++) api_dyn_end(v->dyn[i]);
+    for (size_t i = 0; s->caches && i < api_registry_count(); i++) wc_end(s->caches[i]);
+}
+
 static void close_caches(apiserver_t *s)
 {
     api_view_t *v = s->view;
@@ -432,11 +440,12 @@ void apiserver_stop(apiserver_t *s)
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
     pthread_mutex_unlock(&s->mu);
-    /* Closing the caches ends every watch stream, so that the connection
-     * threads MHD_stop_daemon() waits for can finish. */
+    /* Ending the watches lets the connection threads MHD_stop_daemon() waits
+     * for finish; the caches close after them, when no request can use them. */
     api_crd_stop(s);
-    close_caches(s);
+    end_watches(s);
     MHD_stop_daemon(s->daemon);
+    close_caches(s);
     api_view_put(s->view);
     api_schema_free(s->schema);
     api_metrics_free(s->metrics);

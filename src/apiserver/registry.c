@@ -158,6 +158,11 @@ void api_dyn_shutdown(api_dyn_t *d)
     d->cache = NULL;
 }
 
+void api_dyn_end(api_dyn_t *d)
+{
+    if (d && d->cache) wc_end(d->cache);
+}
+
 void api_dyn_unref(api_dyn_t *d)
 {
     if (!d || __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL)) return;

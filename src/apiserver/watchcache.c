@@ -72,6 +72,7 @@
  *
  *   FOLLOWING --store error, bad value (cache_fail)--> FAILED (err != 0)
  *   FOLLOWING, FAILED --wc_close--> CLOSED (closed = 1) --last unref--> freed
+ *   ended = 1 (wc_end) is orthogonal: no watcher from then on; reads go on.
  *
  * States of a watcher (w->end, w->cancelled):
  *
@@ -144,6 +145,7 @@ struct wc {
     int64_t rev;
     int err;            /* sticky: why the cache stopped following */
     int closed;
+    int ended;          /* wc_end(): watchers ended, none accepted */
 
     wc__node_t *head;   /* skip list head, WC__SKIP_MAX levels */
     int height;
@@ -683,6 +685,17 @@ static void cache_fail(wc_t *wc, int rc)
     pthread_mutex_unlock(&wc->mu);
 }
 
+void wc_end(wc_t *wc)
+{
+    pthread_mutex_lock(&wc->mu);
+    wc->ended = 1;
+    for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) {
+        w->cancelled = 1;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_mutex_unlock(&wc->mu);
+}
+
 static void *cache_run(void *arg)
 {
     wc_t *wc = arg;
@@ -964,7 +977,7 @@ int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, size_t backlog
         if (!rc && after_rev < wc->ring_floor) rc = KP_ECOMPACTED;
         if (!rc) rc = replay(wc, w, after_rev);
     }
-    if (!rc && wc->closed) rc = KP_ECLOSED;
+    if (!rc && (wc->closed || wc->ended)) rc = KP_ECLOSED;
     if (!rc && wc->err) rc = wc->err;
     if (!rc) {
         w->next_w = wc->watchers;

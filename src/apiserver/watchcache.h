@@ -85,6 +85,12 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
  * no call on `wc` may start once wc_close() has begun. */
 void wc_close(wc_t *wc);
 
+/* End every open watcher (its wc_watcher_next() returns KP_ECLOSED at once,
+ * as after wc_watcher_cancel) and refuse later watches with KP_ECLOSED, for
+ * a resource that stops being served (its CRD was deleted). Gets and lists
+ * go on until wc_close(). Any thread; idempotent. */
+void wc_end(wc_t *wc);
+
 /* The revision the cache reflects: every store change up to it is applied. */
 int64_t wc_revision(wc_t *wc);
 

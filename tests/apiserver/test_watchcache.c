@@ -1071,6 +1071,40 @@ static void test_cancel(void **state)
     wc_watcher_close(NULL);
 }
 
+/* wc_end(): every watcher ends at once, new ones are refused, reads go on. */
+static void test_end(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    int64_t rev = put(f->s, "ns", "a", "v");
+    assert_int_equal(wc_wait(f->wc, rev, 5000), 0);
+    blocked_t b = {0};
+    wc_watcher_t *queued;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &queued), 0); /* holds an event */
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, blocked_next, &b), 0);
+    while (!atomic_load(&b.started)) usleep(1000);
+    usleep(100 * 1000);
+    wc_end(f->wc);
+    pthread_join(t, NULL);
+    assert_int_equal(b.rc, KP_ECLOSED);
+    wc_event_t ev;
+    assert_int_equal(wc_watcher_next(queued, 0, &ev), KP_ECLOSED);
+    wc_watcher_t *late = NULL;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &late), KP_ECLOSED);
+    assert_null(late);
+    /* The cache still follows the store and answers reads. */
+    int64_t rev2 = put(f->s, "ns", "b", "v");
+    assert_int_equal(wc_wait(f->wc, rev2, 5000), 0);
+    const wc_obj_t *o;
+    assert_int_equal(wc_get(f->wc, PFX "ns/b", &o), 0);
+    wc_obj_unref(o);
+    wc_end(f->wc); /* idempotent */
+    wc_watcher_close(b.w);
+    wc_watcher_close(queued);
+}
+
 static void test_close_with_watchers(void **state)
 {
     fixture_t *f = *state;
@@ -1161,6 +1195,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offer_bounded_and_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_concurrent_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_watchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_value_stops, setup, teardown),
     };

@@ -253,7 +253,11 @@ kp_curl PATCH /apis/apps/v1/namespaces/shop/deployments/web/status \
   -d '{"status":{"observedGeneration":99,"conditions":[{"type":"Available","status":"True","reason":"Test","message":"x"}]}}' >/dev/null
 k -n shop wait --for=condition=Available --timeout=10s deploy/web >/dev/null
 
-echo "--- deleting the CRD deletes its objects"
+echo "--- deleting the CRD deletes its objects and ends the watches on them"
+kp_curl GET "/apis/stable.example.com/v1/namespaces/shop/crontabs?watch=1&timeoutSeconds=120" \
+  >"$KP_DIR/ct-watch.out" 2>&1 &
+watch_pid=$!
+for _ in $(seq 100); do grep -q my-cron "$KP_DIR/ct-watch.out" && break; sleep 0.1; done
 k delete crd crontabs.stable.example.com >/dev/null
 for _ in $(seq 100); do
   k get crd crontabs.stable.example.com >/dev/null 2>&1 || break
@@ -263,4 +267,11 @@ err=$(k get crd crontabs.stable.example.com 2>&1 || true)
 expect_match "crd gone" "$err" "NotFound"
 left=$(kp_curl GET "/apis/stable.example.com/v1/namespaces/shop/crontabs" | head -c 300)
 expect_match "objects gone" "$left" '"code":404|"items":\[\]'
+for _ in $(seq 200); do kill -0 $watch_pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $watch_pid 2>/dev/null; then
+  kill $watch_pid
+  fail "a watch on crontabs still runs 20 s after the CRD was deleted"
+fi
+wait $watch_pid || fail "the crontabs watch ended with an error: $(cat "$KP_DIR/ct-watch.out")"
+expect_match "watch saw the object" "$(cat "$KP_DIR/ct-watch.out")" '"name":"my-cron"'
 echo "kubectl_apply.sh: all checks passed"
