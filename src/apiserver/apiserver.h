@@ -26,6 +26,13 @@ typedef struct apiserver_config {
     size_t max_watches;        /* open watches (0: 10000) */
     const char *tls_cert_pem;  /* server certificate (PEM); NULL: plain HTTP */
     const char *tls_key_pem;   /* its private key (PEM) */
+    /* Admission DefaultTolerationSeconds: the tolerationSeconds of the
+     * not-ready and unreachable NoExecute tolerations pods get at creation
+     * (--default-not-ready-toleration-seconds and
+     * --default-unreachable-toleration-seconds); both 300 unless
+     * toleration_seconds_set. */
+    int toleration_seconds_set;
+    int64_t not_ready_toleration_s, unreachable_toleration_s;
 } apiserver_config_t;
 
 /* Start serving. Creates the default namespaces (default, kube-system,

@@ -615,12 +615,16 @@ int api_serve_resource(api_req_t *r)
         unsigned sub = !strcmp(rt->sub, "status")    ? API_SUB_STATUS
                        : !strcmp(rt->sub, "scale")   ? API_SUB_SCALE
                        : !strcmp(rt->sub, "binding") ? API_SUB_BINDING
+                       : !strcmp(rt->sub, "log")     ? API_SUB_LOG
+                       : !strcmp(rt->sub, "finalize") ? API_SUB_FINALIZE
                                                      : 0;
         if (!(rt->res->subresources & sub) || !*rt->name)
             return api_reply_status(r, 404, "NotFound", NULL,
                                     "the server could not find the requested resource");
         if (sub == API_SUB_SCALE) return rest_scale(r);
         if (sub == API_SUB_BINDING) return rest_binding(r);
+        if (sub == API_SUB_LOG) return rest_log(r);
+        if (sub == API_SUB_FINALIZE) return rest_finalize(r);
     }
 
     if (!*rt->name) {

@@ -70,6 +70,14 @@ int rest_same_but_managed(const json_t *a, const json_t *b);
  * Returns -1 after replying. */
 int rest_track_fields(api_req_t *r, const json_t *old, json_t *obj);
 
+/* A DELETE's cascade (rest_delete_propagation): none given (the kind's
+ * default), or the policy asked for. */
+enum { REST_GC_DEFAULT = 0, REST_GC_ORPHAN, REST_GC_BACKGROUND, REST_GC_FOREGROUND };
+/* propagationPolicy / orphanDependents of a DELETE from the query and
+ * `body` (its DeleteOptions, may be NULL) into *policy. Returns -1 after
+ * replying 422 to a bad one. */
+int rest_delete_propagation(api_req_t *r, const json_t *body, int *policy);
+
 /* rest_write.c */
 /* Does the resource keep metadata.generation (Kubernetes: workloads, CRDs
  * and custom resources; not pods, nodes, services, leases...)? */
@@ -110,10 +118,16 @@ int rest_update(api_req_t *r);
 int rest_patch(api_req_t *r);
 int rest_delete(api_req_t *r);
 int rest_delete_collection(api_req_t *r);
+/* PUT namespaces/NAME/finalize: spec.finalizers only; the namespace goes
+ * once it is deleted and both finalizer lists are empty. */
+int rest_finalize(api_req_t *r);
 
 /* rest_sub.c: scale and binding */
 int rest_scale(api_req_t *r);
 int rest_binding(api_req_t *r);
+
+/* rest_log.c: pods/<name>/log, proxied to the node's log server */
+int rest_log(api_req_t *r);
 
 /* rest_watch.c */
 int rest_watch(api_req_t *r);

@@ -187,3 +187,47 @@ int rest_track_fields(api_req_t *r, const json_t *old, json_t *obj)
     }
     return 0;
 }
+
+/* DeleteOptions' cascade: propagationPolicy and the deprecated
+ * orphanDependents, from the query (Python) or the body (kubectl), the body
+ * winning as Kubernetes decodes the body over the query. Validated as
+ * Kubernetes' ValidateDeleteOptions: both set, or an unknown policy, is a 422
+ * naming the field. */
+int rest_delete_propagation(api_req_t *r, const json_t *body, int *policy)
+{
+    *policy = REST_GC_DEFAULT;
+    const char *pp = api_query(r, "propagationPolicy");
+    const char *od = api_query(r, "orphanDependents");
+    int orphan = -1; /* not given */
+    if (od && *od) orphan = rest_query_bool(r, "orphanDependents");
+    const json_t *bp = json_object_get(body, "propagationPolicy");
+    const json_t *bo = json_object_get(body, "orphanDependents");
+    if (json_is_string(bp)) pp = json_string_value(bp);
+    if (json_is_boolean(bo)) orphan = json_is_true(bo);
+    if (pp && !*pp) pp = NULL;
+    if (pp && orphan >= 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "Invalid value: \"%.200s\": orphanDependents and deletionPropagation cannot "
+                 "be both set",
+                 pp);
+        return reply_bad_option(r, "propagationPolicy", "FieldValueInvalid", msg);
+    }
+    if (orphan >= 0) {
+        *policy = orphan ? REST_GC_ORPHAN : REST_GC_BACKGROUND;
+        return 0;
+    }
+    if (!pp) return 0;
+    if (!strcmp(pp, "Orphan")) *policy = REST_GC_ORPHAN;
+    else if (!strcmp(pp, "Background")) *policy = REST_GC_BACKGROUND;
+    else if (!strcmp(pp, "Foreground")) *policy = REST_GC_FOREGROUND;
+    else {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "Unsupported value: \"%.200s\": supported values: \"Foreground\", "
+                 "\"Background\", \"Orphan\", \"nil\"",
+                 pp);
+        return reply_bad_option(r, "propagationPolicy", "FieldValueNotSupported", msg);
+    }
+    return 0;
+}

@@ -163,6 +163,12 @@ static void drop_empty_metadata(json_t *obj)
     }
 }
 
+/* A namespace's spec.finalizers (the namespace controller's "kubernetes"). */
+static size_t ns_spec_finalizers(const json_t *ns)
+{
+    return json_array_size(json_object_get(json_object_get(ns, "spec"), "finalizers"));
+}
+
 int rest_tracks_generation(const api_resource_t *res)
 {
     return res->crd_schema || (res->strategy && res->strategy->generation);
@@ -175,6 +181,14 @@ static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const ch
     drop_empty_metadata(obj);
     if (st && !old && st->prepare_create) st->prepare_create(obj);
     if (st && st->defaults) st->defaults(obj);
+    /* Admission DefaultTolerationSeconds (after defaulting in Kubernetes):
+     * creates and updates of pods proper, not of their subresources. */
+    if (st == &api_strategy_pod && !r->route.sub[0]) {
+        const apiserver_config_t *cfg = &r->srv->cfg;
+        int set = cfg->toleration_seconds_set;
+        api_pod_default_tolerations(obj, set ? cfg->not_ready_toleration_s : 300,
+                                    set ? cfg->unreachable_toleration_s : 300);
+    }
     if (res->crd_schema) api_crd_prune_and_default(res->crd_schema, obj);
     json_t *causes = json_array();
     validate_metadata(obj, causes);
@@ -489,6 +503,13 @@ json_t *rest_merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
         if (v) json_object_set(meta, *k, v);
         else json_object_del(meta, *k);
     }
+    if (!strcmp(res->resource, "namespaces")) { /* spec.finalizers: through /finalize only */
+        json_t *cf = json_object_get(json_object_get(cur, "spec"), "finalizers");
+        json_t *spec = json_object_get(out, "spec");
+        if (!json_is_object(spec)) json_object_set_new(out, "spec", spec = json_object());
+        if (cf) json_object_set(spec, "finalizers", cf);
+        else json_object_del(spec, "finalizers");
+    }
     if (res->subresources & API_SUB_STATUS) {
         json_t *st = json_object_get(cur, "status");
         if (st) json_object_set(out, "status", st);
@@ -533,7 +554,10 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         }
         json_t *nm = rest_meta(next);
         json_object_del(nm, "resourceVersion");
-        int had_finalizers = json_array_size(json_object_get(rest_meta(cur), "finalizers")) > 0;
+        /* A namespace holds on to its spec.finalizers too. */
+        int is_ns = !strcmp(r->route.res->resource, "namespaces");
+        int had_finalizers = json_array_size(json_object_get(rest_meta(cur), "finalizers")) > 0 ||
+                             (is_ns && ns_spec_finalizers(cur) > 0);
         if (rest_same_but_managed(cur, next)) { /* no change: no write, no new revision */
             json_decref(next);
             return reply_unwritten(r, cur, cur_rev, reply);
@@ -552,6 +576,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         const json_t *grace = json_object_get(nm, "deletionGracePeriodSeconds");
         int finish = json_object_get(nm, "deletionTimestamp") &&
                      json_array_size(json_object_get(nm, "finalizers")) == 0 && had_finalizers &&
+                     (!is_ns || ns_spec_finalizers(next) == 0) &&
                      (!grace || json_integer_value(grace) == 0);
         int64_t rev = 0;
         if (finish) {
@@ -604,11 +629,70 @@ out:
     return rc;
 }
 
-/* What a DELETE asks for: preconditions and a grace period (-1: the object's). */
+/* The finalize subresource (Kubernetes' namespace FinalizeREST): the body's
+ * spec.finalizers replace the stored ones; nothing else changes. Each must be
+ * "kubernetes" or a qualified name with a prefix. */
+static json_t *make_finalize(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
+{
+    json_t *in = arg;
+    if (rest_parse_rv(rest_meta_str(in, "resourceVersion"), pre)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
+        return NULL;
+    }
+    const json_t *fin = json_object_get(json_object_get(in, "spec"), "finalizers");
+    size_t i;
+    json_t *f;
+    json_array_foreach(fin, i, f) {
+        const char *v = json_string_value(f);
+        char field[64];
+        snprintf(field, sizeof field, "spec.finalizers[%zu]", i);
+        if (!v) {
+            reply_invalid(r, r->route.name, field, "", "must be a string");
+            return NULL;
+        }
+        if (!strchr(v, '/') && strcmp(v, "kubernetes")) {
+            reply_invalid(r, r->route.name, "spec.finalizers", v,
+                          "name is neither a standard finalizer name nor is it fully qualified");
+            return NULL;
+        }
+    }
+    json_t *out = json_deep_copy(cur);
+    json_t *spec = json_object_get(out, "spec");
+    if (!json_is_object(spec)) json_object_set_new(out, "spec", spec = json_object());
+    if (json_array_size(fin)) json_object_set(spec, "finalizers", (json_t *)fin);
+    else json_object_del(spec, "finalizers");
+    return out;
+}
+
+int rest_finalize(api_req_t *r)
+{
+    if (strcmp(r->method, "PUT"))
+        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
+                                "the server does not allow this method on the requested resource");
+    json_t *in;
+    int rc = rest_body_object(r, &in);
+    if (rc || !in) return rc;
+    if (rest_check_type(r, in)) goto out;
+    const char *name = rest_meta_str(in, "name");
+    if (strcmp(name, r->route.name)) {
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "the name of the object (%s) does not match the name on the URL (%s)",
+                         name, r->route.name);
+        goto out;
+    }
+    rc = rest_update_loop(r, make_finalize, in, NULL);
+out:
+    json_decref(in);
+    return rc;
+}
+
+/* What a DELETE asks for: preconditions, a grace period (-1: the object's)
+ * and a cascade (REST_GC_*). */
 typedef struct delete_opts {
     int64_t pre_rv;
     char pre_uid[64];
     long long grace;
+    int policy;
 } delete_opts_t;
 
 /* DeleteOptions from the body (kubectl) or the query (Python). Returns -1
@@ -626,9 +710,13 @@ static int delete_options(api_req_t *r, delete_opts_t *o)
             return -1;
         }
     }
-    if (!r->body.len) return 0;
+    if (!r->body.len) return rest_delete_propagation(r, NULL, &o->policy);
     json_t *opts;
     if (rest_body_object(r, &opts) || !opts) return -1;
+    if (rest_delete_propagation(r, opts, &o->policy)) {
+        json_decref(opts);
+        return -1;
+    }
     const json_t *pc = json_object_get(opts, "preconditions");
     const char *uid = json_string_value(json_object_get(pc, "uid"));
     if (uid) snprintf(o->pre_uid, sizeof o->pre_uid, "%s", uid);
@@ -643,21 +731,65 @@ static int delete_options(api_req_t *r, delete_opts_t *o)
     return 0;
 }
 
-/* Does any namespaced object live in namespace `ns`? */
-static int namespace_in_use(api_req_t *r, const char *ns)
+/* ---- deletion propagation (Kubernetes' generic registry store) ----
+ *
+ * A DELETE's cascade becomes finalizers the garbage collector serves:
+ * Orphan -> "orphan" (dependents lose their ownerReference to the object,
+ * then the finalizer goes), Foreground -> "foregroundDeletion" (dependents
+ * are deleted first; the finalizer goes when none that blocks remains),
+ * Background -> neither (the object goes now, dependents after it). With no
+ * policy given, a GC finalizer already on the object stands, else the kind's
+ * default: Orphan for batch/v1 Jobs (kept for compatibility, as Kubernetes
+ * does), Background for every other kind kplane serves. */
+#define FIN_ORPHAN     "orphan"
+#define FIN_FOREGROUND "foregroundDeletion"
+
+static int has_string(const json_t *list, const char *s)
 {
-    for (size_t i = 0; i < r->view->count; i++) {
-        const api_resource_t *res = r->view->res[i];
-        char prefix[STORE_KEY_MAX + 1];
-        if (!res->namespaced || api_ns_prefix(res, ns, prefix, sizeof prefix)) continue;
-        wc_list_t *l;
-        if (wc_list(r->view->caches[i], prefix, NULL, 1, 0, 1000, &l)) return 1;
-        size_t count = l->count;
-        wc_list_free(l);
-        if (count) return 1;
-    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), s))
+        return 1;
     return 0;
 }
+
+static int default_orphans(const api_resource_t *res)
+{
+    return !strcmp(res->group, "batch") && !strcmp(res->version, "v1") &&
+           !strcmp(res->resource, "jobs");
+}
+
+/* Set the GC finalizers `meta` must carry for this delete; 1 if that
+ * changed them. */
+static int gc_finalizers(const api_resource_t *res, json_t *meta, int policy)
+{
+    json_t *fin = json_object_get(meta, "finalizers");
+    int orphan, fg;
+    if (policy == REST_GC_ORPHAN) orphan = 1, fg = 0;
+    else if (policy == REST_GC_FOREGROUND) orphan = 0, fg = 1;
+    else if (policy == REST_GC_BACKGROUND) orphan = 0, fg = 0;
+    else if (has_string(fin, FIN_ORPHAN)) orphan = 1, fg = 0;
+    else if (has_string(fin, FIN_FOREGROUND)) orphan = 0, fg = 1;
+    else orphan = default_orphans(res), fg = 0;
+    if (orphan == has_string(fin, FIN_ORPHAN) && fg == has_string(fin, FIN_FOREGROUND)) return 0;
+    json_t *next = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(fin, i, v) {
+        const char *f = json_string_value(v);
+        if (f && (!strcmp(f, FIN_ORPHAN) || !strcmp(f, FIN_FOREGROUND))) continue;
+        json_array_append(next, v);
+    }
+    if (orphan) json_array_append_new(next, json_string(FIN_ORPHAN));
+    if (fg) json_array_append_new(next, json_string(FIN_FOREGROUND));
+    if (json_array_size(next)) json_object_set_new(meta, "finalizers", next);
+    else {
+        json_decref(next);
+        json_object_del(meta, "finalizers");
+    }
+    return 1;
+}
+
 
 /* How a delete ends for `cur`: 1 to mark it (deletionTimestamp; someone
  * finishes later), 0 to remove it now. Sets *grace for a mark. */
@@ -686,7 +818,9 @@ static int must_mark(api_req_t *r, const json_t *cur, const delete_opts_t *o, lo
         if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
         return node && *node && g > 0;
     }
-    if (!strcmp(res, "namespaces")) return namespace_in_use(r, rest_meta_str(cur, "name"));
+    /* A namespace waits for its content to go (the namespace controller
+     * empties it, then drops "kubernetes" through /finalize). */
+    if (!strcmp(res, "namespaces")) return ns_spec_finalizers(cur) > 0;
     return 0;
 }
 
@@ -697,6 +831,7 @@ typedef struct gone {
     json_t *doc;
     const wc_obj_t *obj;
     int64_t rev;
+    int purging; /* KP_ECONFLICT: a terminating namespace, still being emptied */
 } gone_t;
 
 static const json_t *gone_doc(const gone_t *g)
@@ -729,25 +864,39 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, go
             return KP_ECONFLICT;
         }
         json_t *meta = rest_meta(cur);
+        int is_ns = !strcmp(r->route.res->resource, "namespaces");
+        int deleting = json_object_get(meta, "deletionTimestamp") != NULL;
+        if (is_ns && deleting && ns_spec_finalizers(cur)) {
+            json_decref(cur);
+            gone->purging = 1; /* Kubernetes' namespace registry: a Conflict */
+            return KP_ECONFLICT;
+        }
+        int fin_changed = gc_finalizers(r->route.res, meta, o->policy);
         long long grace;
         int mark = must_mark(r, cur, o, &grace);
         json_t *prev_grace = json_object_get(meta, "deletionGracePeriodSeconds");
-        if (mark && json_object_get(meta, "deletionTimestamp") &&
-            (!json_is_integer(prev_grace) || json_integer_value(prev_grace) <= grace)) {
+        int sooner = !deleting || (json_is_integer(prev_grace) &&
+                                   json_integer_value(prev_grace) > grace);
+        if (mark && !sooner && !fin_changed) {
             *gone = (gone_t){.doc = cur, .rev = cur_rev}; /* being deleted, no sooner than asked */
             return 0;
         }
         int64_t rev = 0;
         if (mark) {
-            char when[32];
-            time_t t = time(NULL) + (time_t)grace;
-            struct tm tm;
-            gmtime_r(&t, &tm);
-            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-            json_object_set_new(meta, "deletionTimestamp", json_string(when));
-            json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
-            if (!strcmp(r->route.res->resource, "namespaces"))
-                json_object_set_new(cur, "status", json_pack("{s:s}", "phase", "Terminating"));
+            if (sooner) {
+                char when[32];
+                time_t t = time(NULL) + (time_t)grace;
+                struct tm tm;
+                gmtime_r(&t, &tm);
+                strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+                json_object_set_new(meta, "deletionTimestamp", json_string(when));
+                json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
+            }
+            if (is_ns) {
+                json_t *st = json_object_get(cur, "status");
+                if (!json_is_object(st)) json_object_set_new(cur, "status", st = json_object());
+                json_object_set_new(st, "phase", json_string("Terminating"));
+            }
             char *text = json_dumps(cur, JSON_COMPACT);
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
             free(text);
@@ -774,8 +923,31 @@ int rest_delete(api_req_t *r)
 {
     delete_opts_t o;
     if (delete_options(r, &o)) return 0;
+    /* Kubernetes' NamespaceLifecycle admission keeps these namespaces. */
+    if (!strcmp(r->route.res->resource, "namespaces") &&
+        (!strcmp(r->route.name, "default") || !strcmp(r->route.name, "kube-system") ||
+         !strcmp(r->route.name, "kube-public"))) {
+        json_t *d = rest_details(r->route.res, r->route.name);
+        int rc = api_reply_status(r, 403, "Forbidden", d,
+                                  "namespaces \"%s\" is forbidden: this namespace may not be "
+                                  "deleted",
+                                  r->route.name);
+        json_decref(d);
+        return rc;
+    }
     gone_t gone = {0};
     int rc = delete_one(r, r->route.name, &o, &gone);
+    if (rc == KP_ECONFLICT && gone.purging) {
+        json_t *d = rest_details(r->route.res, r->route.name);
+        rc = api_reply_status(r, 409, "Conflict", d,
+                              "Operation cannot be fulfilled on namespaces \"%s\": The system "
+                              "is ensuring all content is removed from this namespace.  Upon "
+                              "completion, this namespace will automatically be purged by the "
+                              "system.",
+                              r->route.name);
+        json_decref(d);
+        return rc;
+    }
     if (rc == KP_ECONFLICT && (o.pre_rv || *o.pre_uid)) {
         json_t *d = rest_details(r->route.res, r->route.name);
         rc = api_reply_status(r, 409, "Conflict", d,

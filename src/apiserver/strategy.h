@@ -12,6 +12,7 @@
 #define KP_STRATEGY_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 typedef struct api_strategy {
     void (*prepare_create)(json_t *obj);
@@ -40,5 +41,10 @@ void api_cause(json_t *causes, const char *reason, const char *field, const char
 /* Shared by kinds that embed a pod template (strategy_apps.c). */
 void api_pod_spec_defaults(json_t *spec);
 void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes);
+
+/* Admission DefaultTolerationSeconds on a pod being created or updated
+ * (strategy_pod.c): the not-ready and unreachable NoExecute tolerations it
+ * lacks, with these tolerationSeconds. */
+void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unreachable_s);
 
 #endif

@@ -193,6 +193,13 @@ static void statefulset_defaults(json_t *sts)
     if (type && !strcmp(type, "RollingUpdate"))
         set_default(child(us, "rollingUpdate"), "partition", json_integer(0));
     set_default(spec, "revisionHistoryLimit", json_integer(10));
+    /* StatefulSetAutoDeletePVC (on since 1.27): keep claims; kplane has no
+     * claims to delete, the field is there for clients. */
+    json_t *pvc = child(spec, "persistentVolumeClaimRetentionPolicy");
+    set_default(pvc, "whenDeleted", json_string("Retain"));
+    set_default(pvc, "whenScaled", json_string("Retain"));
+    /* Optional in the API, but older Python clients refuse a spec without it. */
+    set_default(spec, "serviceName", json_string(""));
     template_defaults(spec);
 }
 
@@ -283,6 +290,11 @@ static void job_defaults(json_t *job)
     set_default(spec, "backoffLimit", json_integer(6));
     set_default(spec, "completionMode", json_string("NonIndexed"));
     set_default(spec, "suspend", json_false());
+    /* 1.29+: replace terminating pods at once, unless a podFailurePolicy
+     * asks to wait for them to fail. */
+    set_default(spec, "podReplacementPolicy",
+                json_string(json_object_get(spec, "podFailurePolicy") ? "Failed"
+                                                                      : "TerminatingOrFailed"));
     template_defaults(spec);
 }
 

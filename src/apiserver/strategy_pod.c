@@ -235,6 +235,43 @@ static void pod_defaults(json_t *pod)
     requests_from_limits(json_object_get(spec, "initContainers"));
 }
 
+/* Admission DefaultTolerationSeconds (kube-apiserver's plugin of that name):
+ * a pod that does not tolerate node.kubernetes.io/not-ready:NoExecute
+ * (resp. unreachable) -- a toleration with that key or no key, and effect
+ * NoExecute or none -- gets one with operator Exists and tolerationSeconds
+ * not_ready_s (resp. unreachable_s), so that the taint eviction controller
+ * moves it off a failed node after that long rather than at once. */
+void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unreachable_s)
+{
+    static const char *const keys[2] = {"node.kubernetes.io/not-ready",
+                                        "node.kubernetes.io/unreachable"};
+    const int64_t secs[2] = {not_ready_s, unreachable_s};
+    json_t *spec = json_object_get(pod, "spec");
+    json_t *tols = json_object_get(spec, "tolerations");
+    if (!json_is_object(spec) || (tols && !json_is_null(tols) && !json_is_array(tols)))
+        return; /* validation names the bad field */
+    int has[2] = {0, 0};
+    size_t i;
+    json_t *t;
+    json_array_foreach(tols, i, t) {
+        const char *k = json_string_value(json_object_get(t, "key"));
+        const char *e = json_string_value(json_object_get(t, "effect"));
+        if (e && *e && strcmp(e, "NoExecute")) continue;
+        for (int j = 0; j < 2; j++)
+            if (!k || !*k || !strcmp(k, keys[j])) has[j] = 1;
+    }
+    for (int j = 0; j < 2; j++) {
+        if (has[j]) continue;
+        if (!json_is_array(tols)) {
+            tols = json_array();
+            json_object_set_new(spec, "tolerations", tols);
+        }
+        json_array_append_new(tols, json_pack("{s:s, s:s, s:s, s:I}", "key", keys[j], "operator",
+                                              "Exists", "effect", "NoExecute",
+                                              "tolerationSeconds", (json_int_t)secs[j]));
+    }
+}
+
 /* What an update may change in a pod's spec: images, activeDeadlineSeconds,
  * tolerations (additions), terminationGracePeriodSeconds (on delete). Compare
  * with those masked out. nodeName is set once, through pods/binding. */

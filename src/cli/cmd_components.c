@@ -4,6 +4,9 @@
  *   kplane controller-manager --kubeconfig F [--controllers a,b] [--workers N]
  *   kplane scheduler          --kubeconfig F
  *   kplane node               --kubeconfig F --simulate N [--name-prefix P]
+ *                             [--node-lease-duration-seconds N]
+ *   controller-manager also: [--node-monitor-grace-period 40s] [--node-monitor-period 5s]
+ *   kplane node               --kubeconfig F --runtime process --name N [--data-dir D]
  *
  * common: [--leader-elect] [--leader-elect-lease-duration 15s]
  *         [--leader-elect-renew-deadline 10s] [--leader-elect-retry-period 2s]
@@ -37,11 +40,21 @@ static void usage(FILE *out, int which)
     if (which == COMP_CM)
         fputs("  --controllers a,b     the controllers to run (default: all: "
               "replicaset,deployment)\n"
-              "  --workers N           workers per controller (default 5)\n",
+              "  --workers N           workers per controller (default 5)\n"
+              "  --node-monitor-grace-period D  a node silent this long goes Ready Unknown\n"
+              "                        and is tainted unreachable (default 40s)\n"
+              "  --node-monitor-period D         how often node health is checked (default 5s)\n",
               out);
     if (which == COMP_NODE)
         fputs("  --simulate N          run N simulated nodes\n"
-              "  --name-prefix P       node names P0..PN-1 (default kplane-node-)\n",
+              "  --name-prefix P       node names P0..PN-1 (default kplane-node-)\n"
+              "  --runtime process     run one real node instead: pods run as local\n"
+              "                        processes, logs served for `kubectl logs`\n"
+              "  --name N              its node name (required with --runtime process)\n"
+              "  --data-dir D          its pods' directories and logs (default kplane-node-N)\n",
+              out);
+    if (which == COMP_NODE)
+        fputs("  --node-lease-duration-seconds N  Lease duration; renewed every N/4 s (default 40)\n",
               out);
     if (which != COMP_NODE)
         fputs("  --leader-elect        run only while holding the Lease in kube-system\n"
@@ -109,6 +122,9 @@ static const char *const *split_list(char *s, const char **store, size_t n)
     return store;
 }
 
+/* Long options without a short letter. */
+enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE };
+
 static int run(int which, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -117,6 +133,9 @@ static int run(int which, int argc, char **argv)
         {"workers", required_argument, NULL, 'w'},
         {"simulate", required_argument, NULL, 'n'},
         {"name-prefix", required_argument, NULL, 'p'},
+        {"runtime", required_argument, NULL, 'r'},
+        {"name", required_argument, NULL, 'N'},
+        {"data-dir", required_argument, NULL, 'D'},
         {"leader-elect", optional_argument, NULL, 'e'},
         {"leader-elect-lease-duration", required_argument, NULL, 'L'},
         {"leader-elect-renew-deadline", required_argument, NULL, 'R'},
@@ -124,6 +143,9 @@ static int run(int which, int argc, char **argv)
         {"kube-api-qps", required_argument, NULL, 'q'},
         {"kube-api-burst", required_argument, NULL, 'b'},
         {"metrics-listen", required_argument, NULL, 'm'},
+        {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
+        {"node-monitor-period", required_argument, NULL, OPT_NODE_PERIOD},
+        {"node-lease-duration-seconds", required_argument, NULL, OPT_NODE_LEASE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *name = names[which], *kubeconfig = NULL, *metrics = NULL;
@@ -154,6 +176,17 @@ static int run(int which, int argc, char **argv)
         case 'p':
             o.node_prefix = optarg;
             break;
+        case 'r':
+            if (which != COMP_NODE || (strcmp(optarg, "process") && strcmp(optarg, "sim")))
+                return cli_usage_error(name, "bad --runtime (process or sim)");
+            o.node_runtime = optarg;
+            break;
+        case 'N':
+            o.node_name = optarg;
+            break;
+        case 'D':
+            o.node_dir = optarg;
+            break;
         case 'e':
             o.leader_elect = !optarg || !strcmp(optarg, "true");
             break;
@@ -180,6 +213,20 @@ static int run(int which, int argc, char **argv)
         case 'm':
             metrics = optarg;
             break;
+        case OPT_NODE_GRACE:
+        case OPT_NODE_PERIOD:
+            if (which != COMP_CM || (ms = cli_duration_ms(optarg)) <= 0 || ms > 0x7fffffff)
+                return cli_usage_error(name, "bad duration '%s'", optarg);
+            if (c == OPT_NODE_GRACE)
+                o.node_monitor_grace_ms = (int)ms;
+            else
+                o.node_monitor_period_ms = (int)ms;
+            break;
+        case OPT_NODE_LEASE:
+            o.node_lease_s = (int)strtol(optarg, &end, 10);
+            if (which != COMP_NODE || *end || o.node_lease_s <= 0 || o.node_lease_s > 3600)
+                return cli_usage_error(name, "bad --node-lease-duration-seconds");
+            break;
         case 'h':
             usage(stdout, which);
             return CLI_EXIT_OK;
@@ -189,7 +236,16 @@ static int run(int which, int argc, char **argv)
     }
     if (optind != argc) return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
     if (!kubeconfig) return cli_usage_error(name, "--kubeconfig FILE is required");
-    if (which == COMP_NODE && !o.nodes) return cli_usage_error(name, "--simulate N is required");
+    int proc = o.node_runtime && !strcmp(o.node_runtime, "process");
+    char node_dir[CLI_PATH_MAX];
+    if (proc && !o.node_name) return cli_usage_error(name, "--name N is required");
+    if (proc && o.nodes) return cli_usage_error(name, "--simulate and --runtime process exclude each other");
+    if (proc && !o.node_dir) {
+        snprintf(node_dir, sizeof node_dir, "kplane-node-%s", o.node_name);
+        o.node_dir = node_dir;
+    }
+    if (which == COMP_NODE && !o.nodes && !proc)
+        return cli_usage_error(name, "--simulate N or --runtime process is required");
 
     sigset_t stop;
     sigemptyset(&stop);
@@ -212,6 +268,7 @@ static int run(int which, int argc, char **argv)
     cfg.user_agent = ua;
     cfg.qps = qps;
     cfg.burst = (int)burst;
+    o.node_token = cfg.token; /* the API server calls the log server with it */
     kc_client_t *client;
     if ((rc = kc_client_new(&cfg, &client))) {
         json_decref(storage);

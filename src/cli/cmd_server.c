@@ -3,9 +3,13 @@
  * `kplane apiserver` (the API server alone).
  *
  *   kplane server    [--data-dir DIR] [--listen ADDR:PORT] [--store URL]
- *                    [--nodes N] [--no-controllers] [--no-scheduler]
+ *                    [--nodes N | --runtime process] [--no-controllers] [--no-scheduler]
  *                    [--kube-api-qps Q] [--kube-api-burst B]
+ *                    [--node-monitor-grace-period D] [--node-monitor-period D]
+ *                    [--node-lease-duration-seconds N]
  *   kplane apiserver  --store URL [--data-dir DIR] [--listen ADDR:PORT]
+ *   both:            [--default-not-ready-toleration-seconds N]
+ *                    [--default-unreachable-toleration-seconds N]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin token in DIR/admin-token (created on first start), print how to point
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apiserver/apiserver.h"
 #include "cli/cli.h"
@@ -42,17 +47,35 @@ static void usage(FILE *out, const char *cmd)
             cmd);
     if (!strcmp(cmd, "server"))
         fputs("  --nodes N          simulated nodes to run (default 3; 0: none)\n"
+              "  --runtime process  run one real node instead (named after the host, else\n"
+              "                     kplane-node-0): pods run as local processes, logs under\n"
+              "                     DIR/node, `kubectl logs` works\n"
               "  --no-controllers   do not run the controller manager\n"
               "  --no-scheduler     do not run the scheduler\n"
               "  --kube-api-qps Q, --kube-api-burst B\n"
               "                     rate limit of the components' API client (default off)\n",
               out);
+    if (!strcmp(cmd, "server"))
+        fputs("  --node-monitor-grace-period D  a node silent this long goes Ready Unknown and\n"
+              "                     is tainted unreachable (Go duration; default 40s)\n"
+              "  --node-monitor-period D  how often node health is checked (default 5s)\n"
+              "  --node-lease-duration-seconds N  the simulated nodes' Lease duration; they\n"
+              "                     renew it every N/4 s (default 40)\n",
+              out);
+    fputs("  --default-not-ready-toleration-seconds N, --default-unreachable-toleration-seconds N\n"
+          "                     tolerationSeconds of the not-ready and unreachable NoExecute\n"
+          "                     tolerations every pod gets (default 300)\n",
+          out);
 }
 
 static int components_metrics(void *arg, char **text)
 {
     return cli_components_metrics(arg, text);
 }
+
+/* Long options without a short letter (node lifecycle and admission). */
+enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_TOL_NOT_READY,
+       OPT_TOL_UNREACHABLE };
 
 static int serve(const char *cmd, int argc, char **argv)
 {
@@ -62,8 +85,19 @@ static int serve(const char *cmd, int argc, char **argv)
                                          {"nodes", required_argument, NULL, 'n'},
                                          {"no-controllers", no_argument, NULL, 'C'},
                                          {"no-scheduler", no_argument, NULL, 'S'},
+                                         {"runtime", required_argument, NULL, 'r'},
                                          {"kube-api-qps", required_argument, NULL, 'q'},
                                          {"kube-api-burst", required_argument, NULL, 'b'},
+                                         {"node-monitor-grace-period", required_argument, NULL,
+                                          OPT_NODE_GRACE},
+                                         {"node-monitor-period", required_argument, NULL,
+                                          OPT_NODE_PERIOD},
+                                         {"node-lease-duration-seconds", required_argument, NULL,
+                                          OPT_NODE_LEASE},
+                                         {"default-not-ready-toleration-seconds",
+                                          required_argument, NULL, OPT_TOL_NOT_READY},
+                                         {"default-unreachable-toleration-seconds",
+                                          required_argument, NULL, OPT_TOL_UNREACHABLE},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
@@ -71,6 +105,7 @@ static int serve(const char *cmd, int argc, char **argv)
     cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
     double qps = 0;
     long burst = 0;
+    long tol_not_ready = 300, tol_unreachable = 300, ms;
     char *end;
     int c;
     optind = 1;
@@ -85,6 +120,11 @@ static int serve(const char *cmd, int argc, char **argv)
             break;
         case 'C': co.controllers = 0; break;
         case 'S': co.scheduler = 0; break;
+        case 'r':
+            if (!all || (strcmp(optarg, "process") && strcmp(optarg, "sim")))
+                return cli_usage_error(cmd, "bad --runtime (process or sim)");
+            co.node_runtime = optarg;
+            break;
         case 'q':
             qps = strtod(optarg, &end);
             if (*end || qps < 0) return cli_usage_error(cmd, "bad --kube-api-qps");
@@ -92,6 +132,26 @@ static int serve(const char *cmd, int argc, char **argv)
         case 'b':
             burst = strtol(optarg, &end, 10);
             if (*end || burst < 0) return cli_usage_error(cmd, "bad --kube-api-burst");
+            break;
+        case OPT_NODE_GRACE:
+        case OPT_NODE_PERIOD:
+            if (!all || (ms = cli_duration_ms(optarg)) <= 0 || ms > 0x7fffffff)
+                return cli_usage_error(cmd, "bad duration '%s'", optarg);
+            if (c == OPT_NODE_GRACE) co.node_monitor_grace_ms = (int)ms;
+            else co.node_monitor_period_ms = (int)ms;
+            break;
+        case OPT_NODE_LEASE:
+            co.node_lease_s = (int)strtol(optarg, &end, 10);
+            if (!all || *end || co.node_lease_s <= 0 || co.node_lease_s > 3600)
+                return cli_usage_error(cmd, "bad --node-lease-duration-seconds");
+            break;
+        case OPT_TOL_NOT_READY:
+        case OPT_TOL_UNREACHABLE:
+            ms = strtol(optarg, &end, 10);
+            if (*end || !*optarg || ms < 0 || ms > 0x7fffffff)
+                return cli_usage_error(cmd, "bad toleration seconds '%s'", optarg);
+            if (c == OPT_TOL_NOT_READY) tol_not_ready = ms;
+            else tol_unreachable = ms;
             break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_usage_error(cmd, "bad option");
@@ -136,7 +196,10 @@ static int serve(const char *cmd, int argc, char **argv)
         return cli_fail(rc, "TLS certificates in %s", dir);
     }
     apiserver_config_t cfg = {.listen = listen, .store = store, .admin_token = token,
-                              .tls_cert_pem = tls.cert_pem, .tls_key_pem = tls.key_pem};
+                              .tls_cert_pem = tls.cert_pem, .tls_key_pem = tls.key_pem,
+                              .toleration_seconds_set = 1,
+                              .not_ready_toleration_s = tol_not_ready,
+                              .unreachable_toleration_s = tol_unreachable};
     apiserver_t *api = NULL;
     if ((rc = apiserver_start(&cfg, &api))) {
         apiserver_tls_free(&tls);
@@ -150,7 +213,24 @@ static int serve(const char *cmd, int argc, char **argv)
     /* The components: clients of this API server like any other. */
     kc_client_t *client = NULL;
     cli_components_t *comps = NULL;
-    if (co.controllers || co.scheduler || co.nodes) {
+    /* --runtime process: one real node in place of the simulated ones. */
+    char node_name[64] = "kplane-node-0", node_dir[CLI_PATH_MAX + 8];
+    if (co.node_runtime && !strcmp(co.node_runtime, "process")) {
+        char h[64] = "";
+        int ok = !gethostname(h, sizeof h - 1) && h[0];
+        for (char *q = h; ok && *q; q++) {
+            if (*q >= 'A' && *q <= 'Z') *q = (char)(*q - 'A' + 'a');
+            if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '-' || *q == '.'))
+                ok = 0;
+        }
+        if (ok && h[0] != '-' && h[0] != '.') snprintf(node_name, sizeof node_name, "%s", h);
+        snprintf(node_dir, sizeof node_dir, "%s/node", dir);
+        co.nodes = 0;
+        co.node_name = node_name;
+        co.node_dir = node_dir;
+        co.node_token = token;
+    }
+    if (co.controllers || co.scheduler || co.nodes || co.node_runtime) {
         char server[128];
         snprintf(server, sizeof server, "https://%s:%d", host, port);
         kc_config_t kc = {.server = server, .token = token, .ca_pem = tls.ca_pem,

@@ -33,6 +33,7 @@ struct cli_components {
     ctrl_manager_t *cm;
     sched_t *sched;
     node_sim_t *nodes;
+    node_proc_t *proc; /* --runtime process */
     kc_leader_t *cm_leader, *sched_leader;
     int cm_running, sched_running;       /* atomic */
     pthread_mutex_t mu;                  /* guards the four below against a stop in progress */
@@ -136,9 +137,28 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
     /* Several components in one process share their informers: each event
      * is received and parsed once, each object cached once. The resync is
      * the controller manager's level-triggered safety net. */
-    if ((o->nodes > 0) + !!o->controllers + !!o->scheduler > 1 &&
+    int proc = o->node_runtime && !strcmp(o->node_runtime, "process");
+    /* KPLANE_NODE_BACKOFF_SCALE (tests): the nodes' crash-loop back-off x
+     * this (default 1: Kubernetes' 10 s doubling to 5 min). */
+    const char *bs = getenv("KPLANE_NODE_BACKOFF_SCALE");
+    double backoff_scale = bs && atof(bs) > 0 ? atof(bs) : 1.0;
+    if ((o->nodes > 0 || proc) + !!o->controllers + !!o->scheduler > 1 &&
         (rc = kc_factory_new(c, SHARED_RESYNC_MS, &cc->factory)))
         goto fail;
+    if (proc) {
+        node_proc_config_t pc;
+        node_proc_config_default(&pc);
+        pc.name = o->node_name;
+        pc.data_dir = o->node_dir;
+        pc.token = o->node_token;
+        pc.backoff_scale = backoff_scale;
+        pc.factory = cc->factory;
+        if ((rc = node_proc_new(c, &pc, &cc->proc)) || (rc = node_proc_start(cc->proc))) {
+            log_error("node", "starting the process node %s: %s",
+                      o->node_name ? o->node_name : "(no name)", err_str(rc));
+            goto fail;
+        }
+    }
     if (o->nodes > 0) {
         node_sim_config_t nc;
         node_sim_config_default(&nc);
@@ -147,6 +167,11 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
          * pod; simulated nodes record them only when asked to. */
         nc.events = o->node_events;
         if (o->node_prefix) nc.name_prefix = o->node_prefix;
+        if (o->node_lease_s > 0) { /* the kubelet renews at a quarter of the duration */
+            nc.lease_duration_s = o->node_lease_s;
+            nc.lease_renew_ms = o->node_lease_s * 250;
+        }
+        nc.backoff_scale = backoff_scale;
         nc.factory = cc->factory;
         if ((rc = node_sim_new(c, &nc, &cc->nodes)) || (rc = node_sim_start(cc->nodes))) {
             log_error("node", "starting %d simulated nodes: %s", o->nodes, err_str(rc));
@@ -155,7 +180,9 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
     }
     if (o->controllers) {
         ctrl_manager_config_t mc = {
-            .workers = o->workers, .enabled = o->enabled, .factory = cc->factory};
+            .workers = o->workers, .enabled = o->enabled, .factory = cc->factory,
+            .node_monitor_grace_ms = o->node_monitor_grace_ms,
+            .node_monitor_period_ms = o->node_monitor_period_ms};
         if ((rc = ctrl_manager_new(c, &mc, &cc->cm))) goto fail;
     }
     if (o->scheduler) {
@@ -212,6 +239,7 @@ void cli_components_stop(cli_components_t *cc)
         node_sim_stop(cc->nodes);
         node_sim_free(cc->nodes);
     }
+    if (cc->proc) node_proc_free(cc->proc); /* stops it first */
     kc_factory_free(cc->factory); /* after every user removed its handlers */
     pthread_mutex_destroy(&cc->mu);
     free(cc);
@@ -250,6 +278,7 @@ int cli_components_metrics(cli_components_t *cc, char **text)
         rc = add_text(&b, t);
     t = NULL;
     if (!rc && cc->nodes && !node_sim_metrics(cc->nodes, &t)) rc = add_text(&b, t);
+    if (!rc && cc->proc && !node_proc_metrics(cc->proc, &t)) rc = add_text(&b, t);
     kc_client_stats_t cs;
     kc_client_stats(cc->client, &cs);
     char line[512];

@@ -22,8 +22,17 @@ typedef struct cli_components_opts {
     int nodes;                    /* simulated nodes (0: none) */
     const char *node_prefix;      /* NULL: "kplane-node-" */
     int node_events;              /* simulated nodes record kubelet events */
+    const char *node_runtime;     /* "process": one node running pods as processes
+                                     (node_proc_*) instead of simulated ones; NULL/"sim" */
+    const char *node_name;        /* the process node's name */
+    const char *node_dir;         /* its data dir (pods, logs) */
+    const char *node_token;       /* the bearer token its log server requires */
     int leader_elect;             /* campaign before running (controllers, scheduler) */
     int lease_ms, renew_ms, retry_ms; /* --leader-elect-*; 0: defaults */
+    int node_monitor_grace_ms;    /* --node-monitor-grace-period; 0: 40 s */
+    int node_monitor_period_ms;   /* --node-monitor-period; 0: 5 s */
+    int node_lease_s;             /* simulated nodes' --node-lease-duration-seconds
+                                     (renewed every quarter of it, as a kubelet); 0: 40 */
 } cli_components_opts_t;
 
 /* Start what `o` asks for on client `c` (borrowed; it must outlive the

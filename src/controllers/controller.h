@@ -41,6 +41,11 @@ typedef struct ctrl_ops {
 
 /* The controllers kplane has (src/controllers/<name>.c). */
 extern const ctrl_ops_t ctrl_replicaset, ctrl_deployment;
+extern const ctrl_ops_t ctrl_garbagecollector, ctrl_namespace;
+extern const ctrl_ops_t ctrl_job, ctrl_ttlafterfinished;
+extern const ctrl_ops_t ctrl_statefulset;
+extern const ctrl_ops_t ctrl_nodelifecycle, ctrl_tainteviction;
+extern const ctrl_ops_t ctrl_daemonset;
 
 typedef struct ctrl_manager_config {
     int workers;          /* per controller; 0: 5 */
@@ -48,6 +53,8 @@ typedef struct ctrl_manager_config {
     kc_factory_t *factory; /* shared informers (borrowed; it must outlive the manager);
                               NULL: the manager makes its own */
     const char *const *enabled; /* controller names, NULL-terminated; NULL: all */
+    int node_monitor_grace_ms;  /* --node-monitor-grace-period; 0: 40 s */
+    int node_monitor_period_ms; /* --node-monitor-period; 0: 5 s */
 } ctrl_manager_config_t;
 
 /* A manager over client `c` (borrowed; it must outlive the manager). */
@@ -70,6 +77,8 @@ int ctrl_manager_metrics(ctrl_manager_t *m, char **text);
  * them (kc_informer_remove_handlers) before it fails. */
 kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r);
 kc_client_t *ctrl_client(ctrl_t *c);
+/* The manager's configuration (borrowed for the controller's lifetime). */
+const ctrl_manager_config_t *ctrl_config(ctrl_t *c);
 kc_recorder_t *ctrl_recorder(ctrl_t *c);
 
 /* Queue a key ("ns/name") now / after delay_ms. Safe from handlers. */

@@ -151,7 +151,7 @@ int deploy__set_num(json_t *ann, const char *key, int64_t v);
 
 /* Map each byte of s through "bcdfghjklmnpqrstvwxz2456789" (by value
  * modulo 27), as Kubernetes' rand.SafeEncodeString; out gets at most n-1
- * bytes and a NUL. */
+ * bytes and a NUL. (ctrl_safe_encode, history.c, is the one copy.) */
 void deploy__safe_encode(const char *s, char *out, size_t n);
 
 /* The pod-template-hash of template tmpl: FNV-32a over its canonical JSON

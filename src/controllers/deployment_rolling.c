@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "controllers/deployment_int.h"
+#include "controllers/history.h"
 #include "lib/err.h"
 
 /* ---- spec arithmetic ---- */
@@ -398,25 +399,9 @@ int deploy__set_num(json_t *obj, const char *key, int64_t v)
     return set_str(obj, key, buf);
 }
 
-static const char safe_alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-
 void deploy__safe_encode(const char *s, char *out, size_t n)
 {
-    size_t i = 0;
-    if (!n) return;
-    for (; s[i] && i + 1 < n; i++)
-        out[i] = safe_alphabet[(unsigned char)s[i] % (sizeof safe_alphabet - 1)];
-    out[i] = '\0';
-}
-
-static uint32_t fnv32a(uint32_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 16777619u;
-    }
-    return h;
+    ctrl_safe_encode(s, out, n);
 }
 
 int deploy__hash(const json_t *tmpl, int64_t collisions, char out[DEPLOY_HASH_MAX])
@@ -424,19 +409,17 @@ int deploy__hash(const json_t *tmpl, int64_t collisions, char out[DEPLOY_HASH_MA
     out[0] = '\0';
     char *text = json_dumps(tmpl, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
     if (!text) return KP_ENOMEM;
-    uint32_t h = fnv32a(2166136261u, text, strlen(text));
+    uint32_t h = ctrl_fnv32a(CTRL_FNV32A_INIT, text, strlen(text));
     free(text);
     if (collisions >= 0) {
-        /* As Kubernetes: the count as 8 little-endian bytes (a uint32 in the
-         * low four). */
+        /* As Kubernetes' ComputeHash: the count as 8 little-endian bytes (a
+         * uint32 in the low four). */
         unsigned char b[8] = {0};
         for (int i = 0; i < 4; i++)
             b[i] = (unsigned char)((uint32_t)collisions >> (8 * i));
-        h = fnv32a(h, b, sizeof b);
+        h = ctrl_fnv32a(h, b, sizeof b);
     }
-    char dec[DEPLOY_HASH_MAX];
-    snprintf(dec, sizeof dec, "%" PRIu32, h);
-    deploy__safe_encode(dec, out, DEPLOY_HASH_MAX);
+    ctrl_hash_encode(h, out);
     return 0;
 }
 

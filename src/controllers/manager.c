@@ -37,7 +37,12 @@
 #define MAX_WORKERS     64
 #define SYNC_WAIT_MS    30000
 
-static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_deployment};
+static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_deployment,
+                                                    &ctrl_garbagecollector, &ctrl_namespace,
+                                                    &ctrl_job, &ctrl_ttlafterfinished,
+                                                    &ctrl_statefulset,
+                                                    &ctrl_nodelifecycle, &ctrl_tainteviction,
+                                                    &ctrl_daemonset};
 
 /* Sync duration histogram bounds, seconds. */
 static const double bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
@@ -124,6 +129,10 @@ kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r)
 kc_client_t *ctrl_client(ctrl_t *c)
 {
     return c->m->client;
+}
+const ctrl_manager_config_t *ctrl_config(ctrl_t *c)
+{
+    return &c->m->cfg;
 }
 kc_recorder_t *ctrl_recorder(ctrl_t *c)
 {

@@ -155,4 +155,69 @@ const char *node_sim_name(const node_sim_t *s, size_t i);
  * the caller's: free(). Errors: KP_ENOMEM. */
 int node_sim_metrics(node_sim_t *s, char **text);
 
+/* ---- the process runtime (proc*.c): one real node ----
+ *
+ * `kplane node --runtime process --name N` (and `kplane server --runtime
+ * process`): node N is registered, heart-beaten and reported Ready by the
+ * simulator's code (a node_sim_t of one node inside), but each pod bound to
+ * it runs for real: every container's command + args (no image is pulled;
+ * `image` is only reported) as a local process in its own process group,
+ * with the container's env (values, fieldRef, configMapKeyRef and
+ * secretKeyRef), workingDir or else <data_dir>/pods/<ns>_<name>_<uid>/work,
+ * and stdout/stderr written in the CRI log format to
+ * <data_dir>/pods/<ns>_<name>_<uid>/<container>/<restartCount>.log (the
+ * previous run's file is kept for --previous). restartPolicy, the
+ * crash-loop back-off (10 s doubling to 5 min, times backoff_scale, reset
+ * after 10 min of running), exec liveness and readiness probes, and graceful
+ * termination (SIGTERM to the group, SIGKILL after the grace period, then
+ * the final DELETE) follow the kubelet.
+ *
+ * Logs are served as a kubelet serves them: GET /containerLogs/{ns}/{pod}/
+ * {container}?follow=&previous=&tailLines=&sinceSeconds=&timestamps=&
+ * limitBytes= over plain HTTP on listen_addr:port, which the Node reports in
+ * status.daemonEndpoints.kubeletEndpoint.Port (address: InternalIP
+ * 127.0.0.1). When token is set, a request must carry "Authorization:
+ * Bearer <token>" (the API server sends its admin token); the API server's
+ * pods/<name>/log proxies to it.
+ *
+ * Stopping the node kills the process groups of the pods it runs (SIGTERM,
+ * then SIGKILL after 2 s): the node agent is also their runtime, and their
+ * log pipes end with it. */
+typedef struct node_proc node_proc_t;
+
+typedef struct node_proc_config {
+    const char *name;        /* the node's name: required */
+    const char *data_dir;    /* pod directories and logs: required (created) */
+    const char *listen_addr; /* the log server's address: "127.0.0.1" */
+    int port;                /* its port: 0 picks a free one */
+    const char *token;       /* bearer token the log server requires; NULL: none */
+    double backoff_scale;    /* crash-loop back-off x this: 1.0 */
+    kc_factory_t *factory;   /* shared informers (borrowed); NULL: own */
+} node_proc_config_t;
+
+/* Fill cfg with the defaults above (name and data_dir NULL). */
+void node_proc_config_default(node_proc_config_t *cfg);
+
+/* As node_sim_*: new (nothing runs; *out is the caller's), start (register,
+ * serve logs, run pods), stop (idempotent; kills the pods' processes), free.
+ * Errors of new: KP_EINVAL (no name or data_dir, backoff_scale <= 0),
+ * KP_ENOMEM, KP_EIO (the data dir cannot be made). Errors of start: those
+ * of node_sim_start, KP_EIO (the log server cannot listen). */
+int node_proc_new(kc_client_t *c, const node_proc_config_t *cfg, node_proc_t **out);
+int node_proc_start(node_proc_t *p);
+void node_proc_stop(node_proc_t *p);
+void node_proc_free(node_proc_t *p);
+
+/* The log server's port once started (0 before). */
+int node_proc_port(const node_proc_t *p);
+
+/* Prometheus text of the node's metrics (the simulator's plus process
+ * counts). *text is the caller's: free(). */
+int node_proc_metrics(node_proc_t *p, char **text);
+
+/* The crash-loop back-off before restart number n+1 of a container that
+ * has been restarted n times since its back-off was last reset: 0 for the
+ * first restart, then 10 s doubling to 5 min, times scale; milliseconds. */
+int node_proc_backoff_ms(int n, double scale);
+
 #endif

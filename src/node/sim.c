@@ -291,7 +291,7 @@ static void *worker_main(void *arg)
         if (rc == KP_ECLOSED) break;
         if (rc) continue; /* KP_ETIMEDOUT cannot happen; a key too long cannot exist */
         if (!atomic_load(&s->stopping)) {
-            rc = sim__pod_sync(s, key);
+            rc = s->rt_sync ? s->rt_sync(s->rt_arg, key) : sim__pod_sync(s, key);
             if (rc) {
                 log_debug(SIM_COMPONENT, "pod %s: %s (retrying)", key, err_str(rc));
                 kc_queue_add_rate_limited(s->queue, key);

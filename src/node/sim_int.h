@@ -111,6 +111,17 @@ struct node_sim {
     size_t nbuckets, npods;
 
     atomic_uint_fast64_t rng, next_ip;
+    /* The runtime (proc.c sets these between node_sim_new and start; the
+     * simulation leaves them zero): with rt_sync set, the pod workers call
+     * rt_sync(rt_arg, key) instead of sim__pod_sync, and the nodes report
+     * the runtime's kubelet port, version and OS image. The heartbeats,
+     * registration, informer, queue and recorder are the simulator's. */
+    int (*rt_sync)(void *arg, const char *key);
+    void *rt_arg;
+    int rt_port;              /* daemonEndpoints.kubeletEndpoint.Port: 0 (none) */
+    const char *rt_version;   /* containerRuntimeVersion: "sim://1.0" */
+    const char *rt_os_image;  /* "kplane simulated node" */
+    const char *rt_instance;  /* node.kubernetes.io/instance-type: "kplane-sim" */
     /* metrics */
     atomic_uint_fast64_t lease_renewals, lease_errors, node_status_updates, node_status_errors,
         registrations, registration_errors, pod_patches, pod_patch_errors, pod_writes_elided,

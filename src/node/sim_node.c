@@ -77,15 +77,18 @@ static json_t *node_status(node_sim_t *s, const sim_node_t *n, const char *now)
     json_t *res = node_resources(s);
     if (!res) return NULL;
     /* daemonEndpoints.kubeletEndpoint's key is "Port", capitalised, as in
-     * Kubernetes' DaemonEndpoint. */
+     * Kubernetes' DaemonEndpoint. Simulated nodes serve no kubelet API (no
+     * logs): port 0, which the API server's pods/log answers with a clear
+     * error; the process runtime reports its log server's port. */
     return json_pack("{s:O, s:o, s:o, s:[{s:s, s:s}, {s:s, s:s}], s:{s:{s:i}},"
                      " s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}}",
                      "capacity", res, "allocatable", res, "conditions", node_conditions(n, now),
                      "addresses", "type", "InternalIP", "address", n->ip, "type", "Hostname",
-                     "address", n->name, "daemonEndpoints", "kubeletEndpoint", "Port", 10250,
+                     "address", n->name, "daemonEndpoints", "kubeletEndpoint", "Port", s->rt_port,
                      "nodeInfo", "machineID", n->machine_id, "systemUUID", n->system_uuid, "bootID",
                      n->boot_id, "kernelVersion", "6.1.0-kplane-sim", "osImage",
-                     "kplane simulated node", "containerRuntimeVersion", "sim://1.0",
+                     s->rt_os_image ? s->rt_os_image : "kplane simulated node",
+                     "containerRuntimeVersion", s->rt_version ? s->rt_version : "sim://1.0",
                      "kubeletVersion", version, "kubeProxyVersion", version, "operatingSystem",
                      "linux", "architecture", "amd64");
 }
@@ -95,7 +98,8 @@ static json_t *node_labels(node_sim_t *s, const sim_node_t *n)
     json_t *l = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kubernetes.io/hostname", n->name,
                           "kubernetes.io/os", "linux", "kubernetes.io/arch", "amd64",
                           "beta.kubernetes.io/os", "linux", "beta.kubernetes.io/arch", "amd64",
-                          "node.kubernetes.io/instance-type", "kplane-sim");
+                          "node.kubernetes.io/instance-type",
+                          s->rt_instance ? s->rt_instance : "kplane-sim");
     for (size_t i = 0; l && s->cfg.labels && s->cfg.labels[i]; i++) {
         const char *kv = s->cfg.labels[i], *eq = strchr(kv, '=');
         char key[320];
