@@ -64,7 +64,7 @@ static void usage(FILE *out, const char *cmd)
               out);
     fputs("  --default-not-ready-toleration-seconds N, --default-unreachable-toleration-seconds N\n"
           "                     tolerationSeconds of the not-ready and unreachable NoExecute\n"
-          "                     tolerations every pod gets (default 300)\n",
+          "                     tolerations given to every pod (default 300)\n",
           out);
 }
 

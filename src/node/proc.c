@@ -180,8 +180,9 @@ int node_proc_new(kc_client_t *c, const node_proc_config_t *cfg, node_proc_t **o
             rc = KP_EIO;
             goto fail;
         }
-        if (!(abs = malloc(strlen(cwd) + strlen(cfg->data_dir) + 2))) goto fail;
-        sprintf(abs, "%s/%s", cwd, cfg->data_dir);
+        size_t n = strlen(cwd) + strlen(cfg->data_dir) + 2;
+        if (!(abs = malloc(n))) goto fail;
+        snprintf(abs, n, "%s/%s", cwd, cfg->data_dir);
     }
     if (!(p->name = strdup(cfg->name)) || !(p->dir = abs ? abs : strdup(cfg->data_dir)) ||
         !(p->addr = strdup(cfg->listen_addr ? cfg->listen_addr : "127.0.0.1")) ||

@@ -141,7 +141,7 @@ static void test_pod_index(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *pod = json_loads(cases[i][0], 0, NULL);
         assert_non_null(pod);
-        assert_int_equal(job__pod_index(pod), atoi(cases[i][1]));
+        assert_int_equal(job__pod_index(pod), (int)strtol(cases[i][1], NULL, 10));
         json_decref(pod);
     }
 }
