@@ -3,7 +3,8 @@
 #   make          build build/kplane (release build with debug info)
 #   make run      install missing packages, build, start kplane server
 #   make test     install test packages, build under ASan+UBSan, run every test
-#   make bench    build, run the benchmarks (one BENCH line per case)
+#   make bench    build, run the benchmarks (one BENCH line per case; with etcd
+#                 installed, api.create.c16 also on a local etcd)
 
 BUILD      ?= build
 TEST_BUILD ?= build-test
@@ -34,7 +35,7 @@ test: test-deps all
 
 bench: all
 	$(BUILD)/bench/bench_store
-	$(BUILD)/bench/bench_api $(BUILD)/kplane
+	bench/with-etcd.sh $(BUILD)/bench/bench_api $(BUILD)/kplane
 	$(BUILD)/bench/bench_converge
 
 clean:

@@ -15,6 +15,10 @@
  *  api.create.c16  16 threads, a connection each, POST ConfigMaps holding
  *                  1000 bytes of data for KP_BENCH_SECONDS (default 3); any
  *                  reply but 201 fails. ops_per_s; p50_ms/p99_ms of a POST.
+ *                  With KP_BENCH_STORE=etcd://... (bench/with-etcd.sh sets
+ *                  it), the case runs again on `kplane server --store URL`
+ *                  as api.create.c16.etcd, and api.create.c16.ratio gives
+ *                  embedded_over_etcd, the embedded ops_per_s over etcd's.
  *  api.list.10k    10,000 pods (one container, label app=bench) created by
  *                  16 threads, then GET .../namespaces/default/pods, no
  *                  limit. ms: median of 5 after a warm-up whose body must
@@ -186,6 +190,7 @@ static double pct_ms(const int64_t *v, size_t n, double q)
 
 typedef struct bench_env {
     const char *kplane;
+    const char *store; /* --store URL for the server, NULL: its embedded store */
     char base[PATH_MAX];
     double seconds;
     char payload[PAYLOAD_BYTES + 1];
@@ -346,7 +351,11 @@ static void server_start(const bench_env_t *env, server_t *s, int fresh, int64_t
     int out[2], logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (logfd < 0 || pipe2(out, O_CLOEXEC) != 0) fail(s, "%s: %s", log, strerror(errno));
     char *argv[] = {(char *)env->kplane, "server",      "--data-dir", s->dir,
-                    "--listen",          "127.0.0.1:0", NULL};
+                    "--listen",          "127.0.0.1:0", NULL,         NULL, NULL};
+    if (env->store) {
+        argv[6] = "--store";
+        argv[7] = (char *)env->store;
+    }
     int64_t t0 = now_ns();
     pid_t pid = fork();
     if (pid < 0) fail(s, "fork: %s", strerror(errno));
@@ -494,7 +503,9 @@ static void case_start(const bench_env_t *env)
     server_stop(&s, 1);
 }
 
-static void case_create(const bench_env_t *env)
+/* Prints the case's line (named api.create.c16 plus `suffix`); returns its
+ * ops_per_s. */
+static double case_create(const bench_env_t *env, const char *suffix)
 {
     server_t s;
     size_t n;
@@ -502,11 +513,13 @@ static void case_create(const bench_env_t *env)
     server_start(env, &s, 1, NULL);
     int64_t *lat = run_workers(env, &s, 0, &n, &elapsed);
     if (n == 0) fail(&s, "no ConfigMap was created");
-    printf("BENCH api.create.c16 ops_per_s=%.1f p50_ms=%.3f p99_ms=%.3f\n", n / (elapsed / 1e9),
+    double ops = n / (elapsed / 1e9);
+    printf("BENCH api.create.c16%s ops_per_s=%.1f p50_ms=%.3f p99_ms=%.3f\n", suffix, ops,
            pct_ms(lat, n, 0.50), pct_ms(lat, n, 0.99));
     fflush(stdout);
     free(lat);
     server_stop(&s, 1);
+    return ops;
 }
 
 static void case_list(const bench_env_t *env, int print_list, int print_rss)
@@ -903,7 +916,17 @@ int main(int argc, char **argv)
     if (mkdir(env.base, 0700) != 0 && errno != EEXIST)
         fail(NULL, "%s: %s", env.base, strerror(errno));
     if (wanted(argc, argv, "server.start")) case_start(&env);
-    if (wanted(argc, argv, "api.create.c16")) case_create(&env);
+    if (wanted(argc, argv, "api.create.c16")) {
+        double embedded = case_create(&env, "");
+        const char *store = getenv("KP_BENCH_STORE");
+        if (store && !strncmp(store, "etcd://", 7)) {
+            bench_env_t on_etcd = env;
+            on_etcd.store = store;
+            double etcd = case_create(&on_etcd, ".etcd");
+            printf("BENCH api.create.c16.ratio embedded_over_etcd=%.2f\n", embedded / etcd);
+            fflush(stdout);
+        }
+    }
     int list = wanted(argc, argv, "api.list.10k"), rss = wanted(argc, argv, "server.rss");
     if (list || rss) case_list(&env, list, rss);
     if (wanted(argc, argv, "api.watch.1000")) case_watch(&env);

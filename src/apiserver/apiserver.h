@@ -22,6 +22,9 @@ typedef struct apiserver_config {
     const char *listen;        /* "ADDR:PORT"; port 0 picks a free one */
     store_t *store;            /* borrowed: must outlive the server */
     const char *admin_token;   /* bearer token with full access; required */
+    /* More bearer tokens (--token-auth-file), borrowed: must outlive the
+     * server; NULL: none. Any authenticated user may do everything. */
+    const struct apiserver_tokens *tokens;
     size_t max_inflight;       /* requests in flight before 429 (0: 400) */
     size_t max_watches;        /* open watches (0: 10000) */
     const char *tls_cert_pem;  /* server certificate (PEM); NULL: plain HTTP */
@@ -52,6 +55,26 @@ void apiserver_set_metrics_source(apiserver_t *s, int (*fn)(void *arg, char **te
 
 /* Stop accepting, end open watches, wait for requests in flight, free. */
 void apiserver_stop(apiserver_t *s);
+
+/* ---- static token file (--token-auth-file) ---- */
+
+typedef struct apiserver_tokens apiserver_tokens_t;
+
+/* Read Kubernetes' static token file: CSV records token,user,uid[,"g1,g2"]
+ * (at least 3 fields; blank lines skipped; empty tokens skipped and a
+ * duplicate's last line wins, with a warning). *out is the caller's (free
+ * with apiserver_tokens_free). Errors: KP_ENOTFOUND, KP_EIO (unreadable),
+ * KP_EINVAL (a bad record: err names the file and the line), KP_ENOMEM. */
+int apiserver_tokens_load(const char *path, apiserver_tokens_t **out, char *err, size_t errlen);
+void apiserver_tokens_free(apiserver_tokens_t *t);
+/* How many usable tokens t holds. */
+size_t apiserver_tokens_count(const apiserver_tokens_t *t);
+
+/* The user a bearer token authenticates as ("admin" for admin_token, else
+ * the file's user name; borrowed from t), or NULL. Constant-time in the
+ * token's bytes (not in its length). */
+const char *apiserver_authn_user(const char *admin_token, const apiserver_tokens_t *t,
+                                 const char *token);
 
 /* ---- first-start bootstrap (used by `kplane server` and `kplane apiserver`) ---- */
 

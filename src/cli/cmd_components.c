@@ -11,6 +11,8 @@
  * common: [--leader-elect] [--leader-elect-lease-duration 15s]
  *         [--leader-elect-renew-deadline 10s] [--leader-elect-retry-period 2s]
  *         [--kube-api-qps Q] [--kube-api-burst B] [--metrics-listen ADDR:PORT]
+ *         [--server URL[,URL...]]  (API servers to fail over between; replaces
+ *                                   the kubeconfig's server, keeps its CA and token)
  *
  * Each serves /healthz and /metrics over plain HTTP on --metrics-listen
  * (default: none) and runs until SIGINT or SIGTERM.
@@ -61,6 +63,10 @@ static void usage(FILE *out, int which)
               "  --leader-elect-lease-duration D, --leader-elect-renew-deadline D,\n"
               "  --leader-elect-retry-period D   (Go durations; 15s, 10s, 2s)\n",
               out);
+    fputs("  --server URL[,URL...]  the API server(s), instead of the kubeconfig's; with\n"
+          "                        several (one cluster: same CA and credentials) the client\n"
+          "                        fails over to the next when one is unreachable\n",
+          out);
     fputs("  --kube-api-qps Q, --kube-api-burst B   client-side rate limit (default off)\n"
           "  --metrics-listen ADDR:PORT             serve /healthz and /metrics there\n",
           out);
@@ -143,12 +149,14 @@ static int run(int which, int argc, char **argv)
         {"kube-api-qps", required_argument, NULL, 'q'},
         {"kube-api-burst", required_argument, NULL, 'b'},
         {"metrics-listen", required_argument, NULL, 'm'},
+        {"server", required_argument, NULL, 's'},
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
         {"node-monitor-period", required_argument, NULL, OPT_NODE_PERIOD},
         {"node-lease-duration-seconds", required_argument, NULL, OPT_NODE_LEASE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *name = names[which], *kubeconfig = NULL, *metrics = NULL;
+    const char *servers[17] = {NULL};
     cli_components_opts_t o = {.controllers = which == COMP_CM, .scheduler = which == COMP_SCHED};
     const char *enabled[32];
     double qps = 0;
@@ -213,6 +221,14 @@ static int run(int which, int argc, char **argv)
         case 'm':
             metrics = optarg;
             break;
+        case 's': {
+            size_t commas = 0;
+            for (const char *p = optarg; *p; p++) commas += *p == ',';
+            if (commas >= 16) return cli_usage_error(name, "--server: at most 16 URLs");
+            split_list(optarg, servers, 17);
+            if (!servers[0]) return cli_usage_error(name, "bad --server");
+            break;
+        }
         case OPT_NODE_GRACE:
         case OPT_NODE_PERIOD:
             if (which != COMP_CM || (ms = cli_duration_ms(optarg)) <= 0 || ms > 0x7fffffff)
@@ -266,13 +282,14 @@ static int run(int which, int argc, char **argv)
     char ua[64];
     snprintf(ua, sizeof ua, "kplane-%s", name);
     cfg.user_agent = ua;
+    if (servers[0]) cfg.servers = servers; /* --server replaces the kubeconfig's */
     cfg.qps = qps;
     cfg.burst = (int)burst;
     o.node_token = cfg.token; /* the API server calls the log server with it */
     kc_client_t *client;
     if ((rc = kc_client_new(&cfg, &client))) {
         json_decref(storage);
-        return cli_fail(rc, "API client for %s", cfg.server);
+        return cli_fail(rc, "API client for %s", servers[0] ? servers[0] : cfg.server);
     }
     cli_components_t *cc;
     if ((rc = cli_components_start(client, &o, &cc))) {
@@ -283,8 +300,8 @@ static int run(int which, int argc, char **argv)
     health_t h = {.cc = cc};
     struct MHD_Daemon *hd = metrics ? health_start(metrics, &h) : NULL;
     if (metrics && !hd) log_warn(name, "cannot serve /metrics on %s", metrics);
-    log_info(name, "running against %s", cfg.server);
-    printf("kplane %s is running against %s\n", name, cfg.server);
+    log_info(name, "running against %s", servers[0] ? servers[0] : cfg.server);
+    printf("kplane %s is running against %s\n", name, servers[0] ? servers[0] : cfg.server);
     fflush(stdout);
     int sig = 0;
     sigwait(&stop, &sig);

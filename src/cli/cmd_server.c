@@ -10,6 +10,7 @@
  *   kplane apiserver  --store URL [--data-dir DIR] [--listen ADDR:PORT]
  *   both:            [--default-not-ready-toleration-seconds N]
  *                    [--default-unreachable-toleration-seconds N]
+ *                    [--token-auth-file FILE]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin token in DIR/admin-token (created on first start), print how to point
@@ -43,7 +44,8 @@ static void usage(FILE *out, const char *cmd)
             "  --data-dir DIR     state, admin token and kubeconfig (default: $KPLANE_DATA_DIR,\n"
             "                     else /var/lib/kplane as root, else ~/.local/share/kplane)\n"
             "  --listen ADDR:PORT where to serve (default 127.0.0.1:6443; port 0: any free)\n"
-            "  --store URL        lmdb:DIR (default lmdb:<data-dir>/store)\n",
+            "  --store URL        lmdb:DIR (default lmdb:<data-dir>/store), or\n"
+            "                     etcd://HOST:PORT[,HOST:PORT...] (an etcd 3.4+ cluster)\n",
             cmd);
     if (!strcmp(cmd, "server"))
         fputs("  --nodes N          simulated nodes to run (default 3; 0: none)\n"
@@ -62,6 +64,11 @@ static void usage(FILE *out, const char *cmd)
               "  --node-lease-duration-seconds N  the simulated nodes' Lease duration; they\n"
               "                     renew it every N/4 s (default 40)\n",
               out);
+    fputs("  --token-auth-file FILE  more bearer tokens, Kubernetes' static token file (CSV:\n"
+          "                     token,user,uid[,\"group1,group2\"]); the admin token stays valid.\n"
+          "                     There is no authorization: every authenticated user may do\n"
+          "                     everything (AlwaysAllow)\n",
+          out);
     fputs("  --default-not-ready-toleration-seconds N, --default-unreachable-toleration-seconds N\n"
           "                     tolerationSeconds of the not-ready and unreachable NoExecute\n"
           "                     tolerations given to every pod (default 300)\n",
@@ -75,7 +82,7 @@ static int components_metrics(void *arg, char **text)
 
 /* Long options without a short letter (node lifecycle and admission). */
 enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_TOL_NOT_READY,
-       OPT_TOL_UNREACHABLE };
+       OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE };
 
 static int serve(const char *cmd, int argc, char **argv)
 {
@@ -98,9 +105,12 @@ static int serve(const char *cmd, int argc, char **argv)
                                           required_argument, NULL, OPT_TOL_NOT_READY},
                                          {"default-unreachable-toleration-seconds",
                                           required_argument, NULL, OPT_TOL_UNREACHABLE},
+                                         {"token-auth-file", required_argument, NULL,
+                                          OPT_TOKEN_FILE},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
+    const char *token_file = NULL;
     int all = !strcmp(cmd, "server");
     cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
     double qps = 0;
@@ -153,6 +163,7 @@ static int serve(const char *cmd, int argc, char **argv)
             if (c == OPT_TOL_NOT_READY) tol_not_ready = ms;
             else tol_unreachable = ms;
             break;
+        case OPT_TOKEN_FILE: token_file = optarg; break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_usage_error(cmd, "bad option");
         }
@@ -177,12 +188,25 @@ static int serve(const char *cmd, int argc, char **argv)
 
     char *token = NULL;
     if ((rc = apiserver_admin_token(dir, &token))) return cli_fail(rc, "admin token in %s", dir);
+    /* A bad token file stops the start, as it stops kube-apiserver's. */
+    apiserver_tokens_t *tokens = NULL;
+    if (token_file) {
+        char terr[1024];
+        int trc = apiserver_tokens_load(token_file, &tokens, terr, sizeof terr);
+        if (trc) {
+            fprintf(stderr, "kplane: %s: --token-auth-file: %s\n", cmd, terr);
+            free(token);
+            return CLI_EXIT_FAIL;
+        }
+        log_info("server", "%zu tokens from %s", apiserver_tokens_count(tokens), token_file);
+    }
 
     /* Keep five minutes of history, as kube-apiserver compacts etcd. */
     store_options_t sopt = {.keep_seconds = 300, .compact_interval_ms = 60000};
     store_t *store = NULL;
     if ((rc = store_open(url, &sopt, &store))) {
         free(token);
+        apiserver_tokens_free(tokens);
         return cli_fail(rc, "opening store %s", url);
     }
     const char *colon = strrchr(listen, ':');
@@ -193,9 +217,11 @@ static int serve(const char *cmd, int argc, char **argv)
     if ((rc = apiserver_tls_load(dir, host, &tls))) {
         store_close(store);
         free(token);
+        apiserver_tokens_free(tokens);
         return cli_fail(rc, "TLS certificates in %s", dir);
     }
     apiserver_config_t cfg = {.listen = listen, .store = store, .admin_token = token,
+                              .tokens = tokens,
                               .tls_cert_pem = tls.cert_pem, .tls_key_pem = tls.key_pem,
                               .toleration_seconds_set = 1,
                               .not_ready_toleration_s = tol_not_ready,
@@ -205,6 +231,7 @@ static int serve(const char *cmd, int argc, char **argv)
         apiserver_tls_free(&tls);
         store_close(store);
         free(token);
+        apiserver_tokens_free(tokens);
         return cli_fail(rc, "starting the API server on %s", listen);
     }
     int port = apiserver_port(api);
@@ -244,6 +271,7 @@ static int serve(const char *cmd, int argc, char **argv)
             apiserver_tls_free(&tls);
             store_close(store);
             free(token);
+            apiserver_tokens_free(tokens);
             return cli_fail(rc, "starting components");
         }
         apiserver_set_metrics_source(api, components_metrics, comps);
@@ -263,6 +291,7 @@ static int serve(const char *cmd, int argc, char **argv)
     apiserver_tls_free(&tls);
     store_close(store);
     free(token);
+    apiserver_tokens_free(tokens);
     return CLI_EXIT_OK;
 }
 

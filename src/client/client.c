@@ -11,6 +11,12 @@
  * Watches (watch.c) need their own handles on a multi, so they do not use
  * the pool.
  *
+ * Failover: the client holds up to KC__SERVERS_MAX server URLs; c->cur
+ * names the one in use. URLs are built per attempt (server + path), so a
+ * request that meets a dead connection is sent again to the next server
+ * when that is safe (see kc_config_t in client.h); each server is tried at
+ * most once per call.
+ *
  * Invariants:
  *  1. A handle is either in c->pool (idle, owned by the client) or held by
  *     exactly one request; c->npool <= KC__POOL_MAX.
@@ -20,8 +26,9 @@
  *     answer from the server (never for transport errors).
  *
  * Threads: every function here may be called from any thread at once; the
- * client's mutable parts are the pool (pool_mu), the token bucket (rl_mu)
- * and the atomic counters. Nothing else changes after kc_client_new().
+ * client's mutable parts are the pool (pool_mu), the token bucket (rl_mu),
+ * the atomic counters and the current server (atomic c->cur). Nothing else
+ * changes after kc_client_new().
  */
 #include <errno.h>
 #include <limits.h>
@@ -269,13 +276,23 @@ fail:
 
 /* ---- the client ---- */
 
+/* A usable server URL: http(s)://host..., no white space. */
+static int good_server(const char *s)
+{
+    if (!s || (strncmp(s, "http://", 7) && strncmp(s, "https://", 8))) return 0;
+    const char *host = strstr(s, "://") + 3;
+    return *host && *host != '/' && !strpbrk(s, " \t\r\n");
+}
+
 int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
 {
     *out = NULL;
-    const char *s = cfg ? cfg->server : NULL;
-    if (!s || (strncmp(s, "http://", 7) && strncmp(s, "https://", 8))) return KP_EINVAL;
-    const char *host = strstr(s, "://") + 3;
-    if (!*host || *host == '/' || strpbrk(s, " \t\r\n")) return KP_EINVAL;
+    const char *one[2] = {cfg ? cfg->server : NULL, NULL};
+    const char *const *list = cfg && cfg->servers && cfg->servers[0] ? cfg->servers : one;
+    size_t nlist = 0;
+    for (; list[nlist]; nlist++)
+        if (nlist == KC__SERVERS_MAX || !good_server(list[nlist])) return KP_EINVAL;
+    if (!nlist) return KP_EINVAL;
     if (cfg->token && strpbrk(cfg->token, "\r\n")) return KP_EINVAL;
     if (cfg->qps < 0 || cfg->timeout_ms < 0) return KP_EINVAL;
 
@@ -283,10 +300,14 @@ int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
     if (!c) return KP_ENOMEM;
     int mu1 = 0, mu2 = 0, rc = KP_ENOMEM;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) goto fail_nocurl;
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '/')
-        n--;
-    if (!(c->server = strndup(s, n))) goto fail;
+    atomic_init(&c->cur, 0);
+    for (size_t i = 0; i < nlist; i++) {
+        size_t n = strlen(list[i]);
+        while (n > 0 && list[i][n - 1] == '/')
+            n--;
+        if (!(c->servers[i] = strndup(list[i], n))) goto fail;
+        c->nservers++;
+    }
     if (cfg->token && *cfg->token) {
         size_t hn = strlen(cfg->token) + 32;
         if (!(c->auth_header = malloc(hn))) goto fail;
@@ -314,7 +335,8 @@ fail:
 fail_nocurl:
     if (mu1) pthread_mutex_destroy(&c->rl_mu);
     if (mu2) pthread_mutex_destroy(&c->pool_mu);
-    free(c->server);
+    for (size_t i = 0; i < c->nservers; i++)
+        free(c->servers[i]);
     free(c->auth_header);
     free(c->ca_pem);
     free(c->user_agent);
@@ -329,7 +351,8 @@ void kc_client_free(kc_client_t *c)
         curl_easy_cleanup(c->pool[i]);
     pthread_mutex_destroy(&c->rl_mu);
     pthread_mutex_destroy(&c->pool_mu);
-    free(c->server);
+    for (size_t i = 0; i < c->nservers; i++)
+        free(c->servers[i]);
     free(c->auth_header);
     free(c->ca_pem);
     free(c->user_agent);
@@ -345,6 +368,55 @@ void kc_client_stats(const kc_client_t *c, kc_client_stats_t *out)
 }
 
 /* ---- internals shared with watch.c ---- */
+
+size_t kc__server_cur(kc_client_t *c)
+{
+    return atomic_load(&c->cur) % c->nservers;
+}
+
+void kc__server_failed(kc_client_t *c, size_t idx)
+{
+    if (c->nservers < 2) return;
+    size_t want = idx;
+    /* Only the first of several requests failing on idx moves on. */
+    if (atomic_compare_exchange_strong(&c->cur, &want, (idx + 1) % c->nservers))
+        log_warn("client", "API server %s is unreachable; using %s", c->servers[idx],
+                 c->servers[(idx + 1) % c->nservers]);
+}
+
+char *kc__full_url(const kc_client_t *c, size_t idx, const char *path)
+{
+    size_t a = strlen(c->servers[idx]), b = strlen(path);
+    char *u = malloc(a + b + 1);
+    if (!u) return NULL;
+    memcpy(u, c->servers[idx], a);
+    memcpy(u + a, path, b + 1);
+    return u;
+}
+
+kc__conn_fail_t kc__conn_fail(CURL *h, CURLcode cc)
+{
+    long code = 0;
+    curl_off_t pre = 0;
+    switch (cc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return KC__CONN_NOT_SENT;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_OPERATION_TIMEDOUT:
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        if (code) return KC__CONN_OK; /* the answer had begun */
+        /* Before the transfer phase (TCP and TLS set up) nothing was sent. */
+        if (curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK && pre == 0)
+            return KC__CONN_NOT_SENT;
+        return KC__CONN_LOST;
+    default:
+        return KC__CONN_OK;
+    }
+}
 
 CURL *kc__easy_get(kc_client_t *c)
 {
@@ -437,8 +509,8 @@ int kc__url(const kc_client_t *c, const kc_resource_t *r, const char *ns, const 
         snprintf(gv, sizeof gv, "/apis/%s/%s", r->group, r->version);
     else
         snprintf(gv, sizeof gv, "/api/%s", r->version);
-    int rc = buf_append(url, c->server, strlen(c->server));
-    if (!rc) rc = buf_append(url, gv, strlen(gv));
+    (void)c;
+    int rc = buf_append(url, gv, strlen(gv));
     if (!rc && r->namespaced && ns && *ns) {
         rc = buf_append(url, "/namespaces/", 12);
         if (!rc) rc = kc__escape(url, ns);
@@ -521,7 +593,7 @@ int kc__curl_err(CURLcode cc)
 
 typedef struct req {
     const char *method; /* "GET", "POST", "PUT", "PATCH", "DELETE" */
-    const char *url;
+    const char *url;    /* the path (kc__url): each attempt prefixes its server */
     const char *ctype; /* Content-Type of body, NULL when no body */
     const char *body;
     size_t blen;
@@ -556,19 +628,21 @@ static json_t *status_of(long code, const char *body, size_t len)
                      body ? (len > 1024 ? 1024 : len) : 0, "code", (json_int_t)code);
 }
 
-static int do_request(kc_client_t *c, const req_t *q)
+/* One attempt of q on server idx; *fail says how a connection failure
+ * happened (KC__CONN_OK for everything else). */
+static int attempt(kc_client_t *c, const req_t *q, size_t idx, kc__conn_fail_t *fail)
 {
+    *fail = KC__CONN_OK;
     if (q->out) *q->out = NULL;
     if (q->status) *q->status = NULL;
-    kc__rate_wait(c);
-    atomic_fetch_add(&c->requests, 1);
     struct curl_slist *hdrs = NULL;
     sink_t sink = {.rc = 0};
     buf_init(&sink.b, KC__BODY_MAX);
     long code = 0;
     char errbuf[CURL_ERROR_SIZE] = "";
-    CURL *h = kc__easy_get(c);
-    int rc = h ? kc__easy_setup(c, h, q->url, q->ctype, &hdrs) : KP_ENOMEM;
+    char *url = kc__full_url(c, idx, q->url);
+    CURL *h = url ? kc__easy_get(c) : NULL;
+    int rc = h ? kc__easy_setup(c, h, url, q->ctype, &hdrs) : KP_ENOMEM;
     if (rc) goto done;
     CURLcode cc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
@@ -582,7 +656,8 @@ static int do_request(kc_client_t *c, const req_t *q)
     if (!cc) cc = curl_easy_perform(h);
     if (cc) {
         rc = sink.rc ? sink.rc : kc__curl_err(cc);
-        log_debug("client", "%s %s: %s (%s)", q->method, q->url, curl_easy_strerror(cc), errbuf);
+        if (!sink.rc && !sink.b.len) *fail = kc__conn_fail(h, cc);
+        log_debug("client", "%s %s: %s (%s)", q->method, url, curl_easy_strerror(cc), errbuf);
         goto done;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -600,7 +675,7 @@ static int do_request(kc_client_t *c, const req_t *q)
     }
     json_t *st = status_of(code, sink.b.p, sink.b.len);
     rc = kc__http_err(code, st);
-    log_debug("client", "%s %s: HTTP %ld: %s", q->method, q->url, code,
+    log_debug("client", "%s %s: HTTP %ld: %s", q->method, url, code,
               json_string_value(json_object_get(st, "message")));
     if (q->status)
         *q->status = st;
@@ -611,6 +686,27 @@ done:
     if (h) curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL); /* errbuf dies here */
     kc__easy_put(c, h);
     buf_free(&sink.b);
+    free(url);
+    return rc;
+}
+
+/* Send q to the current server; after a connection failure move on to the
+ * next one and send it again there when that is safe: a GET, or a request
+ * that certainly was not sent. Each server is tried once. */
+static int do_request(kc_client_t *c, const req_t *q)
+{
+    kc__rate_wait(c);
+    atomic_fetch_add(&c->requests, 1);
+    int idempotent = !strcmp(q->method, "GET");
+    int rc = 0;
+    for (size_t i = 0; i < c->nservers; i++) {
+        size_t idx = kc__server_cur(c);
+        kc__conn_fail_t fail;
+        rc = attempt(c, q, idx, &fail);
+        if (fail == KC__CONN_OK) break;
+        kc__server_failed(c, idx);
+        if (fail == KC__CONN_LOST && !idempotent) break; /* it may have been done */
+    }
     if (rc) atomic_fetch_add(&c->errors, 1);
     return rc;
 }

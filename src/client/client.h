@@ -8,7 +8,8 @@
  *
  *   kc_client_t    an API client: keep-alive HTTPS connections (libcurl),
  *                  bearer token, JSON in and out, an optional client-side
- *                  rate limit (off by default: --kube-api-qps/-burst).
+ *                  rate limit (off by default: --kube-api-qps/-burst),
+ *                  failover between several API servers (kc_config_t).
  *   kc_watch_t     one watch stream: newline-delimited events.
  *   kc_informer_t  list, then watch from the list's resourceVersion; relist
  *                  on 410; a local cache with indexes; handlers for adds,
@@ -51,6 +52,20 @@
 
 typedef struct kc_config {
     const char *server;     /* "https://127.0.0.1:6443" */
+    /* Several API servers of one cluster (same CA and credentials), a
+     * NULL-terminated list of at most 16; when non-NULL and non-empty it
+     * replaces `server`. FAILOVER: requests go to one server at a time;
+     * when a connection to it fails (refused, reset, TLS handshake failed,
+     * or a timeout before any byte of the answer) the client moves on to
+     * the next one, round robin, and sends the request again there if it
+     * is a GET (get, list, watch) or certainly was not sent (no
+     * connection); otherwise the call fails with KP_EUNAVAILABLE and the
+     * next call goes to the next server. Each server is tried once per
+     * call. A broken watch ends with KP_EUNAVAILABLE as ever; informers
+     * re-watch (and relist when the resourceVersion is gone), which opens
+     * on the next server. kplane's components take the list as
+     * --server URL[,URL...]. */
+    const char *const *servers;
     const char *token;      /* bearer token, NULL for none */
     const char *ca_pem;     /* PEM of the CA to trust; NULL: the system's */
     const char *user_agent; /* NULL: "kplane" */

@@ -17,9 +17,15 @@
 #define KC__BODY_MAX           (256u << 20) /* cap on one response body */
 #define KC__URL_MAX            (64u << 10)  /* cap on one URL */
 #define KC__DEFAULT_TIMEOUT_MS 30000
+#define KC__SERVERS_MAX        16           /* API servers one client fails over between */
 
 struct kc_client {
-    char *server;      /* scheme://host[:port][/prefix], no trailing '/' */
+    /* The API servers (scheme://host[:port][/prefix], no trailing '/'), and
+     * the index of the one requests go to now; it moves on (round robin)
+     * when a connection to it fails (kc__server_failed). */
+    char *servers[KC__SERVERS_MAX];
+    size_t nservers;
+    _Atomic size_t cur;
     char *auth_header; /* "Authorization: Bearer <token>", or NULL */
     char *ca_pem;      /* NULL: the system's trust store */
     size_t ca_len;
@@ -55,12 +61,32 @@ void kc__easy_put(kc_client_t *c, CURL *h);
 int kc__easy_setup(kc_client_t *c, CURL *h, const char *url, const char *ctype,
                    struct curl_slist **hdrs);
 
-/* The URL of r in ns (NULL/"" or cluster-scoped: none), then /name and
+/* The path of r in ns (NULL/"" or cluster-scoped: none), then /name and
  * /sub when non-NULL, then "?query" when query is non-empty, into *url
- * (initialised here; the caller buf_free()s it). Errors: KP_ETOOLARGE,
- * KP_ENOMEM. */
+ * (initialised here; the caller buf_free()s it): "/api/v1/...", without
+ * the server, which each attempt prefixes (kc__full_url). Errors:
+ * KP_ETOOLARGE, KP_ENOMEM. */
 int kc__url(const kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
             const char *sub, const char *query, buf_t *url);
+
+/* ---- failover between API servers ---- */
+
+/* The index of the server requests go to now. */
+size_t kc__server_cur(kc_client_t *c);
+/* A connection to server `idx` failed: requests go to the next one from
+ * now on (unless another thread moved already). No-op with one server. */
+void kc__server_failed(kc_client_t *c, size_t idx);
+/* servers[idx] followed by `path`, malloc'd (NULL: out of memory). */
+char *kc__full_url(const kc_client_t *c, size_t idx, const char *path);
+
+/* How a transfer that got no answer failed. */
+typedef enum kc__conn_fail {
+    KC__CONN_OK = 0,   /* an answer came, or the failure is not the connection's */
+    KC__CONN_NOT_SENT, /* no connection: the request certainly was not sent */
+    KC__CONN_LOST,     /* connected, then no response byte: it may have been sent */
+} kc__conn_fail_t;
+/* Classify a finished transfer on h that ended with cc. */
+kc__conn_fail_t kc__conn_fail(CURL *h, CURLcode cc);
 
 /* Append s percent-encoded (all but RFC 3986 unreserved characters). */
 int kc__escape(buf_t *b, const char *s);

@@ -23,6 +23,8 @@
  *     KP_ECLOSED.
  *  3. kc_watch_open() returns a watch only after the answer's headers said
  *     200; any other answer is mapped as client.h says and nothing is left.
+ *     When no answer came (no connection, or none in time) it tries the
+ *     client's next API server (a watch is a GET), each server once.
  *
  * Threads: one thread uses a watch at a time; kc_watch_cancel() may run on
  * any thread while that thread is in next() (it touches only the atomic
@@ -274,29 +276,20 @@ static int watch_query(buf_t *b, const char *query, const char *rv, int timeout_
     return rc;
 }
 
-int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
-                  const char *rv, int timeout_s, kc_watch_t **out)
+/* Open the watch `path` on server idx; *conn says whether it failed for
+ * want of a connection (then the caller tries the next server). */
+static int watch_try(kc_client_t *c, const char *path, size_t idx, int timeout_s,
+                     kc_watch_t **out, int *conn)
 {
     *out = NULL;
-    if (!r || !r->resource || !r->version || timeout_s < 0) return KP_EINVAL;
-    buf_t qb, url;
-    int rc = watch_query(&qb, query, rv, timeout_s);
-    if (rc) return rc;
-    rc = kc__url(c, r, ns, NULL, NULL, qb.p, &url);
-    buf_free(&qb);
-    if (rc) return rc;
-
-    kc__rate_wait(c);
-    atomic_fetch_add(&c->requests, 1);
-    atomic_fetch_add(&c->watches, 1);
+    *conn = 0;
+    int rc;
     kc_watch_t *w = calloc(1, sizeof *w);
-    if (!w) {
-        buf_free(&url);
-        rc = KP_ENOMEM;
-        goto fail;
+    if (!w) return KP_ENOMEM;
+    if (!(w->url = kc__full_url(c, idx, path))) {
+        free(w);
+        return KP_ENOMEM;
     }
-    size_t ulen;
-    w->url = buf_detach(&url, &ulen);
     w->c = c;
     atomic_init(&w->cancelled, 0);
     buf_init(&w->line, KC_WATCH_LINE_MAX);
@@ -323,6 +316,10 @@ int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const 
     if (!w->headers_done) {
         rc = w->done ? (w->result == CURLE_OK ? KP_EUNAVAILABLE : kc__curl_err(w->result))
                      : KP_ETIMEDOUT;
+        /* No answer: a dead server, or one that hangs (a watch is a GET:
+         * always safe to open again elsewhere). */
+        *conn = !w->done || w->result == CURLE_OK ||
+                kc__conn_fail(w->h, w->result) != KC__CONN_OK;
         goto fail;
     }
     if (w->code != 200) {
@@ -338,8 +335,34 @@ int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const 
     *out = w;
     return 0;
 fail:
-    atomic_fetch_add(&c->errors, 1);
     watch_free(w);
+    return rc;
+}
+
+int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
+                  const char *rv, int timeout_s, kc_watch_t **out)
+{
+    *out = NULL;
+    if (!r || !r->resource || !r->version || timeout_s < 0) return KP_EINVAL;
+    buf_t qb, path;
+    int rc = watch_query(&qb, query, rv, timeout_s);
+    if (rc) return rc;
+    rc = kc__url(c, r, ns, NULL, NULL, qb.p, &path);
+    buf_free(&qb);
+    if (rc) return rc;
+
+    kc__rate_wait(c);
+    atomic_fetch_add(&c->requests, 1);
+    atomic_fetch_add(&c->watches, 1);
+    for (size_t i = 0; i < c->nservers; i++) {
+        size_t idx = kc__server_cur(c);
+        int conn = 0;
+        rc = watch_try(c, path.p, idx, timeout_s, out, &conn);
+        if (!conn) break;
+        kc__server_failed(c, idx);
+    }
+    buf_free(&path);
+    if (rc) atomic_fetch_add(&c->errors, 1);
     return rc;
 }
 

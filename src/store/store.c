@@ -29,6 +29,7 @@ int store_open(const char *url, const store_options_t *opt, store_t **out)
     if (opt->keep_revisions < 0 || opt->keep_seconds < 0 || opt->compact_interval_ms < 0)
         return KP_EINVAL;
     if (!strncmp(url, "lmdb:", 5) && url[5]) return store__lmdb_open(url + 5, opt, out);
+    if (!strncmp(url, "etcd://", 7) && url[7]) return store__etcd_open(url + 7, opt, out);
     return KP_EINVAL;
 }
 

@@ -105,7 +105,10 @@ typedef struct store_status {
 /* ---- lifecycle ---- */
 
 /* Open a store. `url` is "lmdb:DIR" (DIR is created if missing; the data lives
- * in DIR/data.mdb). `opt` may be NULL for the defaults.
+ * in DIR/data.mdb), or "etcd://HOST:PORT[,HOST:PORT...]" for an etcd cluster
+ * (see store/etcd_int.h; there, a write whose outcome is unknown fails with
+ * KP_ETIMEDOUT, and with KP_EUNAVAILABLE when no endpoint answers, as does
+ * any call). `opt` may be NULL for the defaults.
  * *out is owned by the caller until store_close().
  * Errors: KP_EINVAL (unknown scheme, bad options), KP_EIO, KP_ECORRUPT (not a
  * kplane store, or from a newer format), KP_ENOSPC. */

@@ -47,5 +47,6 @@ struct store_watch {
 /* Backends. `dir` / `endpoints` is the URL after its scheme. */
 int store__lmdb_open(const char *dir, const store_options_t *opt, store_t **out);
 int store__lmdb_restore(const char *backup_path, const char *dir);
+int store__etcd_open(const char *endpoints, const store_options_t *opt, store_t **out);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,10 +25,44 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+static void start_in(kpserver_t *s, const char *const *extra);
+
 void kpserver_start(kpserver_t *s, const char *const *extra)
 {
     memset(s, 0, sizeof *s);
     s->dir = tu_tmpdir("kpserver");
+    start_in(s, extra);
+}
+
+void kpserver_start_sharing(kpserver_t *s, const kpserver_t *peer, const char *const *extra)
+{
+    memset(s, 0, sizeof *s);
+    s->dir = tu_tmpdir("kpserver");
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", s->dir);
+    if (mkdir(data, 0700)) abort();
+    static const char *const files[] = {"ca.crt", "server.crt", "server.key", "admin-token"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char from[700], to[700], buf[8192];
+        snprintf(from, sizeof from, "%s/data/%s", peer->dir, files[i]);
+        snprintf(to, sizeof to, "%s/%s", data, files[i]);
+        FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+        if (!in || !out) {
+            fprintf(stderr, "kpserver: copying %s: cannot open\n", from);
+            abort();
+        }
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+            if (fwrite(buf, 1, n, out) != n) abort();
+        fclose(in);
+        if (fclose(out)) abort();
+        chmod(to, 0600);
+    }
+    start_in(s, extra);
+}
+
+static void start_in(kpserver_t *s, const char *const *extra)
+{
     char out[600], log[600], data[600];
     snprintf(out, sizeof out, "%s/server.out", s->dir);
     snprintf(log, sizeof log, "%s/server.log", s->dir);

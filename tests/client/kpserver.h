@@ -20,6 +20,10 @@ typedef struct kpserver {
 /* Start and wait until it serves (abort()s the test on failure). Extra
  * command-line flags in `extra` (NULL-terminated, may be NULL). */
 void kpserver_start(kpserver_t *s, const char *const *extra);
+/* Start another server of the same "cluster" as `peer`: its data dir
+ * starts with peer's CA, server certificate and key and admin token, so
+ * one kubeconfig's CA and token work for both (its store is its own). */
+void kpserver_start_sharing(kpserver_t *s, const kpserver_t *peer, const char *const *extra);
 /* SIGTERM, wait (SIGKILL after 10 s), remove the data dir. */
 void kpserver_stop(kpserver_t *s);
 /* SIGKILL now (a crash), reap it; the data dir stays for a restart. */

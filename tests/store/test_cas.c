@@ -33,6 +33,7 @@
 
 #include "lib/err.h"
 #include "store/store.h"
+#include "backend.h"
 #include "testutil.h"
 
 #define NTHREADS 16
@@ -199,7 +200,7 @@ static void test_cas_counter(void **state)
 {
     (void)state;
     char *dir = shm_tmpdir("cas");
-    char *url = tu_lmdb_url(dir);
+    char *url = tb_store_url(dir);
     store_t *s = NULL;
     assert_int_equal(store_open(url, NULL, &s), 0);
 
@@ -275,6 +276,7 @@ static void test_cas_counter(void **state)
     if (err[0]) fail_msg("replayed watch: %s", err);
 
     store_close(s);
+    tb_store_stop(dir);
     tu_rmtree(dir);
     free(url);
     free(dir);

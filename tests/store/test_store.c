@@ -1,6 +1,7 @@
 /*
  * test_store.c -- the store contract of store.h, point by point, on the
- * embedded backend: revisions, create/update/delete with CAS, reads at a
+ * embedded backend (and on etcd as test_store_etcd, see backend.h):
+ * revisions, create/update/delete with CAS, reads at a
  * revision, ranges with continuation, watches (order, previous values,
  * resumption across a reopen, COMPACTED), compaction by hand and automatic,
  * group commit, argument limits.
@@ -19,6 +20,7 @@
 
 #include "lib/err.h"
 #include "store/store.h"
+#include "backend.h"
 #include "testutil.h"
 
 typedef struct fixture {
@@ -31,7 +33,7 @@ static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
     f->dir = tu_tmpdir("store");
-    f->url = tu_lmdb_url(f->dir);
+    f->url = tb_store_url(f->dir);
     assert_int_equal(store_open(f->url, NULL, &f->s), 0);
     *state = f;
     return 0;
@@ -41,6 +43,7 @@ static int teardown(void **state)
 {
     fixture_t *f = *state;
     store_close(f->s);
+    tb_store_stop(f->dir);
     tu_rmtree(f->dir);
     free(f->url);
     free(f->dir);
@@ -633,8 +636,9 @@ static void test_group_commit(void **state)
     assert_int_equal(st.revision, T * 50);
     assert_int_equal(st.writes, T * 50);
     assert_int_equal(st.keys, T * 50);
-    /* Concurrent writers shared commits (and their fsyncs). */
-    assert_true(st.commits < st.writes);
+    /* Concurrent writers shared commits (and their fsyncs). etcd batches
+     * its commits out of sight: there each write counts as one. */
+    if (!tb_is_etcd()) assert_true(st.commits < st.writes);
     assert_true(st.commits > 0);
     assert_true(st.db_bytes > 0);
     assert_true(st.file_bytes > 0);
