@@ -555,9 +555,10 @@ static int do_list(api_req_t *r)
         rest_filter_free(&f);
         return api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion: %s", rvs);
     }
-    if (!rvs || !*rvs) {
-        store_status_t st;
-        if (!store_status(r->srv->cfg.store, &st)) min_rev = st.revision;
+    if ((!rvs || !*rvs) && (rc = store_revision(r->srv->cfg.store, &min_rev))) {
+        /* No current revision, no consistent read: never serve what may be stale. */
+        rest_filter_free(&f);
+        return api_reply_error(r, rc, NULL, "reading the current revision: %s", err_str(rc));
     }
     wc_list_t *l;
     rc = wc_list(rest_cache(r), prefix, NULL, 0, min_rev, 3000, &l);

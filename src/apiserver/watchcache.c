@@ -959,9 +959,9 @@ int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, size_t backlog
      * its floor (invariant 1), which is at or above the compaction point the
      * initial range was read at. */
     int rc = 0;
-    store_status_t st;
-    if (after_rev > wc_revision(wc) && !(rc = store_status(wc->store, &st)) &&
-        after_rev > st.revision)
+    int64_t now_rev;
+    if (after_rev > wc_revision(wc) && !(rc = store_revision(wc->store, &now_rev)) &&
+        after_rev > now_rev)
         rc = KP_EFUTURE;
     if (rc) {
         watcher_free(w);

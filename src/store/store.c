@@ -101,6 +101,16 @@ int store_status(store_t *s, store_status_t *out)
     return s->ops->status(s, out);
 }
 
+int store_revision(store_t *s, int64_t *out)
+{
+    *out = 0;
+    if (s->ops->revision) return s->ops->revision(s, out);
+    store_status_t st;
+    int rc = store_status(s, &st);
+    if (!rc) *out = st.revision;
+    return rc;
+}
+
 int store_watch_open(store_t *s, const char *prefix, int64_t after_rev, store_watch_t **out)
 {
     *out = NULL;

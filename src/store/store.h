@@ -158,6 +158,11 @@ void store_range_free(store_range_t *r);
 
 int store_status(store_t *s, store_status_t *out);
 
+/* The newest accepted revision, read linearizably: every write acknowledged
+ * before the call began is at or below it (what a consistent read waits
+ * for). Cheaper than store_status() on a remote backend: one round trip. */
+int store_revision(store_t *s, int64_t *out);
+
 /* ---- watches ---- */
 
 /* Watch every change to keys under `prefix` with a revision above `after_rev`

@@ -21,6 +21,8 @@ typedef struct store_ops {
     int (*range)(store_t *s, const char *prefix, const char *after, size_t limit,
                  int64_t rev, store_range_t **out);
     int (*status)(store_t *s, store_status_t *out);
+    /* store_revision(); NULL: taken from status(). */
+    int (*revision)(store_t *s, int64_t *out);
     int (*watch_open)(store_t *s, const char *prefix, int64_t after_rev, store_watch_t **out);
     int (*compact)(store_t *s, int64_t rev);
     int (*backup)(store_t *s, const char *path, int64_t *out_rev);

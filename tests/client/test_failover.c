@@ -194,7 +194,7 @@ static void *hangup_run(void *arg)
             char *end = strstr(buf, "\r\n\r\n");
             if (!end) continue;
             const char *cl = strstr(buf, "Content-Length: ");
-            size_t want = (size_t)(end + 4 - buf) + (cl ? (size_t)atol(cl + 16) : 0);
+            size_t want = (size_t)(end + 4 - buf) + (cl ? (size_t)strtol(cl + 16, NULL, 10) : 0);
             if (got >= want) break;
         }
         if (got) atomic_fetch_add(&h->requests, 1);
