@@ -52,6 +52,7 @@
 
 #include "controllers/controller.h"
 #include "controllers/ctrl_util.h"
+#include "controllers/expectations.h"
 #include "controllers/daemonset_int.h"
 #include "controllers/history.h"
 #include "lib/clock.h"
@@ -59,7 +60,6 @@
 #include "lib/log.h"
 
 #define BURST               250 /* creates or deletes per sync (Kubernetes' burstReplicas) */
-#define EXPECTATIONS_TTL_NS (300LL * 1000000000)
 #define PARALLEL            64 /* API calls in flight per batch */
 /* The pods index: namespace of pods without a controller (adoption). */
 #define ORPHANS "daemonset-orphans"
@@ -608,61 +608,11 @@ int ds__backoff(json_t *map, const char *key, int64_t now_ns, int64_t *wait_ms)
 typedef struct ds_ctl {
     ctrl_t *c;
     kc_informer_t *ds, *pods, *nodes, *revs;
-    pthread_mutex_t mu; /* guards exp and backoff */
-    /* DS key -> {"adds": n, "dels": {uid: true}, "t": mono ns} */
-    json_t *exp;
+    ctrl_exp_t *exp;    /* by DS key */
+    pthread_mutex_t mu; /* guards backoff */
     /* "<ds uid>/<observedGeneration>/<node>" -> ds__backoff's entry */
     json_t *backoff;
 } ds_ctl_t;
-
-/* ---- expectations (as replicaset.c) ---- */
-
-static void exp_set(ds_ctl_t *s, const char *key, int adds, json_t *dels)
-{
-    pthread_mutex_lock(&s->mu);
-    json_object_set_new(s->exp, key,
-                        json_pack("{s:i, s:o, s:I}", "adds", adds, "dels",
-                                  dels ? dels : json_object(), "t", (json_int_t)clock_mono_ns()));
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void exp_add_seen(ds_ctl_t *s, const char *key, int n)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    if (e) {
-        json_int_t a = json_integer_value(json_object_get(e, "adds")) - n;
-        json_object_set_new(e, "adds", json_integer(a > 0 ? a : 0));
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void exp_del_seen(ds_ctl_t *s, const char *key, const char *uid)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    if (e && uid) json_object_del(json_object_get(e, "dels"), uid);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static int exp_met(ds_ctl_t *s, const char *key)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    int met = !e ||
-              (json_integer_value(json_object_get(e, "adds")) <= 0 &&
-               json_object_size(json_object_get(e, "dels")) == 0) ||
-              clock_mono_ns() - json_integer_value(json_object_get(e, "t")) > EXPECTATIONS_TTL_NS;
-    pthread_mutex_unlock(&s->mu);
-    return met;
-}
-
-static void exp_forget(ds_ctl_t *s, const char *key)
-{
-    pthread_mutex_lock(&s->mu);
-    json_object_del(s->exp, key);
-    pthread_mutex_unlock(&s->mu);
-}
 
 /* ---- event handlers: only enqueue (and count expectations) ---- */
 
@@ -705,9 +655,9 @@ static void pod_added(void *arg, const json_t *pod)
     char key[600];
     if (ds_of(pod, key, sizeof key)) {
         if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
-            exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+            ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
         else
-            exp_add_seen(s, key, 1);
+            ctrl_exp_add_seen(s->exp, key, 1);
         ctrl_enqueue(s->c, key);
     } else {
         enqueue_matching(s, pod);
@@ -722,7 +672,7 @@ static void pod_updated(void *arg, const json_t *old, const json_t *pod)
     int has = ds_of(pod, key, sizeof key), had = ds_of(old, oldkey, sizeof oldkey);
     if (has && json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") &&
         !json_object_get(json_object_get(old, "metadata"), "deletionTimestamp"))
-        exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+        ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     if (has) ctrl_enqueue(s->c, key);
     if (had && (!has || strcmp(key, oldkey))) ctrl_enqueue(s->c, oldkey);
     if (!has && !json_equal(ctrl_labels(old), ctrl_labels(pod))) enqueue_matching(s, pod);
@@ -733,7 +683,7 @@ static void pod_deleted(void *arg, const json_t *pod)
     ds_ctl_t *s = arg;
     char key[600];
     if (!ds_of(pod, key, sizeof key)) return;
-    exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+    ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     ctrl_enqueue(s->c, key);
 }
 
@@ -799,7 +749,7 @@ static size_t orphan_index(const json_t *obj, char vals[][KC_INDEX_VALUE_MAX], s
 static void ds_free(void *self)
 {
     ds_ctl_t *s = self;
-    json_decref(s->exp);
+    ctrl_exp_free(s->exp);
     json_decref(s->backoff);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -811,7 +761,7 @@ static int ds_init(ctrl_t *c, void **self)
     if (!s) return KP_ENOMEM;
     pthread_mutex_init(&s->mu, NULL);
     s->c = c;
-    s->exp = json_object();
+    s->exp = ctrl_exp_new();
     s->backoff = json_object();
     s->ds = ctrl_informer(c, &kc_daemonsets);
     s->pods = ctrl_informer(c, &kc_pods);
@@ -1179,7 +1129,7 @@ static int create_one(void *arg, size_t i)
     if (rc) {
         kc_event(ctrl_recorder(b->s->c), b->ds, "Warning", "FailedCreate", "Error creating: %s",
                  err_str(rc));
-        exp_add_seen(b->s, b->key, 1); /* will never be seen */
+        ctrl_exp_add_seen(b->s->exp, b->key, 1); /* will never be seen */
     } else {
         kc_event(ctrl_recorder(b->s->c), b->ds, "Normal", "SuccessfulCreate", "Created pod: %s",
                  ctrl_meta_str(made, "name"));
@@ -1197,7 +1147,7 @@ static int delete_one(void *arg, size_t i)
     int rc = kc_delete(ctrl_client(b->s->c), &kc_pods, ctrl_meta_str(pod, "namespace"),
                        ctrl_meta_str(pod, "name"), opts, NULL);
     json_decref(opts);
-    if (rc) exp_del_seen(b->s, b->key, ctrl_meta_str(pod, "uid"));
+    if (rc) ctrl_exp_del_seen(b->s->exp, b->key, ctrl_meta_str(pod, "uid"));
     if (rc == KP_ENOTFOUND) rc = 0;
     if (rc)
         kc_event(ctrl_recorder(b->s->c), b->ds, "Warning", "FailedDelete", "Error deleting: %s",
@@ -1222,7 +1172,7 @@ static int sync_nodes(ds_ctl_t *s, const json_t *ds, const char *key, const json
     if (!uids) return KP_ENOMEM;
     for (size_t i = 0; i < ndel; i++)
         json_object_set_new(uids, ctrl_meta_str(del[i], "uid"), json_true());
-    exp_set(s, key, (int)ncreate, uids);
+    ctrl_exp_set(s->exp, key, (int)ncreate, uids);
     batch_t b = {.s = s, .ds = ds, .key = key, .tmpl = tmpl, .victims = del, .force = force};
     int rc = 0;
     if (ndel && ctrl_parallel(ndel, PARALLEL, delete_one, &b, NULL) < ndel) rc = KP_EUNAVAILABLE;
@@ -1238,7 +1188,7 @@ static int sync_nodes(ds_ctl_t *s, const json_t *ds, const char *key, const json
         }
         batch *= 2;
     }
-    if (done < ncreate) exp_add_seen(s, key, (int)(ncreate - done)); /* not sent */
+    if (done < ncreate) ctrl_exp_add_seen(s->exp, key, (int)(ncreate - done)); /* not sent */
     return rc;
 }
 
@@ -1344,7 +1294,7 @@ static int ds_sync(ctrl_t *c, void *self, const char *key)
     (void)c;
     json_t *ds = kc_informer_get(s->ds, key);
     if (!ds) {
-        exp_forget(s, key);
+        ctrl_exp_forget(s->exp, key);
         return 0;
     }
     json_t *cur = NULL, **old = NULL, **pods = NULL, **nodes = NULL, *tmpl = NULL;
@@ -1381,7 +1331,7 @@ static int ds_sync(ctrl_t *c, void *self, const char *key)
                   .now = time(NULL)};
     if ((rc = ds__view(&in, &view))) goto out;
     int observed = 0;
-    if (exp_met(s, key)) {
+    if (ctrl_exp_met(s->exp, key)) {
         observed = 1;
         int acted;
         rc = manage(s, ds, key, &in, &view, &acted);
@@ -1390,7 +1340,7 @@ static int ds_sync(ctrl_t *c, void *self, const char *key)
          * when manage did nothing (the events of its calls sync again). A
          * stale view could miss a pod just created and delete one more. */
         const char *type = str(json_object_get(spec, "updateStrategy"), "type");
-        if (!rc && !acted && exp_met(s, key) && (!*type || !strcmp(type, "RollingUpdate"))) {
+        if (!rc && !acted && ctrl_exp_met(s->exp, key) && (!*type || !strcmp(type, "RollingUpdate"))) {
             ds_counts_t k;
             ds__counts(&in, &view, &k);
             int32_t maxu;

@@ -56,6 +56,7 @@
 
 #include "controllers/controller.h"
 #include "controllers/ctrl_util.h"
+#include "controllers/expectations.h"
 #include "controllers/job_int.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -63,15 +64,14 @@
 
 #define BURST               500 /* creates or deletes per sync (MaxPodCreateDeletePerSync) */
 #define MAX_UNCOUNTED       500 /* pods added to uncountedTerminatedPods per sync */
-#define EXPECTATIONS_TTL_NS (300LL * 1000000000)
 #define PARALLEL            64
 #define POD_KEY             "pod:"
 
 typedef struct job_ctl {
     ctrl_t *c;
     kc_informer_t *jobs, *pods;
-    pthread_mutex_t mu; /* guards the four objects below */
-    json_t *exp;        /* job key -> {"adds": n, "dels": {uid: true}, "t": mono ns} */
+    ctrl_exp_t *exp;    /* by job key */
+    pthread_mutex_t mu; /* guards the three objects below */
     json_t *fin;        /* job key -> {uid: true}: finalizer removals not yet seen */
     json_t *backoff;    /* job key -> {"failures": n, "last": unix ms} */
     json_t *written;    /* job key -> the resourceVersion of our last status write */
@@ -313,47 +313,7 @@ static int ensure_cond(json_t *status, const char *type, const char *cstatus, co
     return 1;
 }
 
-/* ==== expectations (as replicaset.c) ==== */
-
-static void exp_set(job_ctl_t *s, const char *key, int adds, json_t *dels)
-{
-    pthread_mutex_lock(&s->mu);
-    json_object_set_new(s->exp, key,
-                        json_pack("{s:i, s:o, s:I}", "adds", adds, "dels",
-                                  dels ? dels : json_object(), "t", (json_int_t)clock_mono_ns()));
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void exp_add_seen(job_ctl_t *s, const char *key, int n)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    if (e) {
-        json_int_t a = json_integer_value(json_object_get(e, "adds")) - n;
-        json_object_set_new(e, "adds", json_integer(a > 0 ? a : 0));
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void exp_del_seen(job_ctl_t *s, const char *key, const char *uid)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    if (e && uid) json_object_del(json_object_get(e, "dels"), uid);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static int exp_met(job_ctl_t *s, const char *key)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    int met = !e ||
-              (json_integer_value(json_object_get(e, "adds")) <= 0 &&
-               json_object_size(json_object_get(e, "dels")) == 0) ||
-              clock_mono_ns() - json_integer_value(json_object_get(e, "t")) > EXPECTATIONS_TTL_NS;
-    pthread_mutex_unlock(&s->mu);
-    return met;
-}
+/* ==== finalizer expectations ==== */
 
 /* Finalizer removals: expect uid's (add) or count it seen. */
 static void fin_expect(job_ctl_t *s, const char *key, const char *uid)
@@ -392,7 +352,7 @@ static json_t *fin_expected(job_ctl_t *s, const char *key)
 static void forget(job_ctl_t *s, const char *key)
 {
     pthread_mutex_lock(&s->mu);
-    json_object_del(s->exp, key);
+    ctrl_exp_forget(s->exp, key);
     json_object_del(s->fin, key);
     json_object_del(s->backoff, key);
     json_object_del(s->written, key);
@@ -455,9 +415,9 @@ static void pod_added(void *arg, const json_t *pod)
         return;
     }
     if (deleting(pod))
-        exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+        ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     else
-        exp_add_seen(s, key, 1);
+        ctrl_exp_add_seen(s->exp, key, 1);
     check_orphan(s, pod, key);
     ctrl_enqueue(s->c, key);
 }
@@ -469,7 +429,7 @@ static void pod_updated(void *arg, const json_t *old, const json_t *pod)
     char key[600], oldkey[600];
     int has = job_of(pod, key, sizeof key), had = job_of(old, oldkey, sizeof oldkey);
     const char *uid = ctrl_meta_str(pod, "uid");
-    if (has && deleting(pod) && !deleting(old)) exp_del_seen(s, key, uid);
+    if (has && deleting(pod) && !deleting(old)) ctrl_exp_del_seen(s->exp, key, uid);
     if (has && !has_finalizer(pod)) fin_seen(s, key, uid);
     check_orphan(s, pod, has ? key : NULL);
     if (has) ctrl_enqueue(s->c, key);
@@ -481,7 +441,7 @@ static void pod_deleted(void *arg, const json_t *pod)
     job_ctl_t *s = arg;
     char key[600];
     if (!job_of(pod, key, sizeof key)) return;
-    exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+    ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     fin_seen(s, key, ctrl_meta_str(pod, "uid"));
     ctrl_enqueue(s->c, key);
 }
@@ -519,7 +479,7 @@ static int job_init(ctrl_t *c, void **self)
 {
     job_ctl_t *s = calloc(1, sizeof *s);
     if (!s) return KP_ENOMEM;
-    s->exp = json_object();
+    s->exp = ctrl_exp_new();
     s->fin = json_object();
     s->backoff = json_object();
     s->written = json_object();
@@ -538,7 +498,7 @@ static int job_init(ctrl_t *c, void **self)
     if (rc) {
         if (s->jobs) kc_informer_remove_handlers(s->jobs, s);
         if (s->pods) kc_informer_remove_handlers(s->pods, s);
-        json_decref(s->exp);
+        ctrl_exp_free(s->exp);
         json_decref(s->fin);
         json_decref(s->backoff);
         json_decref(s->written);
@@ -553,7 +513,7 @@ static int job_init(ctrl_t *c, void **self)
 static void job_free(void *self)
 {
     job_ctl_t *s = self;
-    json_decref(s->exp);
+    ctrl_exp_free(s->exp);
     json_decref(s->fin);
     json_decref(s->backoff);
     json_decref(s->written);
@@ -638,7 +598,7 @@ static int create_one(void *arg, size_t i)
     const char *jname = ctrl_meta_str(b->job, "name");
     json_t *pod = json_deep_copy(b->tmpl);
     if (!pod) {
-        exp_add_seen(b->s, b->key, 1);
+        ctrl_exp_add_seen(b->s->exp, b->key, 1);
         return KP_ENOMEM;
     }
     json_t *meta = json_object_get(pod, "metadata");
@@ -668,7 +628,7 @@ static int create_one(void *arg, size_t i)
     if (rc) {
         kc_event(ctrl_recorder(b->s->c), b->job, "Warning", "FailedCreate", "Error creating: %s",
                  err_str(rc));
-        exp_add_seen(b->s, b->key, 1); /* will never be seen */
+        ctrl_exp_add_seen(b->s->exp, b->key, 1); /* will never be seen */
     } else {
         kc_event(ctrl_recorder(b->s->c), b->job, "Normal", "SuccessfulCreate", "Created pod: %s",
                  ctrl_meta_str(made, "name"));
@@ -702,7 +662,7 @@ static int delete_one(void *arg, size_t i)
                        ctrl_meta_str(pod, "name"), opts, NULL);
         json_decref(opts);
     }
-    if (rc && b->key) exp_del_seen(b->s, b->key, uid); /* will never be seen */
+    if (rc && b->key) ctrl_exp_del_seen(b->s->exp, b->key, uid); /* will never be seen */
     if (rc == KP_ENOTFOUND) rc = 0;
     if (rc)
         kc_event(ctrl_recorder(b->s->c), b->job, "Warning", "FailedDelete", "Error deleting: %s",
@@ -1050,7 +1010,7 @@ static size_t delete_pods(jctx_t *x, json_t **pods, size_t n, int strip, int *rc
     json_t *uids = json_object();
     for (size_t i = 0; i < n; i++)
         json_object_set_new(uids, ctrl_meta_str(pods[i], "uid"), json_true());
-    exp_set(x->s, x->key, 0, uids);
+    ctrl_exp_set(x->s->exp, x->key, 0, uids);
     batch_t b = {.s = x->s, .job = x->job, .key = x->key, .pods = pods, .strip = strip};
     size_t ok = ctrl_parallel(n, PARALLEL, delete_one, &b, NULL);
     if (ok < n) *rc = KP_EUNAVAILABLE;
@@ -1151,7 +1111,7 @@ static int manage(jctx_t *x, int *rc)
         *rc = KP_ENOMEM;
         return active;
     }
-    exp_set(x->s, x->key, diff, NULL);
+    ctrl_exp_set(x->s->exp, x->key, diff, NULL);
     /* Slow start: batches of 1, 2, 4, ...; a failed batch ends the sync. */
     batch_t b = {.s = x->s, .job = job, .key = x->key, .tmpl = tmpl};
     int done = 0, batch = 1, made = 0;
@@ -1167,7 +1127,7 @@ static int manage(jctx_t *x, int *rc)
         }
         batch *= 2;
     }
-    if (done < diff) exp_add_seen(x->s, x->key, diff - done); /* not sent */
+    if (done < diff) ctrl_exp_add_seen(x->s->exp, x->key, diff - done); /* not sent */
     json_decref(tmpl);
     free(indexes);
     return active + made;
@@ -1230,7 +1190,7 @@ static int sync_job(job_ctl_t *s, const char *key, const json_t *job)
     x.unc_s = uid_set(json_object_get(unc, "succeeded"));
     x.unc_f = uid_set(json_object_get(unc, "failed"));
     x.expected_rm = fin_expected(s, key);
-    int met = exp_met(s, key);
+    int met = ctrl_exp_met(s->exp, key);
     if ((rc =
              kc_informer_list(s->pods, "controller", ctrl_meta_str(job, "uid"), &x.pods, &x.npods)))
         goto out;

@@ -10,12 +10,11 @@
  * (adoption) and removes from owned pods that stopped matching (release),
  * and the ReplicaSet's /status. It deletes only pods it controls.
  *
- * EXPECTATIONS. The caches lag the API: right after creating 3 pods, the
- * pod informer may not show them yet, and a naive sync would create 3 more.
- * So before acting, a sync records what it expects to see (n creates, a set
- * of pod uids to go); informer events count them off; until they all have
- * been seen (or 5 minutes passed, as Kubernetes allows), the controller
- * makes no new create/delete decision for that ReplicaSet -- status only.
+ * EXPECTATIONS (expectations.h). The caches lag the API, so before acting
+ * a sync records what it expects to see (n creates, a set of pod uids to
+ * go); informer events count them off; until they all have been seen (or 5
+ * minutes passed), the controller makes no new create/delete decision for
+ * that ReplicaSet -- status only.
  *   1. A sync acts only when the RS's expectations are met or expired.
  *   2. Expectations are raised before the calls they stand for, and lowered
  *      at once for calls that failed or were not made.
@@ -26,7 +25,6 @@
  * BURST per sync, each batch in parallel; the first failed batch stops the
  * sync (the error requeues it with backoff).
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,71 +32,19 @@
 
 #include "controllers/controller.h"
 #include "controllers/ctrl_util.h"
-#include "lib/clock.h"
+#include "controllers/expectations.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
 #define BURST               500 /* creates or deletes per sync */
-#define EXPECTATIONS_TTL_NS (300LL * 1000000000)
 #define PARALLEL            64                   /* API calls in flight per batch */
 #define ORPHANS             "replicaset-orphans" /* pods index: namespace of pods without a controller */
 
 typedef struct rs_ctl {
     ctrl_t *c;
     kc_informer_t *rs, *pods;
-    pthread_mutex_t mu; /* guards exp */
-    /* RS key -> {"adds": n, "dels": {uid: true}, "t": mono ns} */
-    json_t *exp;
+    ctrl_exp_t *exp; /* by RS key */
 } rs_ctl_t;
-
-/* ---- expectations ---- */
-
-static void exp_set(rs_ctl_t *s, const char *key, int adds, json_t *dels)
-{
-    pthread_mutex_lock(&s->mu);
-    json_object_set_new(s->exp, key,
-                        json_pack("{s:i, s:o, s:I}", "adds", adds, "dels",
-                                  dels ? dels : json_object(), "t", (json_int_t)clock_mono_ns()));
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void exp_add_seen(rs_ctl_t *s, const char *key, int n)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    if (e) {
-        json_int_t a = json_integer_value(json_object_get(e, "adds")) - n;
-        json_object_set_new(e, "adds", json_integer(a > 0 ? a : 0));
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void exp_del_seen(rs_ctl_t *s, const char *key, const char *uid)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    if (e && uid) json_object_del(json_object_get(e, "dels"), uid);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static int exp_met(rs_ctl_t *s, const char *key)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    int met = !e ||
-              (json_integer_value(json_object_get(e, "adds")) <= 0 &&
-               json_object_size(json_object_get(e, "dels")) == 0) ||
-              clock_mono_ns() - json_integer_value(json_object_get(e, "t")) > EXPECTATIONS_TTL_NS;
-    pthread_mutex_unlock(&s->mu);
-    return met;
-}
-
-static void exp_forget(rs_ctl_t *s, const char *key)
-{
-    pthread_mutex_lock(&s->mu);
-    json_object_del(s->exp, key);
-    pthread_mutex_unlock(&s->mu);
-}
 
 /* ---- event handlers: only enqueue (and count expectations) ---- */
 
@@ -137,9 +83,9 @@ static void pod_added(void *arg, const json_t *pod)
     char key[600];
     if (rs_of(pod, key, sizeof key)) {
         if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
-            exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+            ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
         else
-            exp_add_seen(s, key, 1);
+            ctrl_exp_add_seen(s->exp, key, 1);
         ctrl_enqueue(s->c, key);
     } else {
         enqueue_matching(s, pod);
@@ -155,7 +101,7 @@ static void pod_updated(void *arg, const json_t *old, const json_t *pod)
     const json_t *meta = json_object_get(pod, "metadata");
     if (has && json_object_get(meta, "deletionTimestamp") &&
         !json_object_get(json_object_get(old, "metadata"), "deletionTimestamp"))
-        exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+        ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     if (has) ctrl_enqueue(s->c, key);
     if (had && (!has || strcmp(key, oldkey))) ctrl_enqueue(s->c, oldkey);
     if (!has && !json_equal(ctrl_labels(old), ctrl_labels(pod))) enqueue_matching(s, pod);
@@ -166,7 +112,7 @@ static void pod_deleted(void *arg, const json_t *pod)
     rs_ctl_t *s = arg;
     char key[600];
     if (!rs_of(pod, key, sizeof key)) return;
-    exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+    ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     ctrl_enqueue(s->c, key);
 }
 
@@ -191,16 +137,15 @@ static size_t orphan_index(const json_t *obj, char vals[][KC_INDEX_VALUE_MAX], s
 static int rs_init(ctrl_t *c, void **self)
 {
     rs_ctl_t *s = calloc(1, sizeof *s);
-    if (!s || !(s->exp = json_object())) {
+    if (!s || !(s->exp = ctrl_exp_new())) {
         free(s);
         return KP_ENOMEM;
     }
     s->c = c;
-    pthread_mutex_init(&s->mu, NULL);
     s->rs = ctrl_informer(c, &kc_replicasets);
     s->pods = ctrl_informer(c, &kc_pods);
     if (!s->rs || !s->pods) {
-        json_decref(s->exp);
+        ctrl_exp_free(s->exp);
         free(s);
         return KP_ENOMEM;
     }
@@ -215,7 +160,7 @@ static int rs_init(ctrl_t *c, void **self)
     if (rc) {
         kc_informer_remove_handlers(s->rs, s);
         kc_informer_remove_handlers(s->pods, s);
-        json_decref(s->exp);
+        ctrl_exp_free(s->exp);
         free(s);
         return rc;
     }
@@ -226,8 +171,7 @@ static int rs_init(ctrl_t *c, void **self)
 static void rs_free(void *self)
 {
     rs_ctl_t *s = self;
-    json_decref(s->exp);
-    pthread_mutex_destroy(&s->mu);
+    ctrl_exp_free(s->exp);
     free(s);
 }
 
@@ -251,7 +195,7 @@ static int create_one(void *arg, size_t i)
     if (rc) {
         kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedCreate", "Error creating: %s",
                  err_str(rc));
-        exp_add_seen(b->s, b->key, 1); /* will never be seen */
+        ctrl_exp_add_seen(b->s->exp, b->key, 1); /* will never be seen */
     } else {
         kc_event(ctrl_recorder(b->s->c), b->rs, "Normal", "SuccessfulCreate", "Created pod: %s",
                  ctrl_meta_str(made, "name"));
@@ -269,7 +213,7 @@ static int delete_one(void *arg, size_t i)
                        ctrl_meta_str(pod, "name"), opts, NULL);
     json_decref(opts);
     if (rc) /* gone already (its deletion may have been seen before we expected it) or failed */
-        exp_del_seen(b->s, b->key, ctrl_meta_str(pod, "uid"));
+        ctrl_exp_del_seen(b->s->exp, b->key, ctrl_meta_str(pod, "uid"));
     if (rc == KP_ENOTFOUND) rc = 0;
     if (rc) {
         kc_event(ctrl_recorder(b->s->c), b->rs, "Warning", "FailedDelete", "Error deleting: %s",
@@ -443,7 +387,7 @@ static int manage(rs_ctl_t *s, const json_t *rs, const char *key, json_t **activ
     batch_t b = {.s = s, .rs = rs, .key = key};
     if (diff < 0) {
         size_t todo = (size_t)(-diff) > BURST ? BURST : (size_t)(-diff);
-        exp_set(s, key, (int)todo, NULL);
+        ctrl_exp_set(s->exp, key, (int)todo, NULL);
         b.pod = pod_from_template(rs);
         if (!b.pod) return KP_ENOMEM;
         size_t batch = 1, done = 0;
@@ -458,7 +402,7 @@ static int manage(rs_ctl_t *s, const json_t *rs, const char *key, json_t **activ
             }
             batch *= 2;
         }
-        if (done < todo) exp_add_seen(s, key, (int)(todo - done)); /* not sent */
+        if (done < todo) ctrl_exp_add_seen(s->exp, key, (int)(todo - done)); /* not sent */
         json_decref(b.pod);
         return rc;
     }
@@ -467,7 +411,7 @@ static int manage(rs_ctl_t *s, const json_t *rs, const char *key, json_t **activ
     json_t *uids = json_object();
     for (size_t i = 0; i < todo; i++)
         json_object_set_new(uids, ctrl_meta_str(active[i], "uid"), json_true());
-    exp_set(s, key, 0, uids);
+    ctrl_exp_set(s->exp, key, 0, uids);
     b.victims = active;
     size_t ok = ctrl_parallel(todo, PARALLEL, delete_one, &b, NULL);
     return ok < todo ? KP_EUNAVAILABLE : 0;
@@ -552,7 +496,7 @@ static int rs_sync(ctrl_t *c, void *self, const char *key)
     (void)c;
     json_t *rs = kc_informer_get(s->rs, key);
     if (!rs) {
-        exp_forget(s, key);
+        ctrl_exp_forget(s->exp, key);
         return 0;
     }
     int rc = 0;
@@ -569,7 +513,7 @@ static int rs_sync(ctrl_t *c, void *self, const char *key)
         pods[i] = t;
     }
     int failed = 0;
-    if (exp_met(s, key)) {
+    if (ctrl_exp_met(s->exp, key)) {
         json_int_t want =
             json_integer_value(json_object_get(json_object_get(rs, "spec"), "replicas"));
         rc = manage(s, rs, key, pods, na);

@@ -39,7 +39,6 @@
  * them; nothing creates or deletes the claims.
  */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,13 +46,12 @@
 
 #include "controllers/controller.h"
 #include "controllers/ctrl_util.h"
+#include "controllers/expectations.h"
 #include "controllers/history.h"
 #include "controllers/statefulset_int.h"
-#include "lib/clock.h"
 #include "lib/err.h"
 
 #define BURST               500 /* pod creates or deletes per sync (Parallel) */
-#define EXPECTATIONS_TTL_NS (300LL * 1000000000)
 /* pods and revisions index: the namespace of objects without a controller */
 #define ORPHANS        "statefulset-orphans"
 #define COLLISIONS_MAX 32 /* hash collisions stepped past per sync */
@@ -62,9 +60,7 @@
 typedef struct sts_ctl {
     ctrl_t *c;
     kc_informer_t *sets, *pods, *revs;
-    pthread_mutex_t mu; /* guards exp */
-    /* set key -> {"adds": n, "dels": {uid: true}, "t": mono ns} */
-    json_t *exp;
+    ctrl_exp_t *exp; /* by set key */
 } sts_ctl_t;
 
 /* ---- pure: names and the plan ---- */
@@ -158,55 +154,6 @@ size_t sts__plan(const sts_params_t *p, const sts_pod_t *slots, size_t nslots,
     return n;
 }
 
-/* ---- expectations ---- */
-
-static void exp_set(sts_ctl_t *s, const char *key, int adds, json_t *dels)
-{
-    pthread_mutex_lock(&s->mu);
-    json_object_set_new(s->exp, key,
-                        json_pack("{s:i, s:o, s:I}", "adds", adds, "dels",
-                                  dels ? dels : json_object(), "t", (json_int_t)clock_mono_ns()));
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void exp_add_seen(sts_ctl_t *s, const char *key, int n)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    if (e) {
-        json_int_t a = json_integer_value(json_object_get(e, "adds")) - n;
-        json_object_set_new(e, "adds", json_integer(a > 0 ? a : 0));
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void exp_del_seen(sts_ctl_t *s, const char *key, const char *uid)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    if (e && uid) json_object_del(json_object_get(e, "dels"), uid);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static int exp_met(sts_ctl_t *s, const char *key)
-{
-    pthread_mutex_lock(&s->mu);
-    json_t *e = json_object_get(s->exp, key);
-    int met = !e ||
-              (json_integer_value(json_object_get(e, "adds")) <= 0 &&
-               json_object_size(json_object_get(e, "dels")) == 0) ||
-              clock_mono_ns() - json_integer_value(json_object_get(e, "t")) > EXPECTATIONS_TTL_NS;
-    pthread_mutex_unlock(&s->mu);
-    return met;
-}
-
-static void exp_forget(sts_ctl_t *s, const char *key)
-{
-    pthread_mutex_lock(&s->mu);
-    json_object_del(s->exp, key);
-    pthread_mutex_unlock(&s->mu);
-}
-
 /* ---- event handlers: only enqueue (and count expectations) ---- */
 
 static const json_t *spec_of(const json_t *o)
@@ -247,9 +194,9 @@ static void pod_added(void *arg, const json_t *pod)
     char key[600];
     if (set_of(pod, key, sizeof key)) {
         if (deleting(pod))
-            exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+            ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
         else
-            exp_add_seen(s, key, 1);
+            ctrl_exp_add_seen(s->exp, key, 1);
         ctrl_enqueue(s->c, key);
     } else {
         enqueue_matching(s, pod);
@@ -262,7 +209,7 @@ static void pod_updated(void *arg, const json_t *old, const json_t *pod)
     if (old == pod) return; /* a resync: the sets resync themselves */
     char key[600], oldkey[600];
     int has = set_of(pod, key, sizeof key), had = set_of(old, oldkey, sizeof oldkey);
-    if (has && deleting(pod) && !deleting(old)) exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+    if (has && deleting(pod) && !deleting(old)) ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     if (has) ctrl_enqueue(s->c, key);
     if (had && (!has || strcmp(key, oldkey))) ctrl_enqueue(s->c, oldkey);
     if (!has && !json_equal(ctrl_labels(old), ctrl_labels(pod))) enqueue_matching(s, pod);
@@ -273,7 +220,7 @@ static void pod_deleted(void *arg, const json_t *pod)
     sts_ctl_t *s = arg;
     char key[600];
     if (!set_of(pod, key, sizeof key)) return;
-    exp_del_seen(s, key, ctrl_meta_str(pod, "uid"));
+    ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     ctrl_enqueue(s->c, key);
 }
 
@@ -314,12 +261,11 @@ static size_t orphan_index(const json_t *obj, char vals[][KC_INDEX_VALUE_MAX], s
 static int sts_init(ctrl_t *c, void **self)
 {
     sts_ctl_t *s = calloc(1, sizeof *s);
-    if (!s || !(s->exp = json_object())) {
+    if (!s || !(s->exp = ctrl_exp_new())) {
         free(s);
         return KP_ENOMEM;
     }
     s->c = c;
-    pthread_mutex_init(&s->mu, NULL);
     s->sets = ctrl_informer(c, &kc_statefulsets);
     s->pods = ctrl_informer(c, &kc_pods);
     s->revs = ctrl_informer(c, &kc_controllerrevisions);
@@ -340,8 +286,7 @@ static int sts_init(ctrl_t *c, void **self)
         if (s->sets) kc_informer_remove_handlers(s->sets, s);
         if (s->pods) kc_informer_remove_handlers(s->pods, s);
         if (s->revs) kc_informer_remove_handlers(s->revs, s);
-        json_decref(s->exp);
-        pthread_mutex_destroy(&s->mu);
+        ctrl_exp_free(s->exp);
         free(s);
         return rc;
     }
@@ -352,8 +297,7 @@ static int sts_init(ctrl_t *c, void **self)
 static void sts_free(void *self)
 {
     sts_ctl_t *s = self;
-    json_decref(s->exp);
-    pthread_mutex_destroy(&s->mu);
+    ctrl_exp_free(s->exp);
     free(s);
 }
 
@@ -696,7 +640,7 @@ static int create_pod(sts_ctl_t *s, const json_t *set, const char *key, const js
     int rc =
         kc_create(ctrl_client(s->c), &kc_pods, ctrl_meta_str(set, "namespace"), pod, NULL, &status);
     if (rc) {
-        exp_add_seen(s, key, 1); /* will never be seen */
+        ctrl_exp_add_seen(s->exp, key, 1); /* will never be seen */
         const char *msg = json_string_value(json_object_get(status, "message"));
         kc_event(ctrl_recorder(s->c), set, "Warning", "FailedCreate",
                  "create Pod %s in StatefulSet %s failed error: %s", name,
@@ -717,7 +661,7 @@ static int delete_pod(sts_ctl_t *s, const json_t *set, const char *key, const js
     int rc =
         kc_delete(ctrl_client(s->c), &kc_pods, ctrl_meta_str(pod, "namespace"), name, opts, NULL);
     json_decref(opts);
-    if (rc) exp_del_seen(s, key, uid); /* gone already, or failed */
+    if (rc) ctrl_exp_del_seen(s->exp, key, uid); /* gone already, or failed */
     if (rc == KP_ENOTFOUND) return 0;
     if (rc)
         kc_event(ctrl_recorder(s->c), set, "Warning", "FailedDelete",
@@ -896,7 +840,7 @@ static int manage(sts_ctl_t *s, const json_t *set, const char *key, const revs_t
             json_object_set_new(dels, ctrl_meta_str(cond[acts[i].index].obj, "uid"), json_true());
     }
     if (adds || json_object_size(dels))
-        exp_set(s, key, adds, dels);
+        ctrl_exp_set(s->exp, key, adds, dels);
     else
         json_decref(dels);
     size_t i = 0;
@@ -919,11 +863,11 @@ static int manage(sts_ctl_t *s, const json_t *set, const char *key, const revs_t
         }
     }
     for (; i < n; i++) { /* not sent */
-        if (acts[i].op == STS_CREATE) exp_add_seen(s, key, 1);
+        if (acts[i].op == STS_CREATE) ctrl_exp_add_seen(s->exp, key, 1);
         if (acts[i].op == STS_DELETE)
-            exp_del_seen(s, key, ctrl_meta_str(slots[acts[i].index].obj, "uid"));
+            ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(slots[acts[i].index].obj, "uid"));
         if (acts[i].op == STS_CONDEMN)
-            exp_del_seen(s, key, ctrl_meta_str(cond[acts[i].index].obj, "uid"));
+            ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(cond[acts[i].index].obj, "uid"));
     }
 out:
     free(slots);
@@ -938,7 +882,7 @@ static int sts_sync(ctrl_t *c, void *self, const char *key)
     (void)c;
     json_t *set = kc_informer_get(s->sets, key);
     if (!set) {
-        exp_forget(s, key);
+        ctrl_exp_forget(s->exp, key);
         return 0;
     }
     int rc = 0;
@@ -949,7 +893,7 @@ static int sts_sync(ctrl_t *c, void *self, const char *key)
     if ((rc = revisions(s, set, &r))) goto out;
     if ((rc = claim(s, set, s->pods, &kc_pods, &pods, &n))) goto out;
     /* A set being deleted gets status only; the garbage collector takes its pods. */
-    if (!deleting(set) && exp_met(s, key)) rc = manage(s, set, key, &r, pods, n);
+    if (!deleting(set) && ctrl_exp_met(s->exp, key)) rc = manage(s, set, key, &r, pods, n);
     int requeue = 0;
     int src = update_status(s, set, &r, pods, n, &requeue);
     if (!rc) rc = src;
