@@ -57,6 +57,7 @@
 #include "controllers/history.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/nodematch.h"
 #include "lib/log.h"
 
 #define BURST               250 /* creates or deletes per sync (Kubernetes' burstReplicas) */
@@ -191,102 +192,6 @@ const char *ds__pod_node(const json_t *pod)
     return NULL;
 }
 
-static int tolerates(const json_t *tols, const char *key, const char *value, const char *effect)
-{
-    size_t i;
-    const json_t *t;
-    json_array_foreach(tols, i, t) {
-        const char *te = str(t, "effect"), *tk = str(t, "key"), *op = str(t, "operator");
-        if (*te && strcmp(te, effect)) continue;
-        if (*tk && strcmp(tk, key)) continue;
-        if (!strcmp(op, "Exists")) return 1;
-        if ((!*op || !strcmp(op, "Equal")) && !strcmp(str(t, "value"), value)) return 1;
-    }
-    return 0;
-}
-
-int ds__tolerates(const json_t *tolerations, const json_t *taint)
-{
-    return tolerates(tolerations, str(taint, "key"), str(taint, "value"), str(taint, "effect"));
-}
-
-static int in_values(const json_t *values, const char *s)
-{
-    size_t i;
-    const json_t *v;
-    json_array_foreach(values, i, v) {
-        if (json_is_string(v) && !strcmp(json_string_value(v), s)) return 1;
-    }
-    return 0;
-}
-
-static int parse_int(const char *s, long long *out)
-{
-    if (!s || !*s) return 0;
-    char *end;
-    *out = strtoll(s, &end, 10);
-    return !*end;
-}
-
-/* A NodeSelectorRequirement against a value (NULL: the key is absent). */
-static int requirement(const json_t *r, const char *val)
-{
-    const char *op = str(r, "operator");
-    const json_t *values = json_object_get(r, "values");
-    if (!strcmp(op, "In")) return val && in_values(values, val);
-    if (!strcmp(op, "NotIn")) return !val || !in_values(values, val);
-    if (!strcmp(op, "Exists")) return val != NULL;
-    if (!strcmp(op, "DoesNotExist")) return val == NULL;
-    if (!strcmp(op, "Gt") || !strcmp(op, "Lt")) {
-        long long have, want;
-        if (!val || json_array_size(values) != 1 || !parse_int(val, &have) ||
-            !parse_int(json_string_value(json_array_get(values, 0)), &want))
-            return 0;
-        return !strcmp(op, "Gt") ? have > want : have < want;
-    }
-    return 0;
-}
-
-/* A term matches when it has a requirement and all of its requirements do
- * (matchFields: metadata.name only, as the API allows). */
-static int term_matches(const json_t *term, const json_t *labels, const char *name)
-{
-    const json_t *exprs = json_object_get(term, "matchExpressions");
-    const json_t *fields = json_object_get(term, "matchFields");
-    if (!json_array_size(exprs) && !json_array_size(fields)) return 0;
-    size_t i;
-    const json_t *r;
-    json_array_foreach(exprs, i, r) {
-        if (!requirement(r, json_string_value(json_object_get(labels, str(r, "key"))))) return 0;
-    }
-    json_array_foreach(fields, i, r) {
-        if (strcmp(str(r, "key"), "metadata.name") || !requirement(r, name)) return 0;
-    }
-    return 1;
-}
-
-int ds__node_affinity_matches(const json_t *spec, const json_t *node)
-{
-    const json_t *meta = json_object_get(node, "metadata");
-    const json_t *labels = json_object_get(meta, "labels");
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)json_object_get(spec, "nodeSelector"), k, v) {
-        const char *have = json_string_value(json_object_get(labels, k));
-        if (!have || !json_is_string(v) || strcmp(have, json_string_value(v))) return 0;
-    }
-    const json_t *req =
-        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
-                        "requiredDuringSchedulingIgnoredDuringExecution");
-    if (!json_is_object(req)) return 1;
-    size_t i;
-    const json_t *term;
-    json_array_foreach(json_object_get(req, "nodeSelectorTerms"), i, term) {
-        if (term_matches(term, labels, str(meta, "name"))) return 1;
-    }
-    return 0;
-}
-
 int ds__should_run(const json_t *tmpl, const json_t *node, int *should_continue)
 {
     *should_continue = 0;
@@ -294,7 +199,7 @@ int ds__should_run(const json_t *tmpl, const json_t *node, int *should_continue)
     const char *name = str(json_object_get(node, "metadata"), "name");
     const char *pinned = str(spec, "nodeName");
     if (*pinned && strcmp(pinned, name)) return 0;
-    if (!ds__node_affinity_matches(spec, node)) return 0;
+    if (!kp_pod_spec_selects_node(spec, node)) return 0;
     const json_t *tols = json_object_get(spec, "tolerations");
     int no_schedule = 0, no_execute = 0;
     size_t i;
@@ -302,7 +207,7 @@ int ds__should_run(const json_t *tmpl, const json_t *node, int *should_continue)
     json_array_foreach(json_object_get(json_object_get(node, "spec"), "taints"), i, t) {
         const char *eff = str(t, "effect");
         if (strcmp(eff, "NoSchedule") && strcmp(eff, "NoExecute")) continue;
-        if (ds__tolerates(tols, t)) continue;
+        if (kp_tolerates_taint(tols, t)) continue;
         if (!strcmp(eff, "NoExecute"))
             no_execute = 1;
         else
@@ -317,7 +222,7 @@ int ds__should_run(const json_t *tmpl, const json_t *node, int *should_continue)
     }
     if (!ready || strcmp(ready, "True")) {
         const char *key = ready && !strcmp(ready, "False") ? T_NOT_READY : T_UNREACHABLE;
-        if (!tolerates(tols, key, "", "NoSchedule")) no_schedule = 1;
+        if (!kp_tolerates(tols, key, "", "NoSchedule")) no_schedule = 1;
     }
     if (no_execute) return 0;
     *should_continue = 1;

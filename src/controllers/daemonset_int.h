@@ -61,12 +61,6 @@ int ds__pin(json_t *spec, const char *node);
  * affinity; NULL if neither (borrowed from pod). */
 const char *ds__pod_node(const json_t *pod);
 
-/* Does tolerations (an array, may be NULL) tolerate the taint? */
-int ds__tolerates(const json_t *tolerations, const json_t *taint);
-
-/* Do a pod spec's nodeSelector and required node affinity match node? */
-int ds__node_affinity_matches(const json_t *spec, const json_t *node);
-
 /* Should node run the daemon pod of template `tmpl` (ds__pod_template's)?
  * Returns should_run; *should_continue says whether a pod already there may
  * stay. (0, 0): the template names another node, or the node does not match

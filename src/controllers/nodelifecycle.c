@@ -54,6 +54,7 @@
 #include "controllers/nodelifecycle_int.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/nodematch.h"
 #include "lib/log.h"
 
 #define DEFAULT_GRACE_MS  40000
@@ -69,16 +70,6 @@ static const char *str(const json_t *o, const char *k)
     return s ? s : "";
 }
 
-int nlc_tolerates(const json_t *tol, const json_t *taint)
-{
-    const char *te = str(tol, "effect"), *tk = str(tol, "key"), *op = str(tol, "operator");
-    if (*te && strcmp(te, str(taint, "effect"))) return 0;
-    if (*tk && strcmp(tk, str(taint, "key"))) return 0;
-    if (!strcmp(op, "Exists")) return 1;
-    if (!*tk) return 0; /* an empty key tolerates everything only with Exists */
-    return (!*op || !strcmp(op, "Equal")) && !strcmp(str(tol, "value"), str(taint, "value"));
-}
-
 int nlc_eviction(const json_t *taints, const json_t *tolerations, int64_t now_s,
                  int64_t added_default_s, int64_t *at_s)
 {
@@ -90,7 +81,7 @@ int nlc_eviction(const json_t *taints, const json_t *tolerations, int64_t now_s,
         if (strcmp(str(t, "effect"), "NoExecute")) continue;
         const json_t *used = NULL;
         json_array_foreach(tolerations, j, tol) {
-            if (nlc_tolerates(tol, t)) {
+            if (kp_toleration_matches(tol, str(t, "key"), str(t, "value"), str(t, "effect"))) {
                 used = tol;
                 break;
             }

@@ -34,11 +34,6 @@
 
 /* ---- taints and tolerations ---- */
 
-/* Does toleration `tol` tolerate `taint` (Kubernetes' ToleratesTaint)? An
- * empty effect matches every effect, an empty key with operator Exists
- * every taint; Equal (or no operator) also compares values. */
-int nlc_tolerates(const json_t *tol, const json_t *taint);
-
 /* When must a pod with `tolerations` leave a node with `taints`? Only
  * NoExecute taints count. For each, the first toleration that tolerates it
  * is the one used (as Kubernetes' GetMatchingTolerations):

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "lib/err.h"
+#include "lib/nodematch.h"
 #include "scheduler/sched_int.h"
 
 /* ---- quantities ---- */
@@ -415,116 +416,6 @@ void sched_usage_clear(sched_usage_t *u)
 
 /* ---- filters ---- */
 
-int sched_tolerates(const json_t *tolerations, const char *key, const char *value,
-                    const char *effect)
-{
-    size_t i;
-    const json_t *t;
-    json_array_foreach(tolerations, i, t) {
-        const char *te = str_or(t, "effect", "");
-        const char *tk = str_or(t, "key", "");
-        const char *op = str_or(t, "operator", "");
-        if (*te && strcmp(te, effect)) continue;
-        if (*tk && strcmp(tk, key)) continue;
-        if (!strcmp(op, "Exists")) return 1;
-        if ((!*op || !strcmp(op, "Equal")) && !strcmp(str_or(t, "value", ""), value)) return 1;
-    }
-    return 0;
-}
-
-static int parse_int(const char *s, int64_t *out)
-{
-    if (!s || !*s) return 0;
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*end || errno) return 0;
-    *out = v;
-    return 1;
-}
-
-static int in_values(const json_t *values, const char *s)
-{
-    size_t i;
-    const json_t *v;
-    json_array_foreach(values, i, v) {
-        const char *x = json_string_value(v);
-        if (x && !strcmp(x, s)) return 1;
-    }
-    return 0;
-}
-
-/* One node selector requirement against a value (NULL: the key is absent). */
-static int requirement_match(const json_t *req, const char *val)
-{
-    const char *op = str_or(req, "operator", "");
-    const json_t *values = json_object_get(req, "values");
-    if (!strcmp(op, "In")) return val && in_values(values, val);
-    if (!strcmp(op, "NotIn")) return !val || !in_values(values, val);
-    if (!strcmp(op, "Exists")) return val != NULL;
-    if (!strcmp(op, "DoesNotExist")) return val == NULL;
-    if (!strcmp(op, "Gt") || !strcmp(op, "Lt")) {
-        int64_t have, want;
-        if (!val || json_array_size(values) != 1 || !parse_int(val, &have) ||
-            !parse_int(json_string_value(json_array_get(values, 0)), &want))
-            return 0;
-        return !strcmp(op, "Gt") ? have > want : have < want;
-    }
-    return 0;
-}
-
-/* A term matches when it has at least one requirement and all of them do;
- * matchFields knows metadata.name only. */
-static int term_match(const json_t *term, const json_t *labels, const char *name)
-{
-    const json_t *exprs = json_object_get(term, "matchExpressions");
-    const json_t *fields = json_object_get(term, "matchFields");
-    if (!json_array_size(exprs) && !json_array_size(fields)) return 0;
-    size_t i;
-    const json_t *r;
-    json_array_foreach(exprs, i, r) {
-        const char *key = str_or(r, "key", "");
-        if (!requirement_match(r, json_string_value(json_object_get(labels, key)))) return 0;
-    }
-    json_array_foreach(fields, i, r) {
-        if (strcmp(str_or(r, "key", ""), "metadata.name")) return 0;
-        if (!requirement_match(r, name)) return 0;
-    }
-    return 1;
-}
-
-/* nodeSelector `sel` and required node affinity `req` (either NULL: none)
- * against a node's labels and name. */
-static int affinity_match(const json_t *sel, const json_t *req, const json_t *labels,
-                          const char *name)
-{
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)sel, k, v) {
-        const char *have = json_string_value(json_object_get(labels, k));
-        const char *want = json_string_value(v);
-        if (!have || !want || strcmp(have, want)) return 0;
-    }
-    if (!req) return 1;
-    size_t i;
-    const json_t *term;
-    json_array_foreach(json_object_get(req, "nodeSelectorTerms"), i, term) {
-        if (term_match(term, labels, name)) return 1;
-    }
-    return 0;
-}
-
-int sched_node_affinity_match(const json_t *pod, const json_t *node)
-{
-    const json_t *spec = json_object_get(pod, "spec");
-    const json_t *req =
-        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
-                        "requiredDuringSchedulingIgnoredDuringExecution");
-    const json_t *meta = json_object_get(node, "metadata");
-    return affinity_match(json_object_get(spec, "nodeSelector"), json_is_object(req) ? req : NULL,
-                          json_object_get(meta, "labels"), str_or(meta, "name", ""));
-}
-
 int sched_ports_conflict(const sched_port_t *used, size_t nused, const sched_port_t *want,
                          size_t nwant)
 {
@@ -547,11 +438,11 @@ unsigned sched_filter(const sched_pod_t *pod, const sched_node_info_t *ni, const
                       const char **tkey, const char **tval)
 {
     const json_t *tol = pod->tolerations;
-    if (ni->unschedulable && !sched_tolerates(tol, TAINT_UNSCHEDULABLE, "", "NoSchedule"))
+    if (ni->unschedulable && !kp_tolerates(tol, TAINT_UNSCHEDULABLE, "", "NoSchedule"))
         return SCHED_R_UNSCHEDULABLE;
     for (size_t i = 0; i < ni->ntaints; i++) {
         const sched_taint_t *t = &ni->taints[i];
-        if (!sched_tolerates(tol, t->key, t->value, t->effect)) {
+        if (!kp_tolerates(tol, t->key, t->value, t->effect)) {
             *tkey = t->key;
             *tval = t->value;
             return SCHED_R_TAINT;
@@ -559,14 +450,14 @@ unsigned sched_filter(const sched_pod_t *pod, const sched_node_info_t *ni, const
     }
     if (ni->ready != 1) {
         const char *key = ni->ready == 0 ? TAINT_NOT_READY : TAINT_UNREACHABLE;
-        if (!sched_tolerates(tol, key, "", "NoSchedule")) {
+        if (!kp_tolerates(tol, key, "", "NoSchedule")) {
             *tkey = key;
             *tval = "";
             return SCHED_R_TAINT;
         }
     }
     if ((pod->node_selector || pod->required) &&
-        !affinity_match(pod->node_selector, pod->required, ni->labels, ni->name))
+        !kp_node_selects(pod->node_selector, pod->required, ni->labels, ni->name))
         return SCHED_R_AFFINITY;
     if (pod->nports && sched_ports_conflict(u->ports, u->nports, pod->ports, pod->nports))
         return SCHED_R_PORTS;

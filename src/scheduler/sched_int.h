@@ -105,18 +105,6 @@ void sched_usage_clear(sched_usage_t *u);
 
 /* ---- filters (filter.c) ---- */
 
-/* Does one toleration of the list (pod.spec.tolerations, may be NULL)
- * tolerate the taint? Operator Equal (default) matches key and value,
- * Exists the key only, an empty key with Exists every key; an empty effect
- * matches every effect. */
-int sched_tolerates(const json_t *tolerations, const char *key, const char *value,
-                    const char *effect);
-
-/* The pod's nodeSelector and required node affinity (terms ORed, a term's
- * matchExpressions and matchFields ANDed; In NotIn Exists DoesNotExist Gt
- * Lt) against the node's labels and name. */
-int sched_node_affinity_match(const json_t *pod, const json_t *node);
-
 /* Does a wanted host port clash with a used one (same protocol and port,
  * and the same IP or either 0.0.0.0)? */
 int sched_ports_conflict(const sched_port_t *used, size_t nused, const sched_port_t *want,

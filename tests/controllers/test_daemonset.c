@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "controllers/daemonset_int.h"
+#include "lib/nodematch.h"
 #include "lib/err.h"
 
 #define NOW 1700000000 /* 2023-11-14T22:13:20Z */
@@ -354,13 +355,13 @@ static void test_taints(void **state)
     json_decref(n);
     json_decref(nr);
 
-    /* ds__tolerates as Kubernetes' ToleratesTaint. */
+    /* kp_tolerates_taint (lib/nodematch.h) as Kubernetes' ToleratesTaint. */
     json_t *all = J("[{'operator':'Exists'}]");
     json_t *taint = J("{'key':'k','value':'v','effect':'NoExecute'}");
-    assert_true(ds__tolerates(all, taint));
+    assert_true(kp_tolerates_taint(all, taint));
     json_t *other = J("[{'key':'k','operator':'Exists','effect':'NoSchedule'}]");
-    assert_false(ds__tolerates(other, taint));
-    assert_false(ds__tolerates(NULL, taint));
+    assert_false(kp_tolerates_taint(other, taint));
+    assert_false(kp_tolerates_taint(NULL, taint));
     json_decref(other);
     json_decref(all);
     json_decref(taint);

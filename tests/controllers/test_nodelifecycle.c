@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "controllers/nodelifecycle_int.h"
+#include "lib/nodematch.h"
 
 #define NOW   1700000000 /* 2023-11-14T22:13:20Z */
 #define NOW_S "2023-11-14T22:13:20Z"
@@ -31,8 +32,9 @@ static json_t *parse(const char *text)
 
 static int tolerates(const char *tol, const char *taint)
 {
-    json_t *a = parse(tol), *b = parse(taint);
-    int r = nlc_tolerates(a, b);
+    json_t *a = parse(tol), *b = parse(taint), *list = json_pack("[O]", a);
+    int r = kp_tolerates_taint(list, b); /* lib/nodematch.h, as the controllers use it */
+    json_decref(list);
     json_decref(a);
     json_decref(b);
     return r;

@@ -20,6 +20,7 @@
 #include "client/client.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/nodematch.h"
 #include "scheduler/sched_int.h"
 #include "scheduler/scheduler.h"
 
@@ -248,31 +249,31 @@ static void test_tolerations(void **state)
 {
     (void)state;
     json_t *t = J("[{'key':'k','operator':'Equal','value':'v','effect':'NoSchedule'}]");
-    assert_true(sched_tolerates(t, "k", "v", "NoSchedule"));
-    assert_false(sched_tolerates(t, "k", "w", "NoSchedule"));
-    assert_false(sched_tolerates(t, "k", "v", "NoExecute"));
-    assert_false(sched_tolerates(t, "j", "v", "NoSchedule"));
+    assert_true(kp_tolerates(t, "k", "v", "NoSchedule"));
+    assert_false(kp_tolerates(t, "k", "w", "NoSchedule"));
+    assert_false(kp_tolerates(t, "k", "v", "NoExecute"));
+    assert_false(kp_tolerates(t, "j", "v", "NoSchedule"));
     json_decref(t);
     t = J("[{'key':'k','value':'v'}]"); /* operator defaults to Equal, any effect */
-    assert_true(sched_tolerates(t, "k", "v", "NoExecute"));
-    assert_false(sched_tolerates(t, "k", "", "NoExecute"));
+    assert_true(kp_tolerates(t, "k", "v", "NoExecute"));
+    assert_false(kp_tolerates(t, "k", "", "NoExecute"));
     json_decref(t);
     t = J("[{'key':'k','operator':'Exists','effect':'NoExecute'}]");
-    assert_true(sched_tolerates(t, "k", "anything", "NoExecute"));
-    assert_false(sched_tolerates(t, "k", "anything", "NoSchedule"));
+    assert_true(kp_tolerates(t, "k", "anything", "NoExecute"));
+    assert_false(kp_tolerates(t, "k", "anything", "NoSchedule"));
     json_decref(t);
     t = J("[{'operator':'Exists'}]"); /* tolerates everything */
-    assert_true(sched_tolerates(t, "x", "y", "NoSchedule"));
-    assert_true(sched_tolerates(t, "node.kubernetes.io/unreachable", "", "NoExecute"));
+    assert_true(kp_tolerates(t, "x", "y", "NoSchedule"));
+    assert_true(kp_tolerates(t, "node.kubernetes.io/unreachable", "", "NoExecute"));
     json_decref(t);
     t = J("[{'operator':'Exists','effect':'NoSchedule'}]");
-    assert_true(sched_tolerates(t, "x", "y", "NoSchedule"));
-    assert_false(sched_tolerates(t, "x", "y", "NoExecute"));
+    assert_true(kp_tolerates(t, "x", "y", "NoSchedule"));
+    assert_false(kp_tolerates(t, "x", "y", "NoExecute"));
     json_decref(t);
     t = J("[{'key':'k','operator':'Bogus'}]");
-    assert_false(sched_tolerates(t, "k", "", "NoSchedule"));
+    assert_false(kp_tolerates(t, "k", "", "NoSchedule"));
     json_decref(t);
-    assert_false(sched_tolerates(NULL, "k", "", "NoSchedule"));
+    assert_false(kp_tolerates(NULL, "k", "", "NoSchedule"));
 }
 
 /* Filter pod (JSON) against node (JSON) with usage u (NULL: none). */
@@ -346,7 +347,7 @@ static void test_filter_taints(void **state)
 static int affinity(const char *pod_text, const json_t *node)
 {
     json_t *pod = J("%s", pod_text);
-    int ok = sched_node_affinity_match(pod, node);
+    int ok = kp_pod_spec_selects_node(json_object_get(pod, "spec"), node);
     json_decref(pod);
     return ok;
 }
