@@ -222,7 +222,7 @@ int etcd__backup(store_t *s, const char *path, int64_t *out_rev)
     char *base, url[512];
     size_t idx = etcd__endpoint(es, &base);
     snprintf(url, sizeof url, "%s/v3/maintenance/snapshot", base);
-    CURL *h = etcd__handle_get(es);
+    CURL *h = etcd__handle_get(es, NULL);
     if (!h) rc = KP_ENOMEM;
     if (!rc) {
         curl_easy_setopt(h, CURLOPT_URL, url);

@@ -61,12 +61,13 @@ void etcd__endpoint_failed(etcd_store_t *es, size_t idx)
     pthread_mutex_unlock(&es->mu);
 }
 
-void *etcd__handle_get(etcd_store_t *es)
+void *etcd__handle_get(etcd_store_t *es, int *pooled)
 {
     CURL *h = NULL;
     pthread_mutex_lock(&es->mu);
     if (es->n_pool) h = es->pool[--es->n_pool];
     pthread_mutex_unlock(&es->mu);
+    if (pooled) *pooled = h != NULL;
     if (h) curl_easy_reset(h); /* keeps its connections */
     else h = curl_easy_init();
     return h;
@@ -90,13 +91,22 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 }
 
 /* One attempt on one endpoint. *sent says whether a write may have been
- * applied: not after a connect failure, nor when etcd refused it up front. */
+ * applied: not after a connect failure, nor when etcd refused it up front.
+ *
+ * A connect failure proves nothing on a pooled handle: when a reused
+ * connection dies before the answer, libcurl sends the request again on a
+ * new connection by itself, and if that connect fails, the error is
+ * CURLE_COULDNT_CONNECT although the first copy may have reached etcd and
+ * been committed (the linearizability drill caught exactly this). So a
+ * failure on a pooled handle counts as sent, and the handle is dropped: the
+ * next attempt, on a new handle, tells a dead endpoint apart for sure. */
 static int attempt(etcd_store_t *es, const char *base, const char *path, const char *body,
                    size_t body_len, int timeout_ms, json_t **resp, int *sent)
 {
     char url[512];
     snprintf(url, sizeof url, "%s%s", base, path);
-    CURL *h = etcd__handle_get(es);
+    int pooled = 0;
+    CURL *h = etcd__handle_get(es, &pooled);
     if (!h) return KP_ENOMEM;
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     struct curl_slist *t = hdrs ? curl_slist_append(hdrs, "Expect:") : NULL;
@@ -125,13 +135,16 @@ static int attempt(etcd_store_t *es, const char *base, const char *path, const c
      * a reused connection (whose connect time would say nothing). */
     curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_bytes);
     curl_slist_free_all(hdrs);
-    etcd__handle_put(es, h);
+    if (cc != CURLE_OK && pooled)
+        curl_easy_cleanup(h); /* its connections are suspect; see above */
+    else
+        etcd__handle_put(es, h);
 
     int rc = 0;
     *sent = 1;
     if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
         (cc != CURLE_OK && request_bytes == 0)) {
-        *sent = 0;
+        *sent = pooled; /* see above */
         rc = KP_EUNAVAILABLE;
     } else if (cc == CURLE_OPERATION_TIMEDOUT) {
         rc = KP_ETIMEDOUT;
@@ -158,7 +171,9 @@ static int attempt(etcd_store_t *es, const char *base, const char *path, const c
                                               : json_string_value(json_object_get(j, "message"));
         rc = etcd__error(msg);
         if (rc == KP_EIO) log_warn("store", "etcd %s: HTTP %ld: %s", path, code, msg ? msg : "?");
-        if (rc == KP_EUNAVAILABLE) *sent = 0;
+        /* Refused before it was proposed ("no leader", "too many
+         * requests", ...); "server stopped" may come after the proposal. */
+        if (rc == KP_EUNAVAILABLE && !(msg && strstr(msg, "server stopped"))) *sent = 0;
         json_decref(j);
         return rc;
     }

@@ -124,7 +124,9 @@ size_t etcd__endpoint(etcd_store_t *es, char **url_out);
 void etcd__endpoint_failed(etcd_store_t *es, size_t idx);
 /* Map an etcd error message to a KP_* code. */
 int etcd__error(const char *msg);
-void *etcd__handle_get(etcd_store_t *es);
+/* *pooled (may be NULL): 1 when the handle comes from the pool and may hold
+ * a live connection, which libcurl would reuse (see attempt()). */
+void *etcd__handle_get(etcd_store_t *es, int *pooled);
 void etcd__handle_put(etcd_store_t *es, void *h);
 
 /* JSON helpers. Bytes <-> base64 strings; int64s as JSON strings. */
