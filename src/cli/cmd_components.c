@@ -291,8 +291,22 @@ static int run(int which, int argc, char **argv)
         json_decref(storage);
         return cli_fail(rc, "API client for %s", servers[0] ? servers[0] : cfg.server);
     }
+    /* Leader election gets a client of its own, not throttled by
+     * --kube-api-qps (as kube-controller-manager's "leader-election" client):
+     * a renewal queued behind the controllers' requests would end the term. */
+    kc_client_t *le_client = NULL;
+    if (o.leader_elect && qps > 0) {
+        cfg.qps = 0;
+        if ((rc = kc_client_new(&cfg, &le_client))) {
+            kc_client_free(client);
+            json_decref(storage);
+            return cli_fail(rc, "API client for leader election");
+        }
+        o.leader_client = le_client;
+    }
     cli_components_t *cc;
     if ((rc = cli_components_start(client, &o, &cc))) {
+        kc_client_free(le_client);
         kc_client_free(client);
         json_decref(storage);
         return cli_fail(rc, "starting %s", name);
@@ -308,6 +322,7 @@ static int run(int which, int argc, char **argv)
     log_info(name, "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     if (hd) MHD_stop_daemon(hd);
     cli_components_stop(cc);
+    kc_client_free(le_client);
     kc_client_free(client);
     json_decref(storage);
     return CLI_EXIT_OK;

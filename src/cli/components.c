@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/leader.h"
@@ -40,6 +41,8 @@ struct cli_components {
     pthread_t cm_starter, sched_starter; /* started on winning the Lease */
     int cm_starter_on, sched_starter_on;
     int stopping;
+    pthread_t watchdog; /* ends the process when a term runs out (watchdog_run) */
+    int watchdog_on;
 };
 
 long cli_duration_ms(const char *s)
@@ -125,6 +128,29 @@ static void lost(void *arg)
     _exit(1);
 }
 
+/* The elector's thread may be stuck in a request well past the renew
+ * deadline (an API server, or its store, that does not answer); its
+ * kc_leader_is_leader() turns false on time, and this ends the process
+ * then, as client-go's renew deadline does, so that the components never
+ * act beyond their term (a successor may lead a lease duration later). */
+static void *watchdog_run(void *arg)
+{
+    cli_components_t *cc = arg;
+    for (;;) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&cc->mu);
+        int stop = cc->stopping, cm = cc->cm_starter_on, sched = cc->sched_starter_on;
+        pthread_mutex_unlock(&cc->mu);
+        if (stop) return NULL;
+        if ((cm && !kc_leader_is_leader(cc->cm_leader)) ||
+            (sched && !kc_leader_is_leader(cc->sched_leader))) {
+            log_warn("leaderelection", "the term ran out (renew deadline passed)");
+            lost(NULL);
+        }
+    }
+}
+
 int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_components_t **out)
 {
     *out = NULL;
@@ -203,13 +229,21 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
                 .on_stopped = lost,
                 .arg = cc,
             };
-            rc = kc_leader_start(c, &lc, which == 0 ? &cc->cm_leader : &cc->sched_leader);
+            rc = kc_leader_start(o->leader_client ? o->leader_client : c, &lc,
+                                 which == 0 ? &cc->cm_leader : &cc->sched_leader);
         } else if (which == 0) {
             if (!(rc = ctrl_manager_start(cc->cm))) cc->cm_running = 1;
         } else {
             if (!(rc = sched_start(cc->sched))) cc->sched_running = 1;
         }
         if (rc) goto fail;
+    }
+    if (o->leader_elect && (o->controllers || o->scheduler)) {
+        if (pthread_create(&cc->watchdog, NULL, watchdog_run, cc)) {
+            rc = KP_ENOMEM;
+            goto fail;
+        }
+        cc->watchdog_on = 1;
     }
     *out = cc;
     return 0;
@@ -226,6 +260,7 @@ void cli_components_stop(cli_components_t *cc)
     pthread_mutex_lock(&cc->mu);
     cc->stopping = 1; /* a Lease won from now on starts nothing */
     pthread_mutex_unlock(&cc->mu);
+    if (cc->watchdog_on) pthread_join(cc->watchdog, NULL);
     if (cc->cm_starter_on) pthread_join(cc->cm_starter, NULL);
     if (cc->sched_starter_on) pthread_join(cc->sched_starter, NULL);
     if (cc->cm) ctrl_manager_free(cc->cm); /* stops it first if running */

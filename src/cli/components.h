@@ -29,6 +29,9 @@ typedef struct cli_components_opts {
     const char *node_token;       /* the bearer token its log server requires */
     int leader_elect;             /* campaign before running (controllers, scheduler) */
     int lease_ms, renew_ms, retry_ms; /* --leader-elect-*; 0: defaults */
+    kc_client_t *leader_client;   /* leader election's client (borrowed, as c below; NULL:
+                                     c), unthrottled so that renewals never queue behind
+                                     the components' requests */
     int node_monitor_grace_ms;    /* --node-monitor-grace-period; 0: 40 s */
     int node_monitor_period_ms;   /* --node-monitor-period; 0: 5 s */
     int node_lease_s;             /* simulated nodes' --node-lease-duration-seconds
