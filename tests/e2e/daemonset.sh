@@ -27,14 +27,13 @@ stop_node() {
 WATCH_PID=
 ds_cleanup() {
   local rc=$?
-  set +e # (exit $rc) below must not end the trap before kp_cleanup runs
+  set +e # no failing step may end the trap before kp_cleanup runs
   [ -n "$WATCH_PID" ] && { kill "$WATCH_PID" 2>/dev/null || true; wait "$WATCH_PID" 2>/dev/null || true; }
   stop_node
   if [ $rc -ne 0 ] && [ -f "$KP_DIR/node.log" ]; then
     echo "--- extra node log (last 20 lines)"; tail -n 20 "$KP_DIR/node.log"
   fi
-  (exit $rc)
-  kp_cleanup
+  kp_cleanup $rc
 }
 trap ds_cleanup EXIT
 

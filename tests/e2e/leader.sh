@@ -11,7 +11,7 @@ kp_start --nodes 3 --no-controllers
 k() { "$KUBECTL" "$@"; }
 CM_PIDS=()
 stop_cms() { for p in "${CM_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
-trap 'rc=$?; stop_cms; (exit $rc); kp_cleanup' EXIT
+trap 'rc=$?; set +e; stop_cms; kp_cleanup $rc' EXIT
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 P1=$(port); P2=$(port)

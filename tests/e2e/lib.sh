@@ -24,8 +24,12 @@ kp_stop() {
   KP_PID=
 }
 
+# kp_cleanup [RC]: the EXIT trap; a test with a trap of its own calls it last,
+# with the exit status it saw (errexit is off here, so that a failing step
+# can never skip stopping the server).
 kp_cleanup() {
-  local rc=$?
+  local rc=${1:-$?}
+  set +e
   kp_stop
   if [ $rc -ne 0 ] && [ -f "$KP_DIR/server.log" ]; then
     echo "--- server log (last 40 lines)"; tail -n 40 "$KP_DIR/server.log"

@@ -26,12 +26,12 @@ node_stop() {
 }
 nf_cleanup() {
   local rc=$?
+  set +e
   node_stop
   if [ $rc -ne 0 ] && [ -f "$KP_DIR/node.log" ]; then
     echo "--- node log (last 20 lines)"; tail -n 20 "$KP_DIR/node.log"
   fi
-  (exit $rc)
-  kp_cleanup
+  kp_cleanup $rc
 }
 trap nf_cleanup EXIT
 

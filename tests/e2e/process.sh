@@ -38,8 +38,7 @@ proc_cleanup() {
     kill -KILL $left 2>/dev/null || true
     [ $rc -ne 0 ] || rc=1
   fi
-  (exit $rc)
-  kp_cleanup
+  kp_cleanup $rc
 }
 trap proc_cleanup EXIT
 
