@@ -11,7 +11,8 @@
  *
  * One thread per elector (elect_run) does every request. Its states:
  *
- *   CANDIDATE --campaign(): try_acquire() ok--> LEADING (on_started)
+ *   CANDIDATE --campaign(): try_acquire() ok within the renew deadline-->
+ *             LEADING (on_started); ok but later: try again at once
  *   LEADING --lead(): renewal ok, begun before valid_until or over our own
  *             last write--> LEADING
  *   LEADING --lead(): another holder seen / renew deadline passed--> CANDIDATE
@@ -333,9 +334,19 @@ static bool campaign(kc_leader_t *l)
         int64_t start = clock_mono_ns();
         bool unchanged;
         if (try_acquire(l, &unchanged) == TRY_OURS) {
-            set_leading(l, true, start + l->renew_ns);
-            log_info("leader", "%s/%s: %s is the leader", l->ns, l->name, l->identity);
-            return true;
+            int64_t took = clock_mono_ns() - start;
+            if (took < l->renew_ns) {
+                set_leading(l, true, start + l->renew_ns);
+                log_info("leader", "%s/%s: %s is the leader", l->ns, l->name, l->identity);
+                return true;
+            }
+            /* The answer came after the renew deadline (a store that
+             * stalled): the term it began is over already (invariant 3).
+             * The Lease is ours, though: renew it at once for a term that
+             * starts now, rather than lead for no time at all. */
+            log_info("leader", "%s/%s: %s acquired the lease %.1f s late; renewing", l->ns,
+                     l->name, l->identity, (double)took / 1e9);
+            continue;
         }
         /* client-go's JitterUntil: retry + up to 1.2 * retry more. */
         double f = (double)(rng_next(&l->rng) >> 11) / (double)(UINT64_C(1) << 53);

@@ -181,17 +181,17 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--out"))
             outpath = v;
         else if (!strcmp(k, "--threads"))
-            threads = atoi(v);
+            threads = (int)strtol(v, NULL, 10);
         else if (!strcmp(k, "--count"))
-            sh.count = atol(v);
+            sh.count = strtol(v, NULL, 10);
         else if (!strcmp(k, "--seconds"))
-            sh.seconds = atof(v);
+            sh.seconds = strtod(v, NULL);
         else if (!strcmp(k, "--prefix"))
             sh.prefix = v;
         else if (!strcmp(k, "--namespace"))
             sh.ns = v;
         else if (!strcmp(k, "--timeout-ms"))
-            sh.timeout_ms = atol(v);
+            sh.timeout_ms = strtol(v, NULL, 10);
         else {
             fprintf(stderr, "ha_writer: unknown flag %s\n", k);
             return 2;
