@@ -346,6 +346,7 @@ static bool campaign(kc_leader_t *l)
              * starts now, rather than lead for no time at all. */
             log_info("leader", "%s/%s: %s acquired the lease %.1f s late; renewing", l->ns,
                      l->name, l->identity, (double)took / 1e9);
+            if (wait_stop(l, 0)) return false;
             continue;
         }
         /* client-go's JitterUntil: retry + up to 1.2 * retry more. */
