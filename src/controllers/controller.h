@@ -29,6 +29,9 @@ typedef struct ctrl ctrl_t;
 /* What a controller is. `self` is the controller's own state (init sets it). */
 typedef struct ctrl_ops {
     const char *name; /* "replicaset": flags, metrics, event source */
+    /* Events' source.component; NULL: "<name>-controller". Set where
+     * Kubernetes' own name differs (e.g. "node-controller"). */
+    const char *event_source;
     /* Take the informers it needs (ctrl_informer), add handlers that call
      * ctrl_enqueue, allocate *self. Called before informers start. */
     int (*init)(ctrl_t *c, void **self);

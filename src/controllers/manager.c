@@ -53,7 +53,7 @@ struct ctrl {
     const ctrl_ops_t *ops;
     void *self;
     kc_queue_t *queue;
-    kc_recorder_t *recorder; /* events from "<name>-controller", as Kubernetes */
+    kc_recorder_t *recorder; /* events from ops->event_source or "<name>-controller" */
     pthread_t workers[MAX_WORKERS];
     int nworkers;
     pthread_mutex_t mu; /* guards the metrics below */
@@ -224,7 +224,10 @@ int ctrl_manager_start(ctrl_manager_t *m)
         if ((rc = kc_queue_new(&qc, &c->queue))) return rc;
         m->nctrls++;
         char component[96];
-        snprintf(component, sizeof component, "%s-controller", ops->name);
+        if (ops->event_source)
+            snprintf(component, sizeof component, "%s", ops->event_source);
+        else
+            snprintf(component, sizeof component, "%s-controller", ops->name);
         if ((rc = kc_recorder_new(m->client, component, &c->recorder))) return rc;
         if ((rc = ops->init(c, &c->self))) {
             log_error("controller-manager", "%s: init: %s", ops->name, err_str(rc));

@@ -474,6 +474,7 @@ out:
 
 const ctrl_ops_t ctrl_nodelifecycle = {
     .name = "nodelifecycle",
+    .event_source = "node-controller", /* Kubernetes' name for its events */
     .init = nlc_init,
     .sync = nlc_sync,
     .free = nlc_free,

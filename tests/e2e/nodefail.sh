@@ -157,6 +157,13 @@ events=$(k get events --field-selector reason=TaintManagerEviction -o jsonpath='
 for p in $on_extra; do
   expect_match "eviction event of $p" "$events" "^Marking for deletion Pod default/$p$"
 done
+# Each from the component Kubernetes names (kubectl describe's From column).
+expect_match "eviction events' source" \
+  "$(k get events --field-selector reason=TaintManagerEviction -o jsonpath='{.items[0].source.component}')" \
+  '^taint-eviction-controller$'
+expect_match "NodeNotReady event's source" \
+  "$(k get events -A --field-selector reason=NodeNotReady -o jsonpath='{.items[0].source.component}')" \
+  '^node-controller$'
 recovered() {
   local ready avail healthy
   ready=$(k get deploy web -o jsonpath='{.status.readyReplicas}')
