@@ -358,7 +358,8 @@ for _ in $(seq 100); do
 done
 expect_eq "CRD served" "$code" "200"
 rm -rf "$HOME/.kube/cache" # both kubectls cached discovery before the CRD existed
-kp_curl GET /openapi/v3 | grep -q '"apis/stable.example.com/v1"' || fail "CRD not in the v3 root"
+v3root=$(kp_curl GET /openapi/v3)
+grep -q '"apis/stable.example.com/v1"' <<<"$v3root" || fail "CRD not in the v3 root"
 kp_curl GET /openapi/v2 | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["definitions"]

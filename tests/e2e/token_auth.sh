@@ -35,7 +35,9 @@ kubeconfig_for() { # FILE TOKEN
 echo "--- alice's token from the file works with kubectl (and may do everything)"
 kubeconfig_for "$KP_DIR/alice.kubeconfig" alice-token-0123456789abcdef
 ka() { "$KUBECTL" --kubeconfig "$KP_DIR/alice.kubeconfig" "$@"; }
-ka get namespaces -o name | grep -qx namespace/default || fail "alice cannot list namespaces"
+# (Output first: under pipefail, grep -q ending early would fail kubectl with SIGPIPE.)
+names=$(ka get namespaces -o name) || fail "alice cannot list namespaces"
+grep -qx namespace/default <<<"$names" || fail "alice's list lacks default: $names"
 ka create configmap from-alice --from-literal=k=v >/dev/null
 expect_eq "alice's configmap" "$(ka get configmap from-alice -o jsonpath='{.data.k}')" "v"
 ka create namespace alices >/dev/null
