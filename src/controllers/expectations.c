@@ -1,9 +1,15 @@
 /*
  * expectations.c -- ControllerExpectations (expectations.h).
  *
- * One JSON object under one mutex: key -> {"adds": n, "dels": {uid: true},
- * "t": monotonic ns of the set}. Counts never go below 0, so an event seen
- * twice (a resync, a relist) cannot make a later expectation look met.
+ * INVARIANT: an owner is "met" only when every create and deletion its last
+ * ctrl_exp_set() announced has been counted off (or 5 minutes have passed),
+ * so a controller never decides twice on one observation; a count never
+ * goes below 0, so an event seen twice (a resync, a relist) cannot make a
+ * later expectation look met early.
+ *
+ * OWNS: nothing in the API; only this in-memory table, one JSON object under
+ * one mutex: key -> {"adds": n, "dels": {uid: true}, "t": monotonic ns of the
+ * set}.
  */
 #include "controllers/expectations.h"
 
