@@ -176,3 +176,37 @@ size_t ctrl_parallel(size_t n, int threads, int (*fn)(void *arg, size_t i), void
         pthread_join(tid[t], NULL);
     return atomic_load(&p.ok);
 }
+
+/* ---- adoption and release ---- */
+
+int ctrl_release(kc_client_t *cl, const kc_resource_t *r, const json_t *obj,
+                 const char *owner_uid)
+{
+    json_t *patch = json_pack("{s:{s:[{s:s, s:s}], s:s}}", "metadata", "ownerReferences",
+                              "$patch", "delete", "uid", owner_uid, "uid", ctrl_meta_str(obj, "uid"));
+    if (!patch) return KP_ENOMEM;
+    int rc = kc_patch(cl, r, ctrl_meta_str(obj, "namespace"), ctrl_meta_str(obj, "name"), NULL,
+                      KC_PATCH_STRATEGIC, patch, NULL, NULL, NULL);
+    json_decref(patch);
+    return rc == KP_ENOTFOUND ? 0 : rc;
+}
+
+int ctrl_adopt(kc_client_t *cl, const kc_resource_t *r, const json_t *obj, const json_t *owner,
+               const char *api_version, const char *kind, json_t **adopted)
+{
+    *adopted = NULL;
+    json_t *refs =
+        json_deep_copy(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"));
+    if (!json_is_array(refs)) {
+        json_decref(refs);
+        refs = json_array();
+    }
+    json_array_append_new(refs, ctrl_controller_ref(owner, api_version, kind));
+    json_t *patch = json_pack("{s:{s:o, s:s}}", "metadata", "ownerReferences", refs, "uid",
+                              ctrl_meta_str(obj, "uid"));
+    if (!patch) return KP_ENOMEM;
+    int rc = kc_patch(cl, r, ctrl_meta_str(obj, "namespace"), ctrl_meta_str(obj, "name"), NULL,
+                      KC_PATCH_MERGE, patch, NULL, adopted, NULL);
+    json_decref(patch);
+    return rc;
+}

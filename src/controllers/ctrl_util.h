@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client/client.h"
+
 /* Does metav1.LabelSelector `sel` (matchLabels AND matchExpressions with In,
  * NotIn, Exists, DoesNotExist) select an object with these labels (a JSON
  * object, may be NULL)? An empty selector selects everything; a NULL one
@@ -36,6 +38,18 @@ int64_t ctrl_time(const char *rfc3339);
 json_t *ctrl_controller_ref(const json_t *owner, const char *api_version, const char *kind);
 /* The uid of obj's controller ownerReference, or NULL. */
 const char *ctrl_controller_uid(const json_t *obj);
+
+/* Adoption and release (Kubernetes' ControllerRefManager), through the API
+ * client `cl` on resource `r`. Release drops owner_uid's ownerReference from obj (a
+ * strategic merge patch guarded by obj's uid); an object already gone counts
+ * as released. Adopt adds owner's controller ownerReference (a merge patch
+ * guarded by obj's uid); on 0, *adopted (the caller's) is the object as
+ * written; KP_ENOTFOUND and KP_ECONFLICT mean it went or changed meanwhile,
+ * and is not adopted. */
+int ctrl_release(kc_client_t *cl, const kc_resource_t *r, const json_t *obj,
+                 const char *owner_uid);
+int ctrl_adopt(kc_client_t *cl, const kc_resource_t *r, const json_t *obj, const json_t *owner,
+               const char *api_version, const char *kind, json_t **adopted);
 
 /* Run fn(arg, i) for i in [0, n) on up to `threads` threads at once and
  * return how many returned 0. Each call's rc lands in rcs[i] when rcs is not

@@ -952,29 +952,13 @@ static int claim_pods(ds_ctl_t *s, const json_t *ds, json_t ***out, size_t *nout
             keep[nk++] = json_incref(owned[i]);
             continue;
         }
-        json_t *patch = json_pack("{s:{s:[{s:s, s:s}], s:s}}", "metadata", "ownerReferences",
-                                  "$patch", "delete", "uid", uid, "uid", ctrl_meta_str(pod, "uid"));
-        int prc = kc_patch(cl, &kc_pods, ns, ctrl_meta_str(pod, "name"), NULL, KC_PATCH_STRATEGIC,
-                           patch, NULL, NULL, NULL);
-        json_decref(patch);
-        if (prc && prc != KP_ENOTFOUND) rc = prc;
+        rc = ctrl_release(cl, &kc_pods, pod, uid); /* it stopped matching */
     }
     for (size_t i = 0; !rc && i < nr; i++) {
         const json_t *pod = orphans[i];
         if (!ctrl_pod_active(pod) || !ctrl_selector_matches(sel, ctrl_labels(pod))) continue;
-        json_t *refs =
-            json_deep_copy(json_object_get(json_object_get(pod, "metadata"), "ownerReferences"));
-        if (!json_is_array(refs)) {
-            json_decref(refs);
-            refs = json_array();
-        }
-        json_array_append_new(refs, ctrl_controller_ref(ds, "apps/v1", "DaemonSet"));
-        json_t *patch = json_pack("{s:{s:o, s:s}}", "metadata", "ownerReferences", refs, "uid",
-                                  ctrl_meta_str(pod, "uid"));
-        json_t *adopted = NULL;
-        int prc = kc_patch(cl, &kc_pods, ns, ctrl_meta_str(pod, "name"), NULL, KC_PATCH_MERGE,
-                           patch, NULL, &adopted, NULL);
-        json_decref(patch);
+        json_t *adopted;
+        int prc = ctrl_adopt(cl, &kc_pods, pod, ds, "apps/v1", "DaemonSet", &adopted);
         if (!prc)
             keep[nk++] = adopted;
         else if (prc != KP_ENOTFOUND && prc != KP_ECONFLICT)

@@ -336,14 +336,7 @@ static int claim(sts_ctl_t *s, const json_t *set, kc_informer_t *inf, const kc_r
             keep[nk++] = json_incref(owned[i]);
             continue;
         }
-        /* Release: drop our ownerReference (strategic merge, by uid). */
-        json_t *patch =
-            json_pack("{s:{s:[{s:s, s:s}], s:s}}", "metadata", "ownerReferences", "$patch",
-                      "delete", "uid", uid, "uid", ctrl_meta_str(owned[i], "uid"));
-        int prc = kc_patch(cl, r, ns, ctrl_meta_str(owned[i], "name"), NULL, KC_PATCH_STRATEGIC,
-                           patch, NULL, NULL, NULL);
-        json_decref(patch);
-        if (prc && prc != KP_ENOTFOUND) rc = prc;
+        rc = ctrl_release(cl, r, owned[i], uid); /* it stopped matching */
     }
     /* Never adopt for a set being deleted: the garbage collector orphans its
      * objects (--cascade=orphan), and taking them back would have them
@@ -362,19 +355,8 @@ static int claim(sts_ctl_t *s, const json_t *set, kc_informer_t *inf, const kc_r
             if (grc && grc != KP_ENOTFOUND) rc = grc;
             if (!may_adopt) break;
         }
-        json_t *refs =
-            json_deep_copy(json_object_get(json_object_get(o, "metadata"), "ownerReferences"));
-        if (!json_is_array(refs)) {
-            json_decref(refs);
-            refs = json_array();
-        }
-        json_array_append_new(refs, ctrl_controller_ref(set, "apps/v1", KIND));
-        json_t *patch = json_pack("{s:{s:o, s:s}}", "metadata", "ownerReferences", refs, "uid",
-                                  ctrl_meta_str(o, "uid"));
-        json_t *adopted = NULL;
-        int prc = kc_patch(cl, r, ns, ctrl_meta_str(o, "name"), NULL, KC_PATCH_MERGE, patch, NULL,
-                           &adopted, NULL);
-        json_decref(patch);
+        json_t *adopted;
+        int prc = ctrl_adopt(cl, r, o, set, "apps/v1", KIND, &adopted);
         if (!prc)
             keep[nk++] = adopted;
         else if (prc != KP_ENOTFOUND && prc != KP_ECONFLICT)
