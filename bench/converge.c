@@ -3,7 +3,11 @@
  * through the API like any client (src/client):
  *
  *   converge.1k      a Deployment of 1,000 replicas on 50 simulated nodes:
- *                    seconds from its create to all pods Ready
+ *                    seconds from its create to all pods Ready; also
+ *                    created_s and bound_s (the last pod created, bound),
+ *                    and cpu_s, the CPU seconds (user and system) the
+ *                    server used meanwhile: steadier than seconds on a
+ *                    shared machine, so the figure to compare changes by
  *   converge.10k     10,000 replicas on 200 nodes
  *   controllers.idle API requests per minute an idle controller manager
  *                    (its own process) makes once its caches are synced
@@ -38,6 +42,24 @@ static void die(const char *what, int rc)
 {
     fprintf(stderr, "bench_converge: %s: %s\n", what, err_str(rc));
     exit(1);
+}
+
+/* CPU seconds (user + system) process pid has used so far, from
+ * /proc/PID/stat; -1 when unreadable. */
+static double cpu_seconds(pid_t pid)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = 0;
+    const char *p = strrchr(line, ')'); /* comm may hold spaces */
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static kc_client_t *client_for(const kpserver_t *s, json_t **storage)
@@ -106,7 +128,7 @@ static void converge(const char *name, int replicas, int nodes)
                   "spec", "replicas", replicas, "selector", "matchLabels", "app", "bench",
                   "template", "metadata", "labels", "app", "bench", "spec", "containers", "name",
                   "app", "image", "registry.k8s.io/pause:3.9");
-    double t0 = now_s();
+    double t0 = now_s(), cpu0 = cpu_seconds(s.pid);
     if ((rc = kc_create(c, &kc_deployments, "default", d, NULL, NULL))) die("create", rc);
     json_decref(d);
     json_t *seen = json_object();  /* name -> ready */
@@ -140,12 +162,12 @@ static void converge(const char *name, int replicas, int nodes)
         }
         json_decref(pod);
     }
-    double secs = now_s() - t0;
+    double secs = now_s() - t0, cpu = cpu_seconds(s.pid) - cpu0;
     json_decref(seen);
     json_decref(bound);
     kc_watch_close(w);
-    printf("BENCH %s seconds=%.2f created_s=%.2f bound_s=%.2f replicas=%d nodes=%d\n", name, secs,
-           t_created, t_bound, replicas, nodes);
+    printf("BENCH %s seconds=%.2f created_s=%.2f bound_s=%.2f cpu_s=%.2f replicas=%d nodes=%d\n",
+           name, secs, t_created, t_bound, cpu, replicas, nodes);
     fflush(stdout);
     kc_client_free(c);
     json_decref(storage);

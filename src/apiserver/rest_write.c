@@ -42,13 +42,15 @@ static int reply_version(api_req_t *r, int code, const wc_obj_t *obj)
     return api_reply_bytes(r, code, "application/json", obj->json, obj->json_len);
 }
 
-/* Hand `obj`, just stored at `key` and `rev`, to the watch cache (steals it)
- * and reply with the version it becomes: through `reply`, or as the object. */
+/* Hand `obj`, just stored at `key` and `rev` as `text` (freed here), to the
+ * watch cache (steals it) and reply with the version it becomes: through
+ * `reply`, or as the object. */
 static int reply_written(api_req_t *r, int code, const char *key, json_t *obj, int64_t rev,
-                         rest_reply_fn reply)
+                         char *text, rest_reply_fn reply)
 {
     const wc_obj_t *v;
-    int rc = wc_offer(rest_cache(r), key, rev, obj, &v);
+    int rc = wc_offer(rest_cache(r), key, rev, obj, text, strlen(text), &v);
+    free(text);
     if (rc) return api_reply_error(r, rc, NULL, "encoding the object: %s", err_str(rc));
     rc = reply ? reply(r, v->doc, rev) : reply_version(r, code, v);
     wc_obj_unref(v);
@@ -457,12 +459,12 @@ int rest_create_object(api_req_t *r, json_t *obj)
     char *text = json_dumps(obj, JSON_COMPACT);
     int64_t rev = 0;
     rc = text ? store_create(r->srv->cfg.store, key, text, strlen(text), &rev) : KP_ENOMEM;
-    free(text);
     if (rc) {
+        free(text);
         rest_store_error(r, rc, name);
         goto out;
     }
-    return reply_written(r, 201, key, obj, rev, NULL);
+    return reply_written(r, 201, key, obj, rev, text, NULL);
 out:
     json_decref(obj);
     return 0;
@@ -579,13 +581,14 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
                      (!is_ns || ns_spec_finalizers(next) == 0) &&
                      (!grace || json_integer_value(grace) == 0);
         int64_t rev = 0;
+        char *text = NULL;
         if (finish) {
             rc = store_delete(st, key, cur_rev, &rev);
         } else {
-            char *text = json_dumps(next, JSON_COMPACT);
+            text = json_dumps(next, JSON_COMPACT);
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
-            free(text);
         }
+        if (rc) free(text);
         if (rc == KP_ECONFLICT && !pre) { /* unconditional: try again on the newer state */
             json_decref(next);
             continue;
@@ -595,7 +598,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             return rest_store_error(r, rc, name);
         }
         if (finish) return reply_unwritten(r, next, rev, reply);
-        return reply_written(r, 200, key, next, rev, reply);
+        return reply_written(r, 200, key, next, rev, text, reply);
     }
     return rest_store_error(r, KP_ECONFLICT, name);
 }
@@ -882,6 +885,7 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, go
             return 0;
         }
         int64_t rev = 0;
+        char *text = NULL;
         if (mark) {
             if (sooner) {
                 char when[32];
@@ -897,22 +901,27 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, go
                 if (!json_is_object(st)) json_object_set_new(cur, "status", st = json_object());
                 json_object_set_new(st, "phase", json_string("Terminating"));
             }
-            char *text = json_dumps(cur, JSON_COMPACT);
+            text = json_dumps(cur, JSON_COMPACT);
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
-            free(text);
         } else {
             rc = store_delete(st, key, cur_rev, &rev);
         }
         if (rc == KP_ECONFLICT && !o->pre_rv) {
+            free(text);
             json_decref(cur);
             continue;
         }
         if (rc) {
+            free(text);
             json_decref(cur);
             return rc;
         }
         gone->rev = rev;
-        if (mark) return wc_offer(rest_cache(r), key, rev, cur, &gone->obj); /* steals cur */
+        if (mark) { /* steals cur */
+            rc = wc_offer(rest_cache(r), key, rev, cur, text, strlen(text), &gone->obj);
+            free(text);
+            return rc;
+        }
         gone->doc = cur;
         return 0;
     }

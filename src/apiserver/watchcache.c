@@ -203,25 +203,122 @@ static const char *meta_str(json_t *meta, const char *field)
     return s ? s : "";
 }
 
+/* ---- splicing resourceVersion into a stored encoding ---- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+/* Past the JSON string at p (its opening quote), or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\') p++;
+        else if (*p == '"') return p + 1;
+    }
+    return NULL;
+}
+
+/* Past the JSON value at p, or NULL: strings whole, arrays and objects by
+ * their brackets (strings inside skipped whole), scalars to the next
+ * delimiter. Enough for text that is known to be valid JSON. */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (p >= end) return NULL;
+    if (*p == '"') return skip_string(p, end);
+    if (*p != '{' && *p != '[') {
+        while (p < end && !strchr(",}] \t\n\r", *p)) p++;
+        return p;
+    }
+    int depth = 0;
+    for (; p < end; p++) {
+        if (*p == '"') {
+            if (!(p = skip_string(p, end))) return NULL;
+            p--;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if ((*p == '}' || *p == ']') && --depth == 0) {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* `text` (the encoding of an object whose metadata is an object without
+ * resourceVersion) with "resourceVersion":"<rv>" as the first member of its
+ * top-level metadata: a malloc'd, NUL-terminated copy and its length in
+ * *out_len, or NULL when no top-level "metadata":{ is found (or without
+ * memory). This spares a version the second encoding of its object. */
+static char *splice_rv(const char *text, size_t len, const char *rv, size_t *out_len)
+{
+    const char *end = text + len, *p = skip_ws(text, end);
+    if (p >= end || *p++ != '{') return NULL;
+    for (;;) {
+        p = skip_ws(p, end);
+        if (p >= end || *p != '"') return NULL;
+        const char *k = p;
+        if (!(p = skip_string(p, end))) return NULL;
+        int is_meta = p - k == 10 && !memcmp(k, "\"metadata\"", 10);
+        p = skip_ws(p, end);
+        if (p >= end || *p++ != ':') return NULL;
+        p = skip_ws(p, end);
+        if (is_meta) {
+            if (p >= end || *p != '{') return NULL;
+            p++; /* insert here */
+            const char *q = skip_ws(p, end);
+            int empty = q < end && *q == '}';
+            size_t rvlen = strlen(rv), head = (size_t)(p - text);
+            size_t add = sizeof "\"resourceVersion\":\"\"" - 1 + rvlen + !empty;
+            char *out = malloc(len + add + 1);
+            if (!out) return NULL;
+            memcpy(out, text, head);
+            char *w = out + head;
+            memcpy(w, "\"resourceVersion\":\"", 19);
+            memcpy(w + 19, rv, rvlen);
+            w[19 + rvlen] = '"';
+            if (!empty) w[20 + rvlen] = ',';
+            memcpy(out + head + add, p, len - head);
+            out[len + add] = '\0';
+            *out_len = len + add;
+            return out;
+        }
+        if (!(p = skip_value(p, end))) return NULL;
+        p = skip_ws(p, end);
+        if (p >= end || *p++ != ',') return NULL; /* '}': no metadata */
+    }
+}
+
 /* Publish `doc` (owned; consumed on every path) as the version `rev` of
- * `key`: set metadata.resourceVersion, encode once (invariant 3). */
-static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev,
-                   const wc_obj_t **out)
+ * `key`: set metadata.resourceVersion, encode once (invariant 3). `stored`
+ * (may be NULL) is doc's encoding as stored, which holds no resourceVersion;
+ * when given, the version's encoding is spliced from it instead. */
+static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev, const char *stored,
+                   size_t stored_len, const wc_obj_t **out)
 {
     int rc = KP_ENOMEM;
     char *json = NULL;
+    size_t json_len = 0;
     json_t *meta = json_object_get(doc, "metadata");
     if (!meta) {
         meta = json_object();
         if (!meta || json_object_set_new(doc, "metadata", meta)) goto fail;
+        stored = NULL;
     } else if (!json_is_object(meta)) {
         rc = KP_ECORRUPT;
         goto fail;
+    } else if (json_object_get(meta, "resourceVersion")) {
+        stored = NULL; /* its text would hold a second one */
     }
     char rv[24];
     snprintf(rv, sizeof rv, "%" PRId64, rev);
     if (json_object_set_new(meta, "resourceVersion", json_string(rv))) goto fail;
-    if (!(json = json_dumps(doc, JSON_COMPACT))) goto fail;
+    if (stored) json = splice_rv(stored, stored_len, rv, &json_len);
+    if (!json) {
+        if (!(json = json_dumps(doc, JSON_COMPACT))) goto fail;
+        json_len = strlen(json);
+    }
 
     const char *ns = meta_str(meta, "namespace"), *name = meta_str(meta, "name");
     size_t nslen = strlen(ns), namelen = strlen(name);
@@ -237,7 +334,7 @@ static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev,
     o->json = json;
     o->pub = (wc_obj_t){.rev = rev, .key = p, .ns = p + key_len + 1,
                         .name = p + key_len + 1 + nslen + 1, .doc = doc, .json = json,
-                        .json_len = strlen(json)};
+                        .json_len = json_len};
     *out = &o->pub;
     return 0;
 fail:
@@ -257,7 +354,7 @@ static int obj_parse(const store_kv_t *kv, const wc_obj_t **out)
         json_decref(doc);
         return KP_ECORRUPT;
     }
-    return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, out);
+    return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, kv->value, kv->value_len, out);
 }
 
 /* ---- offers (invariant 8) ---- */
@@ -359,14 +456,15 @@ static void offers_clear(wc_t *wc)
     free(h);
 }
 
-int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const wc_obj_t **out)
+int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const char *stored,
+             size_t stored_len, const wc_obj_t **out)
 {
     *out = NULL;
     if (!key || !json_is_object(doc)) {
         json_decref(doc);
         return KP_EINVAL;
     }
-    int rc = obj_new(key, strlen(key), doc, rev, out); /* outside every lock */
+    int rc = obj_new(key, strlen(key), doc, rev, stored, stored_len, out); /* outside every lock */
     if (!rc && wc) offers_keep(wc, *out);
     return rc;
 }
@@ -624,7 +722,7 @@ static int prepare(wc_t *wc, const store_event_t *sev, wc_event_t *ev)
     ev->prev = n->obj;
     json_t *doc = json_deep_copy(n->obj->doc);
     if (!doc) return KP_ENOMEM;
-    return obj_new(n->obj->key, strlen(n->obj->key), doc, ev->rev, &ev->obj);
+    return obj_new(n->obj->key, strlen(n->obj->key), doc, ev->rev, NULL, 0, &ev->obj);
 }
 
 /* Apply a prepared event: map, ring, watchers and rev in one lock hold. */
@@ -699,6 +797,15 @@ void wc_end(wc_t *wc)
 static void *cache_run(void *arg)
 {
     wc_t *wc = arg;
+    { /* "wc:pods" for the prefix "/registry/pods/" */
+        char last[64];
+        size_t n = strlen(wc->prefix);
+        while (n && wc->prefix[n - 1] == '/') n--;
+        size_t b = n;
+        while (b && wc->prefix[b - 1] != '/') b--;
+        snprintf(last, sizeof last, "%.*s", (int)(n - b), wc->prefix + b);
+        log_thread_name("wc", last);
+    }
     for (;;) {
         const store_event_t *sev;
         int rc = store_watch_next(wc->sw, WC__POLL_MS, &sev);

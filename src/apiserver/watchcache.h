@@ -104,7 +104,10 @@ int64_t wc_revision(wc_t *wc);
  * metadata.resourceVersion), and nothing has changed it since. From this call
  * on it is read by other threads: the caller must not modify it or any value
  * in it, nor json_incref them; references the caller still holds to values
- * inside it (shared with json_object_set) may only be dropped.
+ * inside it (shared with json_object_set) may only be dropped. `stored`
+ * (borrowed; NULL: none) are those stored bytes, `stored_len` long: the
+ * version's encoding is then spliced from them (resourceVersion inserted)
+ * instead of encoding doc a second time.
  *
  * On 0, *out holds a reference (drop it with wc_obj_unref()) to the version
  * built from it as the cache builds every version: metadata.resourceVersion
@@ -117,7 +120,8 @@ int64_t wc_revision(wc_t *wc);
  * wc_close(). `wc` NULL only builds the version.
  * Errors (*out NULL, doc freed): KP_EINVAL (key NULL, doc not an object),
  * KP_ECORRUPT (doc's metadata is not an object), KP_ENOMEM. */
-int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const wc_obj_t **out);
+int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const char *stored,
+             size_t stored_len, const wc_obj_t **out);
 
 /* Wait until wc_revision() >= rev, up to `timeout_ms` (negative: forever).
  * Writes outside the prefix count once the cache's store watch has read past

@@ -362,6 +362,7 @@ static void ev_send(kc_recorder_t *rec, const ev_item_t *it)
 static void *ev_run(void *arg)
 {
     kc_recorder_t *rec = arg;
+    log_thread_name("events", NULL);
     size_t late = 0;
     pthread_mutex_lock(&rec->mu);
     for (;;) {

@@ -534,6 +534,7 @@ static int watch_once(kc_informer_t *inf, int64_t *next_resync, int *backoff_ms)
 static void *run(void *arg)
 {
     kc_informer_t *inf = arg;
+    log_thread_name("inf", inf->r.resource);
     int need_list = 1, backoff_ms = 0;
     int64_t next_resync = clock_mono_ns() + (int64_t)inf->resync_ms * 1000000;
     while (!atomic_load(&inf->stopping)) {

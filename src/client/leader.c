@@ -392,6 +392,7 @@ static bool lead(kc_leader_t *l)
 static void *elect_run(void *arg)
 {
     kc_leader_t *l = arg;
+    log_thread_name("leader", NULL);
     while (campaign(l)) {
         if (l->on_started) l->on_started(l->arg);
         bool stopping = lead(l);

@@ -1199,6 +1199,7 @@ static int ds_sync(ctrl_t *c, void *self, const char *key)
                  "This daemon set is selecting all pods. A non-empty selector is required.");
         goto out;
     }
+    int met = ctrl_exp_met(s->exp, key); /* before the list: see replicaset.c */
     if ((rc = kc_informer_list(s->nodes, NULL, NULL, &nodes, &nnodes))) goto out;
     if ((rc = claim_pods(s, ds, &pods, &npods))) goto out;
     if ((rc = construct_history(s, ds, &cur, &old, &nold))) goto out;
@@ -1220,7 +1221,7 @@ static int ds_sync(ctrl_t *c, void *self, const char *key)
                   .now = time(NULL)};
     if ((rc = ds__view(&in, &view))) goto out;
     int observed = 0;
-    if (ctrl_exp_met(s->exp, key)) {
+    if (met) {
         observed = 1;
         int acted;
         rc = manage(s, ds, key, &in, &view, &acted);

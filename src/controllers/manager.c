@@ -191,6 +191,7 @@ static void record(ctrl_t *c, int rc, double seconds)
 static void *worker(void *arg)
 {
     ctrl_t *c = arg;
+    log_thread_name("ctl", c->ops->name);
     char key[600];
     for (;;) {
         int rc = kc_queue_get(c->queue, key, sizeof key, 1000);

@@ -483,6 +483,12 @@ static int rs_sync(ctrl_t *c, void *self, const char *key)
     }
     int rc = 0;
     if (json_object_get(json_object_get(rs, "metadata"), "deletionTimestamp")) goto out;
+    /* Expectations first, the pods after: met means the informer has shown
+     * every pod we expected, so the list below holds them (its cache is
+     * filled before handlers count them off). Read the other way round, a
+     * create seen between the two reads makes a short list look final, and
+     * the difference is created twice. */
+    int met = ctrl_exp_met(s->exp, key);
     json_t **pods;
     size_t n;
     if ((rc = claim_pods(s, rs, &pods, &n))) goto out;
@@ -495,7 +501,7 @@ static int rs_sync(ctrl_t *c, void *self, const char *key)
         pods[i] = t;
     }
     int failed = 0;
-    if (ctrl_exp_met(s->exp, key)) {
+    if (met) {
         json_int_t want =
             json_integer_value(json_object_get(json_object_get(rs, "spec"), "replicas"));
         rc = manage(s, rs, key, pods, na);

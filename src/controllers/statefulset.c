@@ -872,10 +872,11 @@ static int sts_sync(ctrl_t *c, void *self, const char *key)
     size_t n = 0;
     revs_t r;
     memset(&r, 0, sizeof r);
+    int met = ctrl_exp_met(s->exp, key); /* before the list: see replicaset.c */
     if ((rc = revisions(s, set, &r))) goto out;
     if ((rc = claim(s, set, s->pods, &kc_pods, &pods, &n))) goto out;
     /* A set being deleted gets status only; the garbage collector takes its pods. */
-    if (!deleting(set) && ctrl_exp_met(s->exp, key)) rc = manage(s, set, key, &r, pods, n);
+    if (!deleting(set) && met) rc = manage(s, set, key, &r, pods, n);
     int requeue = 0;
     int src = update_status(s, set, &r, pods, n, &requeue);
     if (!rc) rc = src;

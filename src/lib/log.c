@@ -1,5 +1,6 @@
 #include "log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,4 +41,11 @@ void log_msg(int level, const char *component, const char *fmt, ...)
     if ((size_t)n >= sizeof line - 1) n = sizeof line - 2;
     line[n++] = '\n';
     fwrite(line, 1, (size_t)n, stderr);
+}
+
+void log_thread_name(const char *component, const char *what)
+{
+    char name[16]; /* the kernel keeps 15 bytes and the NUL */
+    snprintf(name, sizeof name, "%s%s%s", component, what ? ":" : "", what ? what : "");
+    pthread_setname_np(pthread_self(), name);
 }

@@ -17,4 +17,9 @@ void log_msg(int level, const char *component, const char *fmt, ...)
 #define log_warn(comp, ...) log_msg(LOG_WARN, comp, __VA_ARGS__)
 #define log_error(comp, ...) log_msg(LOG_ERROR, comp, __VA_ARGS__)
 
+/* Name the calling thread "<component>:<what>" (cut to the 15 bytes Linux
+ * keeps), so that `top -H`, `ps -L` and `perf` say which worker is busy.
+ * `what` may be NULL. Best effort: a name that cannot be set is left. */
+void log_thread_name(const char *component, const char *what);
+
 #endif

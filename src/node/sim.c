@@ -285,6 +285,7 @@ void node_sim_free(node_sim_t *s)
 static void *worker_main(void *arg)
 {
     node_sim_t *s = arg;
+    log_thread_name("sim", "pods");
     char key[SIM_KEY_MAX];
     for (;;) {
         int rc = kc_queue_get(s->queue, key, sizeof key, -1);

@@ -334,6 +334,7 @@ static void serve_node(node_sim_t *s, int i)
 void *sim__heartbeat_main(void *arg)
 {
     node_sim_t *s = arg;
+    log_thread_name("sim", "heartbeat");
     pthread_mutex_lock(&s->hb_mu);
     while (!atomic_load(&s->stopping)) {
         for (int i = 0; i < s->nnodes && !atomic_load(&s->stopping); i++)

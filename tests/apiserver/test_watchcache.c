@@ -783,7 +783,7 @@ static void test_offer_published(void **state)
         char *text = json_dumps(doc, JSON_COMPACT); /* what is stored */
         const wc_obj_t *mine;
         int64_t want = store_rev(f->s) + 1;
-        assert_int_equal(wc_offer(f->wc, key, want, doc, &mine), 0);
+        assert_int_equal(wc_offer(f->wc, key, want, doc, text, strlen(text), &mine), 0);
         check_obj(mine, key, want);
         assert_int_equal(write_text(f->s, key, text), want);
 
@@ -824,7 +824,7 @@ static void test_offer_published(void **state)
         json_t *doc = cm_doc("ns", name, "v");
         texts[k] = json_dumps(doc, JSON_COMPACT);
         assert_int_equal(wc_offer(f->wc, key_of(kk, sizeof kk, "ns", name), base + k, doc,
-                                  &mine[k]),
+                                  texts[k], strlen(texts[k]), &mine[k]),
                          0);
     }
     for (int k = 0; k < K; k++) {
@@ -838,6 +838,47 @@ static void test_offer_published(void **state)
     wc_watcher_close(w);
 }
 
+/* An offer with its stored text: the version's bytes are that text with the
+ * resourceVersion spliced into the top-level metadata, whatever comes
+ * before it; text the splice cannot place is encoded afresh. */
+static void test_offer_spliced(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"data\":{\"v\":\"1\"}}",
+        "{\"metadata\":{}}",
+        "{ \"metadata\" : { } , \"x\" : 1 }",
+        /* decoys before the real one: a nested metadata, one in a string,
+         * escapes, arrays, scalars */
+        "{\"kind\":\"X\",\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}}}},"
+        "\"s\":\"\\\"metadata\\\":{\",\"l\":[1,{\"metadata\":{}},\"]\"],\"n\":-1.5e3,\"t\":true,"
+        "\"z\":null,\"metadata\":{\"name\":\"a\"}}",
+        "{\"data\":{}}", /* no metadata: encoded afresh */
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        json_t *doc = json_loads(texts[i], 0, NULL);
+        assert_non_null(doc);
+        const wc_obj_t *v;
+        assert_int_equal(wc_offer(NULL, PFX "ns/a", 42, doc, texts[i], strlen(texts[i]), &v), 0);
+        check_obj(v, PFX "ns/a", 42);
+        const char *at = strstr(v->json, "\"resourceVersion\":\"42\"");
+        assert_non_null(at);
+        assert_null(strstr(at + strlen("\"resourceVersion\""), "resourceVersion"));
+        if (i < 4) /* spliced: the text around it is the stored text */
+            assert_int_equal(v->json_len, strlen(texts[i]) + strlen("\"resourceVersion\":\"42\"") +
+                                              (i == 0 || i == 3));
+        wc_obj_unref(v);
+    }
+    /* Text that already holds a resourceVersion is not spliced twice. */
+    const char *had = "{\"metadata\":{\"resourceVersion\":\"7\",\"name\":\"a\"}}";
+    json_t *doc = json_loads(had, 0, NULL);
+    const wc_obj_t *v;
+    assert_int_equal(wc_offer(NULL, PFX "ns/a", 42, doc, had, strlen(had), &v), 0);
+    check_obj(v, PFX "ns/a", 42);
+    assert_null(strstr(v->json, "\"7\""));
+    wc_obj_unref(v);
+}
+
 static void test_offer_too_late(void **state)
 {
     fixture_t *f = *state;
@@ -849,7 +890,9 @@ static void test_offer_too_late(void **state)
     const wc_obj_t *cached, *mine;
     assert_int_equal(wc_get(f->wc, key, &cached), 0);
 
-    assert_int_equal(wc_offer(f->wc, key, rev, json_incref(doc), &mine), 0);
+    char *text = json_dumps(doc, JSON_COMPACT); /* as write_doc() stored it */
+    assert_int_equal(wc_offer(f->wc, key, rev, json_incref(doc), text, strlen(text), &mine), 0);
+    free(text);
     check_obj(mine, key, rev);
     assert_ptr_not_equal(mine, cached);
     assert_string_equal(mine->json, cached->json); /* the same bytes anyway */
@@ -864,12 +907,12 @@ static void test_offer_too_late(void **state)
     /* Older revisions, and the initial load's, are passed too. */
     int64_t rev2 = put(f->s, "ns", "a", "w");
     assert_int_equal(wc_wait(f->wc, rev2, 5000), 0);
-    assert_int_equal(wc_offer(f->wc, key, rev, json_incref(doc), &mine), 0);
+    assert_int_equal(wc_offer(f->wc, key, rev, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
     assert_int_equal(doc->refcount, 1);
     wc_t *late;
     assert_int_equal(wc_open(f->s, PFX, NULL, &late), 0);
-    assert_int_equal(wc_offer(late, key, rev2, json_incref(doc), &mine), 0);
+    assert_int_equal(wc_offer(late, key, rev2, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
     assert_int_equal(doc->refcount, 1);
     wc_close(late);
@@ -885,7 +928,7 @@ static void test_offer_never_taken(void **state)
      * another one under it): dropped once the cache passes it. */
     json_t *doc = cm_doc("ns", "a", "offered");
     int64_t want = store_rev(f->s) + 1;
-    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want, json_incref(doc), &mine), 0);
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
     assert_int_equal(doc->refcount, 2); /* kept */
     int64_t rev;
@@ -894,7 +937,7 @@ static void test_offer_never_taken(void **state)
     wait_only_ours(doc);
 
     want = store_rev(f->s) + 1;
-    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want, json_incref(doc), &mine), 0);
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
     assert_int_equal(put(f->s, "ns", "b", "stored"), want);
     assert_int_equal(wc_wait(f->wc, want, 5000), 0);
@@ -906,12 +949,12 @@ static void test_offer_never_taken(void **state)
     wait_only_ours(doc);
 
     /* Its event never comes: wc_close() frees it (and ASan would see a leak). */
-    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want + 1000, json_incref(doc), &mine), 0);
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", want + 1000, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
     assert_int_equal(doc->refcount, 2);
     for (int i = 0; i < 3; i++) { /* and some that nobody else references */
         assert_int_equal(
-            wc_offer(f->wc, PFX "ns/c", want + 2000 + i, cm_doc("ns", "c", "x"), &mine), 0);
+            wc_offer(f->wc, PFX "ns/c", want + 2000 + i, cm_doc("ns", "c", "x"), NULL, 0, &mine), 0);
         wc_obj_unref(mine);
     }
     wc_close(f->wc);
@@ -928,10 +971,10 @@ static void test_offer_bounded_and_failed(void **state)
     int64_t far = store_rev(f->s) + 1000000;
     json_t *doc = cm_doc("ns", "a", "v");
     for (int i = 0; i < 4096; i++) {
-        assert_int_equal(wc_offer(f->wc, PFX "ns/a", far + i, json_deep_copy(doc), &mine), 0);
+        assert_int_equal(wc_offer(f->wc, PFX "ns/a", far + i, json_deep_copy(doc), NULL, 0, &mine), 0);
         wc_obj_unref(mine);
     }
-    assert_int_equal(wc_offer(f->wc, PFX "ns/a", far - 1, json_incref(doc), &mine), 0);
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", far - 1, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
     assert_int_equal(doc->refcount, 1); /* the table is full: refused */
 
@@ -939,19 +982,19 @@ static void test_offer_bounded_and_failed(void **state)
     int64_t bad;
     assert_int_equal(store_create(f->s, PFX "ns/bad", "{not json", 9, &bad), 0);
     assert_int_equal(wc_wait(f->wc, bad, 5000), KP_ECORRUPT);
-    assert_int_equal(wc_offer(f->wc, PFX "ns/a", far + 5000, json_incref(doc), &mine), 0);
+    assert_int_equal(wc_offer(f->wc, PFX "ns/a", far + 5000, json_incref(doc), NULL, 0, &mine), 0);
     check_obj(mine, PFX "ns/a", far + 5000); /* the writer still gets its version */
     wc_obj_unref(mine);
     assert_int_equal(doc->refcount, 1);
 
     /* Bad arguments; no cache: the version is only built. */
-    assert_int_equal(wc_offer(f->wc, NULL, 1, json_incref(doc), &mine), KP_EINVAL);
+    assert_int_equal(wc_offer(f->wc, NULL, 1, json_incref(doc), NULL, 0, &mine), KP_EINVAL);
     assert_null(mine);
-    assert_int_equal(wc_offer(f->wc, PFX "x", 1, json_array(), &mine), KP_EINVAL);
+    assert_int_equal(wc_offer(f->wc, PFX "x", 1, json_array(), NULL, 0, &mine), KP_EINVAL);
     json_t *bad_meta = json_pack("{s:i}", "metadata", 1);
-    assert_int_equal(wc_offer(NULL, PFX "x", 1, bad_meta, &mine), KP_ECORRUPT);
+    assert_int_equal(wc_offer(NULL, PFX "x", 1, bad_meta, NULL, 0, &mine), KP_ECORRUPT);
     assert_null(mine);
-    assert_int_equal(wc_offer(NULL, PFX "ns/a", 7, json_incref(doc), &mine), 0);
+    assert_int_equal(wc_offer(NULL, PFX "ns/a", 7, json_incref(doc), NULL, 0, &mine), 0);
     check_obj(mine, PFX "ns/a", 7);
     assert_string_equal(mine->ns, "ns");
     assert_string_equal(mine->name, "a");
@@ -978,8 +1021,10 @@ static void *offer_writer_run(void *arg)
         snprintf(name, sizeof name, "w%d-%04d", ow->id, i);
         key_of(key, sizeof key, "ns", name);
         json_t *doc = cm_doc("ns", name, "v");
+        char *text = json_dumps(doc, JSON_COMPACT); /* as write_doc() stores it */
         int64_t rev = write_doc(ow->f->s, key, doc);
-        assert_int_equal(wc_offer(ow->f->wc, key, rev, doc, &ow->mine[i]), 0);
+        assert_int_equal(wc_offer(ow->f->wc, key, rev, doc, text, strlen(text), &ow->mine[i]), 0);
+        free(text);
         ow->last = rev;
     }
     return NULL;
@@ -1194,6 +1239,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offer_never_taken, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_bounded_and_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_concurrent_writers, setup, teardown),
+        cmocka_unit_test(test_offer_spliced),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_watchers, setup, teardown),
