@@ -29,6 +29,12 @@ typedef struct apiserver_config {
     size_t max_watches;        /* open watches (0: 10000) */
     const char *tls_cert_pem;  /* server certificate (PEM); NULL: plain HTTP */
     const char *tls_key_pem;   /* its private key (PEM) */
+    /* Also serve plain HTTP on this Unix socket (NULL: no), for clients in
+     * this process (kplane server's components): the same API and tokens,
+     * without TLS and TCP over loopback. Created mode 0600, replacing a
+     * stale socket file; removed by apiserver_stop(). At most 107 bytes;
+     * borrowed: must outlive the server. */
+    const char *unix_socket;
     /* Admission DefaultTolerationSeconds: the tolerationSeconds of the
      * not-ready and unreachable NoExecute tolerations pods get at creation
      * (--default-not-ready-toleration-seconds and

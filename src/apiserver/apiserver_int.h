@@ -176,6 +176,7 @@ struct apiserver {
     apiserver_config_t cfg;
     char *admin_token;
     struct MHD_Daemon *daemon;
+    struct MHD_Daemon *unix_daemon; /* cfg.unix_socket's, or NULL */
     int port;
     pthread_mutex_t mu;
     size_t inflight;

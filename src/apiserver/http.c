@@ -13,11 +13,16 @@
  * max_watches open watches get 429.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "apiserver_int.h"
 #include "apiserver/schema.h"
@@ -341,6 +346,47 @@ static void close_caches(apiserver_t *s)
     s->caches = NULL;
 }
 
+/* A listening Unix socket at path (mode 0600; a stale file there is
+ * replaced), or a negative KP_* code. */
+static int unix_listen(const char *path)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sun.sun_path) return KP_EINVAL;
+    memcpy(sun.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return KP_EIO;
+    unlink(path);
+    mode_t old = umask(0177); /* born 0600: no moment where others may connect */
+    int rc = bind(fd, (struct sockaddr *)&sun, sizeof sun);
+    umask(old);
+    if (rc || listen(fd, 512)) {
+        rc = errno == EADDRINUSE ? KP_EBUSY : KP_EIO;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+/* The MHD daemon of cfg.unix_socket: plain HTTP, the same handlers. */
+static int start_unix(apiserver_t *s)
+{
+    int fd = unix_listen(s->cfg.unix_socket);
+    if (fd < 0) return fd;
+    s->unix_daemon = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+            MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(s->cfg.max_watches + s->cfg.max_inflight + 64),
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
+    if (!s->unix_daemon) {
+        close(fd);
+        unlink(s->cfg.unix_socket);
+        return KP_EIO;
+    }
+    return 0;
+}
+
 int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
 {
     struct sockaddr_in sa;
@@ -404,6 +450,11 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         rc = KP_EBUSY;
         goto fail;
     }
+    if (cfg->unix_socket && (rc = start_unix(s))) {
+        log_error("apiserver", "serving on %s: %s", cfg->unix_socket, err_str(rc));
+        MHD_stop_daemon(s->daemon);
+        goto fail;
+    }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : ntohs(sa.sin_port);
     *out = s;
@@ -441,6 +492,10 @@ void apiserver_stop(apiserver_t *s)
      * for finish; the caches close after them, when no request can use them. */
     api_crd_stop(s);
     end_watches(s);
+    if (s->unix_daemon) {
+        MHD_stop_daemon(s->unix_daemon); /* closes the listening socket */
+        unlink(s->cfg.unix_socket);
+    }
     MHD_stop_daemon(s->daemon);
     close_caches(s);
     api_view_put(s->view);

@@ -295,6 +295,8 @@ int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
     if (!nlist) return KP_EINVAL;
     if (cfg->token && strpbrk(cfg->token, "\r\n")) return KP_EINVAL;
     if (cfg->qps < 0 || cfg->timeout_ms < 0) return KP_EINVAL;
+    if (cfg->unix_socket && (!*cfg->unix_socket || strlen(cfg->unix_socket) > 107))
+        return KP_EINVAL;
 
     kc_client_t *c = calloc(1, sizeof *c);
     if (!c) return KP_ENOMEM;
@@ -319,6 +321,7 @@ int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
     }
     if (!(c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "kplane"))) goto fail;
     c->insecure = cfg->insecure;
+    if (cfg->unix_socket && !(c->unix_socket = strdup(cfg->unix_socket))) goto fail;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : KC__DEFAULT_TIMEOUT_MS;
     c->qps = cfg->qps;
     c->burst = cfg->burst >= 1 ? cfg->burst : 1;
@@ -339,6 +342,7 @@ fail_nocurl:
         free(c->servers[i]);
     free(c->auth_header);
     free(c->ca_pem);
+    free(c->unix_socket);
     free(c->user_agent);
     free(c);
     return rc;
@@ -355,6 +359,7 @@ void kc_client_free(kc_client_t *c)
         free(c->servers[i]);
     free(c->auth_header);
     free(c->ca_pem);
+    free(c->unix_socket);
     free(c->user_agent);
     free(c);
     curl_global_cleanup();
@@ -465,7 +470,8 @@ int kc__easy_setup(kc_client_t *c, CURL *h, const char *url, const char *ctype,
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    if (!cc) cc = curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (!cc && c->unix_socket) cc = curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
+    else if (!cc) cc = curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     if (!cc && c->ca_pem) {

@@ -74,6 +74,12 @@ typedef struct kc_config {
     int timeout_ms;         /* per request (not watches); 0: 30000 */
     int insecure;           /* 1: do not verify the server's certificate
                                (kubeconfig insecure-skip-tls-verify) */
+    /* Connect to this Unix socket instead of the servers' host and port;
+     * NULL: no. The URL still gives the scheme, the Host header and the
+     * path: "http://localhost" with an API server's plain-HTTP socket
+     * (apiserver_config_t.unix_socket), as kplane server's components use
+     * it. At most 107 bytes. */
+    const char *unix_socket;
 } kc_config_t;
 
 /* Read a kubeconfig (current context; token and certificate-authority[-data]

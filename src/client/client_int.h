@@ -31,6 +31,7 @@ struct kc_client {
     size_t ca_len;
     char *user_agent;
     int insecure;
+    char *unix_socket; /* NULL: TCP to the server's host and port */
     int timeout_ms;
 
     /* The token bucket (qps 0: off). tokens may go negative: each caller

@@ -38,7 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -269,6 +272,15 @@ static void test_client_new_errors(void **state)
     cfg.token = NULL;
     cfg.qps = -1;
     assert_int_equal(kc_client_new(&cfg, &c), KP_EINVAL);
+    cfg.qps = 0;
+    char long_path[200];
+    memset(long_path, 'x', sizeof long_path - 1);
+    long_path[sizeof long_path - 1] = '\0';
+    const char *socks[] = {"", long_path};
+    for (size_t i = 0; i < 2; i++) {
+        cfg.unix_socket = socks[i];
+        assert_int_equal(kc_client_new(&cfg, &c), KP_EINVAL);
+    }
 }
 
 /* ---- requests and their errors ---- */
@@ -879,6 +891,64 @@ static void test_watch_cancel(void **state)
     kc_watch_close(x.w);
 }
 
+/* ---- the Unix socket of kplane server's own components ---- */
+
+/* A server that runs components (a simulated node here) serves plain HTTP
+ * on DATA/kplane.sock, mode 0600, with the same API and the same tokens:
+ * requests and watches work through it, a request without the token is
+ * refused, and the file goes when the server stops. */
+static void test_unix_socket(void **state)
+{
+    (void)state;
+    static const char *const one_node[] = {"--no-controllers", "--no-scheduler", "--nodes", "1",
+                                           NULL};
+    kpserver_t s;
+    kpserver_start(&s, one_node);
+    char path[700];
+    snprintf(path, sizeof path, "%s/data/kplane.sock", s.dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISSOCK(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0600);
+
+    kc_config_t cfg;
+    json_t *storage;
+    kc_client_t *tls;
+    assert_int_equal(kpserver_client(&s, &cfg, &storage, &tls), 0);
+    kc_config_t ucfg = {.server = "http://localhost", .token = cfg.token, .unix_socket = path};
+    kc_client_t *c;
+    assert_int_equal(kc_client_new(&ucfg, &c), 0);
+    make_ns(c, "unix");
+    char rvb[64];
+    list_rv(c, "unix", rvb, sizeof rvb);
+    kc_watch_t *w;
+    assert_int_equal(kc_watch_open(c, &kc_configmaps, "unix", NULL, rvb, 60, &w), 0);
+    json_t *o = cm("unix", "u1"), *got = NULL;
+    assert_int_equal(kc_create(tls, &kc_configmaps, "unix", o, NULL, NULL), 0); /* over HTTPS */
+    json_decref(o);
+    long long rv = strtoll(rvb, NULL, 10);
+    expect_event(w, KC_ADDED, "u1", &rv);
+    kc_watch_close(w);
+    assert_int_equal(kc_get(c, &kc_configmaps, "unix", "u1", &got), 0);
+    assert_string_equal(str_at(got, "data", "k"), "v");
+    json_decref(got);
+    kc_client_free(c);
+
+    ucfg.token = NULL; /* the socket asks for the token like the port */
+    assert_int_equal(kc_client_new(&ucfg, &c), 0);
+    assert_int_equal(kc_get(c, &kc_configmaps, "unix", "u1", &got), KP_EINVAL);
+    assert_null(got);
+    kc_client_free(c);
+    kc_client_free(tls);
+    json_decref(storage);
+
+    assert_int_equal(kill(s.pid, SIGTERM), 0);
+    assert_int_equal(waitpid(s.pid, NULL, 0), s.pid);
+    s.pid = 0;
+    assert_int_equal(stat(path, &st), -1);
+    kpserver_stop(&s); /* removes the data dir */
+}
+
 static void test_server_kill(void **state)
 {
     fx_t *f = *state;
@@ -1181,6 +1251,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_watch_410_and_end), cmocka_unit_test(test_watch_cancel),
     };
     const struct CMUnitTest kill[] = {
+        cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_server_kill),
     };
     int fails = cmocka_run_group_tests_name("offline", offline, NULL, NULL);
