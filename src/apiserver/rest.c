@@ -255,7 +255,17 @@ int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
     int rc = store_get(r->srv->cfg.store, key, 0, &kv);
     if (rc) return rc;
     *rev = kv->mod_rev;
-    *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+    /* The watch cache has most versions parsed already: when its version of
+     * the key is the one just read, copy it rather than parse the value
+     * (the store read stays the authority on which version is current). */
+    const wc_obj_t *v;
+    wc_t *wc = rest_cache(r);
+    if (wc && !wc_get(wc, key, &v)) {
+        if (v->rev == kv->mod_rev && (*obj = json_deep_copy(v->doc)))
+            json_object_del(json_object_get(*obj, "metadata"), "resourceVersion"); /* as stored */
+        wc_obj_unref(v);
+    }
+    if (!*obj) *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
     free(kv);
     return *obj ? 0 : KP_ECORRUPT;
 }

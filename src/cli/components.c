@@ -171,6 +171,7 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
     if ((o->nodes > 0 || proc) + !!o->controllers + !!o->scheduler > 1 &&
         (rc = kc_factory_new(c, SHARED_RESYNC_MS, &cc->factory)))
         goto fail;
+    if (cc->factory) kc_factory_set_transform(cc->factory, kc_transform_strip_managed_fields);
     if (proc) {
         node_proc_config_t pc;
         node_proc_config_default(&pc);

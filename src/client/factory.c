@@ -19,7 +19,8 @@ typedef struct shared {
 struct kc_factory {
     kc_client_t *c;
     int resync_ms;
-    pthread_mutex_t mu; /* guards the list */
+    pthread_mutex_t mu; /* guards the list and transform */
+    kc_transform_fn transform;
     shared_t *list;
     size_t n;
 };
@@ -69,6 +70,13 @@ static void shared_free(shared_t *sh)
     free(sh->fields);
 }
 
+void kc_factory_set_transform(kc_factory_t *f, kc_transform_fn fn)
+{
+    pthread_mutex_lock(&f->mu);
+    f->transform = fn;
+    pthread_mutex_unlock(&f->mu);
+}
+
 int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
                         const char *label_selector, const char *field_selector,
                         kc_informer_t **out)
@@ -96,6 +104,7 @@ int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
         rc = ok ? kc_informer_new(f->c, r, ns, label_selector, field_selector, f->resync_ms,
                                   &sh.inf)
                 : KP_ENOMEM;
+        if (!rc) rc = kc_informer_set_transform(sh.inf, f->transform);
         if (!rc) rc = kc_informer_start(sh.inf);
     }
     if (rc) {

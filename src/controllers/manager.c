@@ -92,6 +92,7 @@ int ctrl_manager_new(kc_client_t *c, const ctrl_manager_config_t *cfg, ctrl_mana
             free(m);
             return rc;
         }
+        kc_factory_set_transform(m->own, kc_transform_strip_managed_fields);
         m->cfg.factory = m->own;
     }
     *out = m;

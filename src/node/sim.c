@@ -367,7 +367,10 @@ int node_sim_start(node_sim_t *s)
      * ours) to the server; a shared one is the process's informer of all
      * pods, and the handlers pass over the pods of other nodes. */
     kc_factory_t *f = s->cfg.factory;
-    if (!f && !(rc = kc_factory_new(s->client, 0, &s->own))) f = s->own;
+    if (!f && !(rc = kc_factory_new(s->client, 0, &s->own))) {
+        kc_factory_set_transform(s->own, kc_transform_strip_managed_fields);
+        f = s->own;
+    }
     if (!rc) rc = kc_factory_informer(f, &kc_pods, NULL, NULL, f == s->own ? "spec.nodeName!=" : NULL,
                                       &s->inf);
     if (!rc) rc = kc_informer_add_index(s->inf, "node", kc_index_node);

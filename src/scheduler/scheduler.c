@@ -367,6 +367,7 @@ int sched_new(kc_client_t *c, const sched_config_t *cfg, sched_t **out)
     s->factory = cfg->factory;
     if (!s->factory) {
         if ((rc = kc_factory_new(c, s->resync_ms, &s->own)) < 0) goto fail_factory;
+        kc_factory_set_transform(s->own, kc_transform_strip_managed_fields);
         s->factory = s->own;
     }
     *out = s;

@@ -10,6 +10,8 @@
  *    adds, updates (a pod bound to a node moves into that node's set) and
  *    deletes; kc_informer_get/list read the cache.
  *  - A label selector: an object that stops matching leaves the cache.
+ *  - A transform (managedFields stripped) applies to listed and watched
+ *    objects before they are cached.
  *  - Resync calls on_update(obj, obj) for every cached object.
  *  - A server killed and restarted on the same data dir, after changes
  *    made while the informer was away (by a second server on that dir),
@@ -482,6 +484,47 @@ static void test_selector(void **state)
     rec_free(&r);
 }
 
+/* A transform runs on every object before it is cached: the listed one and
+ * the watched one both lose their managedFields (the server sets them),
+ * and the rest of the object stays. It cannot be set once started. */
+static void test_transform(void **state)
+{
+    fx_t *f = *state;
+    make_ns(f->c, "tf");
+    create_cm(f->c, "tf", "listed");
+    json_t *got;
+    assert_int_equal(kc_get(f->c, &kc_configmaps, "tf", "listed", &got), 0);
+    assert_non_null(json_object_get(json_object_get(got, "metadata"), "managedFields"));
+    json_decref(got);
+    rec_t r;
+    rec_init(&r);
+    kc_informer_t *inf = NULL;
+    assert_int_equal(kc_informer_new(f->c, &kc_configmaps, "tf", NULL, NULL, 0, &inf), 0);
+    assert_int_equal(kc_informer_set_transform(inf, kc_transform_strip_managed_fields), 0);
+    kc_handlers_t h = {h_add, h_update, h_delete, &r};
+    assert_int_equal(kc_informer_add_handlers(inf, &h), 0);
+    r.inf = inf;
+    assert_int_equal(kc_informer_start(inf), 0);
+    assert_int_equal(kc_informer_set_transform(inf, NULL), KP_EBUSY);
+    assert_int_equal(kc_informer_wait_synced(inf, 10000), 0);
+    create_cm(f->c, "tf", "watched");
+    assert_int_equal(rec_wait(&r, 2, 10000), 2);
+    assert_int_equal(r.cache_bad, 0);
+    static const char *const keys[] = {"tf/listed", "tf/watched"};
+    for (int i = 0; i < 2; i++) {
+        json_t *o = kc_informer_get(inf, keys[i]);
+        assert_non_null(o);
+        const json_t *meta = json_object_get(o, "metadata");
+        assert_null(json_object_get(meta, "managedFields"));
+        assert_non_null(json_object_get(meta, "uid"));
+        assert_string_equal(json_string_value(json_object_get(json_object_get(o, "data"), "k")),
+                            "v");
+        json_decref(o);
+    }
+    kc_informer_free(inf);
+    rec_free(&r);
+}
+
 static void test_resync(void **state)
 {
     fx_t *f = *state;
@@ -879,10 +922,10 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest live[] = {
         cmocka_unit_test(test_sync_and_events),   cmocka_unit_test(test_indexes),
-        cmocka_unit_test(test_selector),          cmocka_unit_test(test_resync),
-        cmocka_unit_test(test_stop_from_handler), cmocka_unit_test(test_concurrent_readers),
-        cmocka_unit_test(test_bookmark_moves_rv), cmocka_unit_test(test_ten_thousand),
-        cmocka_unit_test(test_shared),
+        cmocka_unit_test(test_selector),          cmocka_unit_test(test_transform),
+        cmocka_unit_test(test_resync),            cmocka_unit_test(test_stop_from_handler),
+        cmocka_unit_test(test_concurrent_readers), cmocka_unit_test(test_bookmark_moves_rv),
+        cmocka_unit_test(test_ten_thousand),      cmocka_unit_test(test_shared),
     };
     const struct CMUnitTest restart[] = {
         cmocka_unit_test(test_restart_relist),
