@@ -146,8 +146,16 @@ int api_serve_metrics(api_req_t *r)
                  "apiserver_storage_revision %lld\n"
                  "# HELP apiserver_storage_compacted_revision The store's compaction revision.\n"
                  "# TYPE apiserver_storage_compacted_revision gauge\n"
-                 "apiserver_storage_compacted_revision %lld\n",
-                 watches, (long long)st.revision, (long long)st.compact_revision);
+                 "apiserver_storage_compacted_revision %lld\n"
+                 "# HELP kplane_store_writes_total Writes the store acknowledged.\n"
+                 "# TYPE kplane_store_writes_total counter\n"
+                 "kplane_store_writes_total %llu\n"
+                 "# HELP kplane_store_commits_total Durable commits those writes took "
+                 "(group commit: writes per commit is the batch size).\n"
+                 "# TYPE kplane_store_commits_total counter\n"
+                 "kplane_store_commits_total %llu\n",
+                 watches, (long long)st.revision, (long long)st.compact_revision,
+                 (unsigned long long)st.writes, (unsigned long long)st.commits);
     pthread_mutex_lock(&r->srv->metrics_mu);
     char *extra = NULL;
     if (!rc && r->srv->metrics_fn && !r->srv->metrics_fn(r->srv->metrics_arg, &extra) && extra)

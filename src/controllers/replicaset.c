@@ -92,10 +92,44 @@ static void pod_added(void *arg, const json_t *pod)
     }
 }
 
+static const json_t *ready_cond(const json_t *pod)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && !strcmp(t, "Ready")) return c;
+    }
+    return NULL;
+}
+
+static int same(const json_t *a, const json_t *b, const char *key)
+{
+    const json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+    return x == y || (x && y && json_equal(x, y));
+}
+
+/* Whether a sync could decide differently after old became pod: a sync
+ * reads labels, owners, deletion, phase and the Ready condition (status,
+ * and since when for minReadySeconds). A pod bound to a node, or
+ * ContainerCreating reported, changes none of them; skipping those saves
+ * the ReplicaSet a pass over all its pods per pod update. */
+static int rs_relevant(const json_t *old, const json_t *pod)
+{
+    const json_t *om = json_object_get(old, "metadata"), *pm = json_object_get(pod, "metadata");
+    if (!same(om, pm, "labels") || !same(om, pm, "ownerReferences") ||
+        !same(om, pm, "deletionTimestamp") ||
+        !same(json_object_get(old, "status"), json_object_get(pod, "status"), "phase"))
+        return 1;
+    const json_t *oc = ready_cond(old), *pc = ready_cond(pod);
+    return !(oc == pc || (oc && pc && same(oc, pc, "status") && same(oc, pc, "lastTransitionTime")));
+}
+
 static void pod_updated(void *arg, const json_t *old, const json_t *pod)
 {
     rs_ctl_t *s = arg;
     if (old == pod) return; /* a resync: the ReplicaSets resync themselves */
+    if (!rs_relevant(old, pod)) return;
     char key[600], oldkey[600];
     int has = rs_of(pod, key, sizeof key), had = rs_of(old, oldkey, sizeof oldkey);
     const json_t *meta = json_object_get(pod, "metadata");
