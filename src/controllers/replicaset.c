@@ -454,9 +454,9 @@ static int update_status(rs_ctl_t *s, const json_t *rs, json_t **active, size_t 
             if (!json_equal(json_object_get(labels, k), v)) all = 0;
         }
         full += all;
-        if (ctrl_pod_ready(active[i])) ready++;
-        int wait;
-        if (ctrl_pod_available(active[i], min_ready, now, &wait))
+        int is_ready = ctrl_pod_ready(active[i]), wait = 0;
+        ready += is_ready;
+        if (is_ready && (min_ready <= 0 || ctrl_pod_available(active[i], min_ready, now, &wait)))
             avail++;
         else if (wait && (!*requeue_s || wait < *requeue_s))
             *requeue_s = wait;
