@@ -99,7 +99,15 @@ static int type_error(walk_t *w, const json_t *v, const json_t *decl, const char
     return KP_EINVAL;
 }
 
-static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owner);
+static int walk_value(walk_t *w, const json_t *decl, json_t *v, const json_t *base,
+                      const char *owner);
+
+/* A value equal to its counterpart in the base version was checked when
+ * that version was written: nothing under it to drop or to report. */
+static int checked(const json_t *v, const json_t *base)
+{
+    return base && json_equal(v, base);
+}
 
 /* Append ".name" or "[i]" to the path; return the old length to restore. */
 static size_t push(walk_t *w, const char *name)
@@ -125,7 +133,8 @@ static const char *ref_struct(const json_t *decl, const char *owner)
     return dot ? dot + 1 : ref;
 }
 
-static int walk_object(walk_t *w, const json_t *node, json_t *obj, const char *owner)
+static int walk_object(walk_t *w, const json_t *node, json_t *obj, const json_t *base,
+                       const char *owner)
 {
     const json_t *props = json_object_get(node, "properties");
     const char *k;
@@ -133,13 +142,15 @@ static int walk_object(walk_t *w, const json_t *node, json_t *obj, const char *o
     void *tmp;
     json_object_foreach_safe(obj, tmp, k, v) {
         const json_t *decl = json_object_get(props, k);
+        const json_t *b = json_object_get(base, k);
+        if (decl && checked(v, b)) continue;
         size_t len = push(w, k);
         int rc = 0;
         if (!decl) {
             if (w->unknown) json_array_append_new(w->unknown, json_string(w->path));
             json_object_del(obj, k);
         } else {
-            rc = walk_value(w, decl, v, owner);
+            rc = walk_value(w, decl, v, b, owner);
         }
         w->path[len] = '\0';
         if (rc) return rc;
@@ -147,7 +158,8 @@ static int walk_object(walk_t *w, const json_t *node, json_t *obj, const char *o
     return 0;
 }
 
-static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owner)
+static int walk_value(walk_t *w, const json_t *decl, json_t *v, const json_t *base,
+                      const char *owner)
 {
     if (json_is_null(v)) return 0;
     const json_t *node = api_schema_resolve(w->s, decl);
@@ -158,15 +170,17 @@ static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owne
     switch (api_schema_type(w->s, node)) {
     case API_SCHEMA_OBJECT:
         if (!json_is_object(v)) return type_error(w, v, decl, owner);
-        return walk_object(w, node, v, inner);
+        return walk_object(w, node, v, json_is_object(base) ? base : NULL, inner);
     case API_SCHEMA_MAP: {
         if (!json_is_object(v)) return type_error(w, v, decl, owner);
         const json_t *item = json_object_get(node, "additionalProperties");
         const char *k;
         json_t *e;
         json_object_foreach(v, k, e) {
+            const json_t *b = json_is_object(base) ? json_object_get(base, k) : NULL;
+            if (checked(e, b)) continue;
             size_t len = push(w, k);
-            int rc = walk_value(w, item, e, inner);
+            int rc = walk_value(w, item, e, b, inner);
             w->path[len] = '\0';
             if (rc) return rc;
         }
@@ -178,8 +192,10 @@ static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owne
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
+            const json_t *b = json_is_array(base) ? json_array_get(base, i) : NULL;
+            if (checked(e, b)) continue;
             size_t len = push_index(w, i);
-            int rc = walk_value(w, item, e, ref_struct(item, inner));
+            int rc = walk_value(w, item, e, b, ref_struct(item, inner));
             w->path[len] = '\0';
             if (rc) return rc;
         }
@@ -208,9 +224,16 @@ static int walk_value(walk_t *w, const json_t *decl, json_t *v, const char *owne
 int api_fields_prune(const api_schema_t *s, const json_t *node, const char *kind, json_t *obj,
                      json_t *unknown, char *err, size_t errlen)
 {
+    return api_fields_prune_since(s, node, kind, obj, NULL, unknown, err, errlen);
+}
+
+int api_fields_prune_since(const api_schema_t *s, const json_t *node, const char *kind,
+                           json_t *obj, const json_t *base, json_t *unknown, char *err,
+                           size_t errlen)
+{
     walk_t w = {.s = s, .unknown = unknown, .err = err, .errlen = errlen};
     if (errlen) err[0] = '\0';
     const json_t *def = api_schema_resolve(s, node);
     if (!def || !json_is_object(obj)) return 0;
-    return walk_object(&w, def, obj, kind);
+    return walk_object(&w, def, obj, json_is_object(base) ? base : NULL, kind);
 }

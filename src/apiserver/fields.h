@@ -24,5 +24,14 @@
  * part-way. `kind` names the top-level struct in that message. */
 int api_fields_prune(const api_schema_t *s, const json_t *node, const char *kind, json_t *obj,
                      json_t *unknown, char *err, size_t errlen);
+/* The same for an update of `base` (borrowed; NULL: none), the version
+ * being replaced, which was checked against this schema when it was
+ * written: a value of obj equal to base's at the same path is not walked
+ * (nothing under it can be unknown or mistyped), which leaves a status
+ * update little to walk. Only for schemas that do not change between the
+ * two versions (built-in kinds; a CRD's schema may have). */
+int api_fields_prune_since(const api_schema_t *s, const json_t *node, const char *kind,
+                           json_t *obj, const json_t *base, json_t *unknown, char *err,
+                           size_t errlen);
 
 #endif

@@ -64,6 +64,9 @@ const json_t *rest_kind_schema(api_req_t *r);
  * Strict -> 400 for unknown or duplicate fields, Warn -> Warning headers.
  * Returns -1 after replying. */
 int rest_check_fields(api_req_t *r, json_t *obj);
+/* The same for an update of base, the stored version (borrowed; NULL:
+ * none): what obj keeps of it unchanged is not checked again. */
+int rest_check_fields_since(api_req_t *r, json_t *obj, const json_t *base);
 /* 1 if a and b are equal apart from metadata.managedFields. */
 int rest_same_but_managed(const json_t *a, const json_t *b);
 /* Record the write's field ownership in obj (managed.h); old NULL on create.
@@ -90,6 +93,10 @@ int rest_check_metadata_types(api_req_t *r, const json_t *obj);
  * server-owned metadata kept, spec/status split, defaults, validation,
  * generation. A new reference, or NULL after replying. */
 json_t *rest_merge_for_write(api_req_t *r, const json_t *cur, json_t *in);
+/* The same, taking `in` (stolen on every path): it becomes the object to
+ * store, edited in place, which spares the copy when the caller made `in`
+ * for this write (a patched or applied object). */
+json_t *rest_merge_for_write_owned(api_req_t *r, const json_t *cur, json_t *in);
 /* Build the object to write from the current one: a new reference, or NULL
  * after replying. *precondition gets a resourceVersion the client required. */
 typedef json_t *(*rest_make_fn)(api_req_t *r, const json_t *cur, void *arg,

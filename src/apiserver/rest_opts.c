@@ -87,13 +87,20 @@ const json_t *rest_kind_schema(api_req_t *r)
 
 int rest_check_fields(api_req_t *r, json_t *obj)
 {
+    return rest_check_fields_since(r, obj, NULL);
+}
+
+int rest_check_fields_since(api_req_t *r, json_t *obj, const json_t *base)
+{
     const api_resource_t *res = r->route.res;
     const json_t *node = rest_kind_schema(r);
     json_t *unknown = json_array();
     char err[700];
     if (!unknown) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
-    int rc =
-        node ? api_fields_prune(r->srv->schema, node, res->kind, obj, unknown, err, sizeof err) : 0;
+    if (res->crd_schema) base = NULL; /* its schema may have changed since base was written */
+    int rc = node ? api_fields_prune_since(r->srv->schema, node, res->kind, obj, base, unknown,
+                                           err, sizeof err)
+                  : 0;
     if (rc) {
         json_decref(unknown);
         api_reply_status(r, 400, "BadRequest", NULL,

@@ -146,7 +146,7 @@ static json_t *make_patched(api_req_t *r, const json_t *cur, void *arg, int64_t 
         return NULL;
     }
     json_object_del(rest_meta(in), "resourceVersion");
-    if (rest_check_metadata_types(r, in) || rest_check_fields(r, in)) {
+    if (rest_check_metadata_types(r, in) || rest_check_fields_since(r, in, cur)) {
         json_decref(in);
         return NULL;
     }
@@ -155,9 +155,7 @@ static json_t *make_patched(api_req_t *r, const json_t *cur, void *arg, int64_t 
         api_reply_status(r, 400, "BadRequest", NULL, "the patch changes metadata.name");
         return NULL;
     }
-    json_t *out = rest_merge_for_write(r, cur, in);
-    json_decref(in);
-    return out;
+    return rest_merge_for_write_owned(r, cur, in);
 }
 
 /* ---- server-side apply ---- */
@@ -214,9 +212,7 @@ static json_t *make_applied(api_req_t *r, const json_t *cur, void *arg, int64_t 
     json_t *out = apply_managed(r, cur, config);
     if (!out) return NULL;
     json_object_del(rest_meta(out), "resourceVersion");
-    json_t *next = rest_merge_for_write(r, cur, out);
-    json_decref(out);
-    return next;
+    return rest_merge_for_write_owned(r, cur, out);
 }
 
 /* The applied configuration: YAML (or JSON, a subset) naming the route's

@@ -474,17 +474,58 @@ out:
  * Returns the new object (a new reference) or NULL after replying. */
 json_t *rest_merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
 {
-    const api_resource_t *res = r->route.res;
-    int status_only = !strcmp(r->route.sub, "status");
-    json_t *out;
-    if (status_only) {
-        out = json_deep_copy(cur);
-        json_t *st = json_object_get(in, "status");
-        if (st) json_object_set(out, "status", st);
-        else json_object_del(out, "status");
-        return out;
+    json_t *own = json_deep_copy(in);
+    if (!own) {
+        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        return NULL;
     }
-    out = json_deep_copy(in);
+    return rest_merge_for_write_owned(r, cur, own);
+}
+
+/* Make the members of object `to` those of `from` (copies where they
+ * differ), except the member `but`; metadata one level down, so that a
+ * metadata that differs only in resourceVersion is not copied whole. */
+static int make_same(json_t *to, const json_t *from, const char *but)
+{
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(to, tmp, k, v) {
+        if (strcmp(k, but) && !json_object_get(from, k)) json_object_del(to, k);
+    }
+    int rc = 0;
+    json_object_foreach((json_t *)from, k, v) {
+        json_t *mine = json_object_get(to, k);
+        if (!strcmp(k, but) || (mine && json_equal(mine, v))) continue;
+        if (!strcmp(k, "metadata") && json_is_object(mine) && json_is_object(v)) {
+            if (make_same(mine, v, "resourceVersion")) rc = KP_ENOMEM;
+            continue;
+        }
+        json_t *copy = json_deep_copy(v);
+        if (!copy || json_object_set_new(to, k, copy)) rc = KP_ENOMEM;
+    }
+    return rc;
+}
+
+/* A status write: cur with in's status, built in `in` (owned): whatever
+ * else in has is made cur's again. resourceVersion is left as in has it:
+ * the update loop drops it from what it stores. */
+static json_t *status_for_write(api_req_t *r, const json_t *cur, json_t *in)
+{
+    int rc = make_same(in, cur, "status");
+    if (rc) {
+        json_decref(in);
+        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        return NULL;
+    }
+    return in;
+}
+
+json_t *rest_merge_for_write_owned(api_req_t *r, const json_t *cur, json_t *in)
+{
+    const api_resource_t *res = r->route.res;
+    if (!strcmp(r->route.sub, "status")) return status_for_write(r, cur, in);
+    json_t *out = in;
     json_t *meta = rest_meta(out);
     const json_t *cmeta = json_object_get(cur, "metadata");
     const char *uid = rest_meta_str(in, "uid"), *cuid = rest_meta_str(cur, "uid");

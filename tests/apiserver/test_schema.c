@@ -161,6 +161,46 @@ static void test_types(void **state)
     json_decref(obj);
 }
 
+/* Against a base version: what equals base's at the same path is not
+ * walked (a planted unknown field there survives: proof of the skip), and
+ * everything that differs is checked as ever: unknown fields dropped and
+ * reported, types enforced. */
+static void test_prune_since(void **state)
+{
+    api_schema_t *s = *state;
+    const json_t *dep = api_schema_kind(s, "apps", "v1", "Deployment", NULL);
+    json_t *base = js("{\"metadata\":{\"name\":\"x\",\"labels\":{\"a\":\"b\",\"zz\":{\"q\":1}}},"
+                      "\"spec\":{\"replicas\":2,\"template\":{\"spec\":{\"containers\":"
+                      "[{\"name\":\"c\",\"image\":\"i\",\"planted\":1}]}}},"
+                      "\"status\":{\"replicas\":1}}");
+    json_t *obj = json_deep_copy(base);
+    json_object_set_new(json_object_get(obj, "status"), "replicaz", json_integer(4));
+    json_object_set_new(json_object_get(obj, "status"), "replicas", json_integer(2));
+    json_t *unknown = json_array();
+    char err[256];
+    assert_int_equal(
+        api_fields_prune_since(s, dep, "Deployment", obj, base, unknown, err, sizeof err), 0);
+    assert_int_equal(json_array_size(unknown), 1);
+    assert_string_equal(json_string_value(json_array_get(unknown, 0)), "status.replicaz");
+    const json_t *c0 = json_array_get(json_object_get(json_object_get(json_object_get(
+                           json_object_get(obj, "spec"), "template"), "spec"), "containers"), 0);
+    assert_non_null(json_object_get(c0, "planted")); /* unchanged: not walked */
+    json_decref(unknown);
+
+    /* A changed container is walked: the planted field goes; a changed
+     * value of the wrong type fails. */
+    json_object_set_new((json_t *)c0, "image", json_string("j"));
+    assert_int_equal(
+        api_fields_prune_since(s, dep, "Deployment", obj, base, NULL, err, sizeof err), 0);
+    assert_null(json_object_get(c0, "planted"));
+    json_object_set_new(json_object_get(obj, "spec"), "replicas", json_string("three"));
+    assert_int_equal(
+        api_fields_prune_since(s, dep, "Deployment", obj, base, NULL, err, sizeof err),
+        KP_EINVAL);
+    json_decref(obj);
+    json_decref(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_prune),
         cmocka_unit_test(test_types),
+        cmocka_unit_test(test_prune_since),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -479,6 +479,22 @@ static void test_pods_bind_status(void **state)
     assert_string_equal(str_at(out, "status", "phase"), "Running");
     json_decref(out);
     json_decref(upd);
+    /* A patch through status changes the status only: labels, spec and
+     * other metadata in it are ignored, as Kubernetes ignores them. */
+    json_t *sp = json_pack("{s:{s:{s:s},s:s},s:{s:s},s:{s:s,s:s}}", "metadata", "labels", "x",
+                           "y", "uid", "other", "spec", "nodeName", "node-9", "status", "phase",
+                           "Succeeded", "podIP", "10.1.2.3");
+    assert_int_equal(kc_patch(c, &kc_pods, "pods", "p1", "status", KC_PATCH_MERGE, sp, NULL, &out,
+                              NULL),
+                     0);
+    json_decref(sp);
+    assert_string_equal(str_at(out, "status", "phase"), "Succeeded");
+    assert_string_equal(str_at(out, "status", "podIP"), "10.1.2.3");
+    assert_string_equal(str_at(out, "spec", "nodeName"), "node-7");
+    assert_null(json_object_get(json_object_get(out, "metadata"), "labels"));
+    assert_string_not_equal(str_at(out, "metadata", "uid"), "other");
+    assert_non_null(str_at(out, "metadata", "resourceVersion"));
+    json_decref(out);
 
     json_t *opts = json_pack("{s:i}", "gracePeriodSeconds", 0);
     assert_int_equal(kc_delete(c, &kc_pods, "pods", "p1", opts, NULL), 0);
