@@ -79,7 +79,7 @@ int ctrl_pod_active(const json_t *pod)
     return !json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp");
 }
 
-static const json_t *ready_condition(const json_t *pod)
+const json_t *ctrl_pod_ready_condition(const json_t *pod)
 {
     size_t i;
     json_t *c;
@@ -92,7 +92,7 @@ static const json_t *ready_condition(const json_t *pod)
 
 int ctrl_pod_ready(const json_t *pod)
 {
-    const json_t *c = ready_condition(pod);
+    const json_t *c = ctrl_pod_ready_condition(pod);
     const char *st = json_string_value(json_object_get(c, "status"));
     return st && !strcmp(st, "True");
 }
@@ -112,7 +112,8 @@ int ctrl_pod_available(const json_t *pod, int min_ready_s, int64_t now_s, int *w
     if (!ctrl_pod_ready(pod)) return 0;
     if (min_ready_s <= 0) return 1;
     int64_t since =
-        ctrl_time(json_string_value(json_object_get(ready_condition(pod), "lastTransitionTime")));
+        ctrl_time(json_string_value(
+            json_object_get(ctrl_pod_ready_condition(pod), "lastTransitionTime")));
     if (since < 0) return 0;
     int64_t left = since + min_ready_s - now_s;
     if (left <= 0) return 1;

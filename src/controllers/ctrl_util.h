@@ -27,6 +27,7 @@ const json_t *ctrl_labels(const json_t *obj);
 /* Pod state. */
 int ctrl_pod_active(const json_t *pod);     /* not Succeeded/Failed, not being deleted */
 int ctrl_pod_ready(const json_t *pod);      /* condition Ready True */
+const json_t *ctrl_pod_ready_condition(const json_t *pod); /* borrowed; NULL: none */
 /* Ready for at least min_ready_s seconds at now_s (Unix seconds); when ready
  * but not yet available, *wait_s (if not NULL) gets the seconds left. */
 int ctrl_pod_available(const json_t *pod, int min_ready_s, int64_t now_s, int *wait_s);

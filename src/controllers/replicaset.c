@@ -92,17 +92,6 @@ static void pod_added(void *arg, const json_t *pod)
     }
 }
 
-static const json_t *ready_cond(const json_t *pod)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && !strcmp(t, "Ready")) return c;
-    }
-    return NULL;
-}
-
 static int same(const json_t *a, const json_t *b, const char *key)
 {
     const json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
@@ -121,7 +110,7 @@ static int rs_relevant(const json_t *old, const json_t *pod)
         !same(om, pm, "deletionTimestamp") ||
         !same(json_object_get(old, "status"), json_object_get(pod, "status"), "phase"))
         return 1;
-    const json_t *oc = ready_cond(old), *pc = ready_cond(pod);
+    const json_t *oc = ctrl_pod_ready_condition(old), *pc = ctrl_pod_ready_condition(pod);
     return !(oc == pc || (oc && pc && same(oc, pc, "status") && same(oc, pc, "lastTransitionTime")));
 }
 
