@@ -347,7 +347,7 @@ static void close_caches(apiserver_t *s)
 }
 
 /* A listening Unix socket at path (mode 0600; a stale file there is
- * replaced), or a negative KP_* code. */
+ * replaced, a live one is KP_EBUSY), or a negative KP_* code. */
 static int unix_listen(const char *path)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -355,6 +355,12 @@ static int unix_listen(const char *path)
     memcpy(sun.sun_path, path, strlen(path) + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return KP_EIO;
+    if (!connect(fd, (struct sockaddr *)&sun, sizeof sun)) { /* another server serves there */
+        close(fd);
+        return KP_EBUSY;
+    }
+    close(fd);
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) return KP_EIO;
     unlink(path);
     mode_t old = umask(0177); /* born 0600: no moment where others may connect */
     int rc = bind(fd, (struct sockaddr *)&sun, sizeof sun);

@@ -950,6 +950,19 @@ static void test_unix_socket(void **state)
     json_decref(got);
     kc_client_free(c);
 
+    /* A second server on this data dir does not take the socket over. */
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd,
+             "timeout 30 '%s' server --data-dir '%s/data' --listen 127.0.0.1:0 --nodes 1 "
+             ">/dev/null 2>&1",
+             KPLANE_BIN, s.dir);
+    int st2 = system(cmd);
+    assert_true(WIFEXITED(st2) && WEXITSTATUS(st2) != 0);
+    assert_int_equal(kc_client_new(&ucfg, &c), 0);
+    assert_int_equal(kc_get(c, &kc_configmaps, "unix", "u1", &got), 0);
+    json_decref(got);
+    kc_client_free(c);
+
     ucfg.token = NULL; /* the socket asks for the token like the port */
     assert_int_equal(kc_client_new(&ucfg, &c), 0);
     assert_int_equal(kc_get(c, &kc_configmaps, "unix", "u1", &got), KP_EINVAL);
