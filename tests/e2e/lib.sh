@@ -88,4 +88,4 @@ kp_curl() {
 # expect_eq WHAT GOT WANT
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
 # expect_match WHAT TEXT REGEX
-expect_match() { printf '%s' "$2" | grep -Eq -- "$3" || fail "$1: '$2' does not match /$3/"; }
+expect_match() { grep -Eq -- "$3" <<<"$2" || fail "$1: '$2' does not match /$3/"; }

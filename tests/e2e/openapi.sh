@@ -180,7 +180,7 @@ for K in "$K132" "$K120"; do
   expect_match "explain strategy ($ver)" "$out" "KIND: +Deployment"
   expect_match "explain strategy ($ver)" "$out" "rollingUpdate[[:space:]]+<"
   expect_match "explain strategy ($ver)" "$out" "(^|[[:space:]])type[[:space:]]+<string>"
-  printf '%s\n' "$out" | grep -q "FIELDS:" || fail "explain strategy ($ver): no FIELDS: $out"
+  grep -q "FIELDS:" <<<"$out" || fail "explain strategy ($ver): no FIELDS: $out"
   out=$(k explain pods)
   expect_match "explain pods ($ver)" "$out" "KIND: +Pod"
   expect_match "explain pods ($ver)" "$out" "VERSION: +v1"
