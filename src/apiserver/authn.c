@@ -212,20 +212,14 @@ int apiserver_tokens_load(const char *path, apiserver_tokens_t **out, char *err,
 {
     *out = NULL;
     if (err && errlen) err[0] = '\0';
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
-        return errno == ENOENT ? KP_ENOTFOUND : KP_EIO;
-    }
     buf_t b;
     buf_init(&b, AUTHN_FILE_MAX);
-    char chunk[8192];
-    size_t n;
-    int rc = buf_append(&b, "", 0);
-    while (!rc && (n = fread(chunk, 1, sizeof chunk, fp)) > 0)
-        rc = buf_append(&b, chunk, n);
-    if (!rc && ferror(fp)) rc = KP_EIO;
-    fclose(fp);
+    int rc = buf_append_file(&b, path);
+    if (rc == KP_ENOTFOUND || rc == KP_EIO) {
+        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        buf_free(&b);
+        return rc;
+    }
     apiserver_tokens_t *t = rc ? NULL : calloc(1, sizeof *t);
     if (!rc && !t) rc = KP_ENOMEM;
     if (rc) {

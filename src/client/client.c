@@ -81,17 +81,9 @@ static int read_file(const char *path, char **data, size_t *len)
 {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return errno == ENOENT || errno == ENOTDIR ? KP_ENOTFOUND : KP_EIO;
     buf_t b;
     buf_init(&b, KC_CONFIG_MAX);
-    char chunk[8192];
-    size_t n;
-    int rc = buf_append(&b, "", 0);
-    while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        rc = buf_append(&b, chunk, n);
-    if (!rc && ferror(f)) rc = KP_EIO;
-    fclose(f);
+    int rc = buf_append_file(&b, path);
     if (rc) {
         buf_free(&b);
         return rc;

@@ -1,5 +1,6 @@
 #include "buf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,4 +76,20 @@ void buf_free(buf_t *b)
 {
     free(b->p);
     buf_init(b, b->max);
+}
+
+int buf_append_file(buf_t *b, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT || errno == ENOTDIR ? KP_ENOTFOUND : KP_EIO;
+    char chunk[8192];
+    size_t n;
+    int rc = buf_append(b, "", 0);
+    while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        rc = buf_append(b, chunk, n);
+    if (!rc && ferror(f)) rc = KP_EIO;
+    int saved = errno;
+    fclose(f);
+    errno = saved;
+    return rc;
 }

@@ -27,6 +27,12 @@ int buf_append(buf_t *b, const void *data, size_t n);
  * cut there). Errors: as buf_append, KP_EINVAL for a bad format. */
 int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Append the whole file at path (up to the cap); on success b->p is
+ * non-NULL even for an empty file. Errors: KP_ENOTFOUND (no such file),
+ * KP_EIO (errno tells why), KP_ETOOLARGE, KP_ENOMEM; on error the buffer
+ * may hold part of the file. */
+int buf_append_file(buf_t *b, const char *path);
+
 /* Make room for n more bytes (and the NUL) in one allocation, so that the
  * appends that follow do not move the buffer. Errors: KP_ETOOLARGE, KP_ENOMEM. */
 int buf_reserve(buf_t *b, size_t n);

@@ -129,12 +129,7 @@ if kill -0 "${CM_PID[$cm_lead]}" 2>/dev/null; then
 fi
 
 # Convergence, without restarting any process that is still running.
-ok=
-for _ in $(seq 600); do
-  if hk 0 create configmap after-outage --from-literal=a=b >/dev/null 2>&1; then ok=1; break; fi
-  sleep 0.1
-done
-[ -n "$ok" ] || fail "no write succeeded within 60 s of SIGCONT"
+ha_await_write after-outage 60 || fail "no write succeeded within 60 s of SIGCONT"
 ha_log "first write succeeded $(after)s after SIGCONT"
 lead=$(ha_cm_leader) || fail "no controller manager leads after SIGCONT"
 ha_log "controller manager $lead (the standby) leads $(after)s after SIGCONT"

@@ -40,12 +40,7 @@ ha_log "SIGCONT both"
 t0=$(date +%s.%N)
 ha_cont "${ETCD_PID[$leader]}"
 ha_cont "${ETCD_PID[$other]}"
-ok=
-for _ in $(seq 300); do
-  if hk 0 create configmap probe-after --from-literal=a=b >/dev/null 2>&1; then ok=1; break; fi
-  sleep 0.1
-done
-[ -n "$ok" ] || fail "no write succeeded within 30 s of SIGCONT"
+ha_await_write probe-after 30 || fail "no write succeeded within 30 s of SIGCONT"
 ha_log "first write succeeded $(python3 -c "print(round($(date +%s.%N) - $t0, 2))")s after SIGCONT"
 ha_log "after: $(ha_write post "$HA_DIR/post" --count 400)"
 if grep -qv ' ack ' "$HA_DIR/post"; then

@@ -224,6 +224,17 @@ hk() {
   "$KUBECTL" --server "${API_URL[$i]}" "$@"
 }
 
+# Create ConfigMap NAME through API server 0, trying every 0.1 s for up to
+# SECONDS; fails if none succeeded (the first write after an outage).
+ha_await_write() {
+  local name=$1 i
+  for ((i = 0; i < $2 * 10; i++)); do
+    hk 0 create configmap "$name" --from-literal=a=b >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 ha_curl() {
   local i=$1 method=$2 path=$3
   shift 3

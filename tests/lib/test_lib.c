@@ -7,11 +7,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "testutil.h"
 
 static void test_buf_grows_and_caps(void **state)
 {
@@ -69,11 +71,41 @@ static void test_err_str(void **state)
     assert_string_equal(err_str(-9999), "unknown error");
 }
 
+static void test_buf_append_file(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("buf"), path[512];
+    snprintf(path, sizeof path, "%s/f", dir);
+    buf_t b;
+    buf_init(&b, 8);
+    assert_int_equal(buf_append_file(&b, path), KP_ENOTFOUND);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(buf_append_file(&b, path), 0); /* empty: still a string */
+    assert_non_null(b.p);
+    assert_int_equal(b.len, 0);
+    f = fopen(path, "w");
+    fputs("abcdefgh", f);
+    fclose(f);
+    assert_int_equal(buf_append_file(&b, path), 0);
+    assert_string_equal(b.p, "abcdefgh");
+    buf_reset(&b);
+    f = fopen(path, "a");
+    fputs("i", f);
+    fclose(f);
+    assert_int_equal(buf_append_file(&b, path), KP_ETOOLARGE); /* 9 bytes, cap 8 */
+    buf_free(&b);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_grows_and_caps),
         cmocka_unit_test(test_buf_reserve_and_detach),
+        cmocka_unit_test(test_buf_append_file),
         cmocka_unit_test(test_err_str),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
