@@ -19,23 +19,23 @@
 #include <unistd.h>
 
 #include "apiserver.h"
+#include "lib/buf.h"
 #include "lib/err.h"
 
 #define VALID_SECONDS (10 * 365 * 24 * 3600L)
 
+/* The PEM file at path (malloc'd), or NULL: missing, unreadable, empty or
+ * over 64 KiB (never cut short). */
 static char *read_all(const char *path)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) return NULL;
-    char *buf = malloc(65536);
-    size_t n = buf ? fread(buf, 1, 65535, f) : 0;
-    fclose(f);
-    if (!buf || n == 0) {
-        free(buf);
+    buf_t b;
+    buf_init(&b, 65535);
+    if (buf_append_file(&b, path) || !b.len) {
+        buf_free(&b);
         return NULL;
     }
-    buf[n] = '\0';
-    return buf;
+    size_t len;
+    return buf_detach(&b, &len);
 }
 
 static int write_secret(const char *path, const gnutls_datum_t *d)
