@@ -13,16 +13,25 @@
  * the CRD watch cache (or a second), then compares every CRD with what is
  * served and acts:
  *
- *   CRD created/changed --> build entries (api_dyn_new: opens a watch cache
- *                           for <group>/<plural>) --> publish a new view
- *                       --> write status (store CAS; a conflict is retried on
- *                           the next pass)
- *   CRD being deleted   --> stop serving it --> delete its objects (store)
+ *   CRD created/changed --> decide its names (decide_names: against the
+ *                           built-ins and the other CRDs of its group)
+ *                       --> names accepted: build entries (api_dyn_new: opens
+ *                           a watch cache for <group>/<plural>) --> publish a
+ *                           new view
+ *                       --> write status: NamesAccepted, Established,
+ *                           KubernetesAPIApprovalPolicyConformant (store CAS;
+ *                           a conflict is retried on the next pass)
+ *   CRD being deleted   --> stop serving it --> delete its objects (store;
+ *                           never under a built-in's key prefix)
  *                       --> drop the finalizer --> delete the CRD
  *
- * The strategy (defaults and validation of CRD objects themselves) is here
- * too: api_strategy_crd. Custom objects are checked against their version's
- * schema by crd_schema.c, called from the generic write path.
+ * INVARIANT: no CRD is served, and no CRD's deletion deletes keys, under the
+ * key prefix of a built-in resource (api_crd_builtin_clash). The strategy
+ * refuses such CRDs on create; this file holds the line for any stored before.
+ *
+ * The strategy (defaults and validation of CRD objects themselves) is in
+ * strategy_crd.c. Custom objects are checked against their version's schema
+ * by crd_schema.c, called from the generic write path.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,8 +50,6 @@
 #define CRD_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
 #define CRD_RESYNC_MS 1000
 
-/* ---- the strategy of CustomResourceDefinition objects ---- */
-
 static json_t *child(json_t *obj, const char *key)
 {
     json_t *c = json_object_get(obj, key);
@@ -58,194 +65,6 @@ static const char *str(const json_t *obj, const char *key)
     const char *s = json_string_value(json_object_get(obj, key));
     return s ? s : "";
 }
-
-static void crd_prepare_create(json_t *obj)
-{
-    json_t *meta = child(obj, "metadata");
-    json_t *fin = json_object_get(meta, "finalizers");
-    if (!json_is_array(fin)) {
-        fin = json_array();
-        json_object_set_new(meta, "finalizers", fin);
-    }
-    size_t i;
-    json_t *f;
-    json_array_foreach(fin, i, f)
-        if (!strcmp(json_string_value(f) ?: "", CRD_FINALIZER)) return;
-    json_array_append_new(fin, json_string(CRD_FINALIZER));
-    json_object_del(obj, "status");
-}
-
-static void lower(const char *in, char *out, size_t n)
-{
-    size_t i = 0;
-    for (; in[i] && i + 1 < n; i++)
-        out[i] = (char)(in[i] >= 'A' && in[i] <= 'Z' ? in[i] - 'A' + 'a' : in[i]);
-    out[i] = '\0';
-}
-
-static void crd_defaults(json_t *obj)
-{
-    json_t *spec = child(obj, "spec");
-    json_t *names = child(spec, "names");
-    const char *kind = str(names, "kind");
-    if (*kind && !json_object_get(names, "singular")) {
-        char s[256];
-        lower(kind, s, sizeof s);
-        json_object_set_new(names, "singular", json_string(s));
-    }
-    if (*kind && !json_object_get(names, "listKind"))
-        json_object_set_new(names, "listKind", json_sprintf("%sList", kind));
-    if (!json_object_get(spec, "conversion"))
-        json_object_set_new(spec, "conversion", json_pack("{s:s}", "strategy", "None"));
-}
-
-/* A DNS-1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63. */
-static int dns_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (!n || n > 63 || s[0] == '-' || s[n - 1] == '-') return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return 0;
-    return 1;
-}
-
-static void check_names(const json_t *names, json_t *causes)
-{
-    static const char *const keys[] = {"plural", "singular"};
-    for (int k = 0; k < 2; k++) {
-        const char *v = str(names, keys[k]);
-        char field[64];
-        snprintf(field, sizeof field, "spec.names.%s", keys[k]);
-        if (!*v && k == 0)
-            api_cause(causes, "FieldValueRequired", field, "Required value");
-        else if (*v && !dns_label(v))
-            api_cause(causes, "FieldValueInvalid", field,
-                      "Invalid value: \"%s\": a lowercase RFC 1123 label must consist of lower "
-                      "case alphanumeric characters or '-', and must start and end with an "
-                      "alphanumeric character",
-                      v);
-    }
-    if (!*str(names, "kind"))
-        api_cause(causes, "FieldValueRequired", "spec.names.kind", "Required value");
-    size_t i;
-    json_t *sn;
-    json_array_foreach(json_object_get(names, "shortNames"), i, sn) {
-        const char *v = json_string_value(sn);
-        if (!v || !dns_label(v))
-            api_cause(causes, "FieldValueInvalid", "spec.names.shortNames",
-                      "Invalid value: \"%s\": a lowercase RFC 1123 label must consist of lower "
-                      "case alphanumeric characters or '-', and must start and end with an "
-                      "alphanumeric character",
-                      v ? v : "");
-    }
-}
-
-static void check_version(const json_t *v, size_t i, json_t *causes)
-{
-    char path[128];
-    const char *name = str(v, "name");
-    snprintf(path, sizeof path, "spec.versions[%zu].name", i);
-    if (!*name)
-        api_cause(causes, "FieldValueRequired", path, "Required value");
-    else if (!dns_label(name))
-        api_cause(causes, "FieldValueInvalid", path,
-                  "Invalid value: \"%s\": a DNS-1035 label must consist of lower case "
-                  "alphanumeric characters or '-', start with an alphabetic character, and end "
-                  "with an alphanumeric character",
-                  name);
-    static const char *const flags[] = {"served", "storage"};
-    for (int k = 0; k < 2; k++) {
-        snprintf(path, sizeof path, "spec.versions[%zu].%s", i, flags[k]);
-        if (!json_is_boolean(json_object_get(v, flags[k])))
-            api_cause(causes, "FieldValueRequired", path, "Required value");
-    }
-    const json_t *schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
-    snprintf(path, sizeof path, "spec.versions[%zu].schema.openAPIV3Schema", i);
-    if (!json_is_object(schema))
-        api_cause(causes, "FieldValueRequired", path, "Required value: schemas are required");
-    else
-        api_crd_schema_check(schema, path, causes);
-    const json_t *scale = json_object_get(json_object_get(v, "subresources"), "scale");
-    if (scale) {
-        static const char *const paths[] = {"specReplicasPath", "statusReplicasPath"};
-        for (int k = 0; k < 2; k++) {
-            const char *p = str(scale, paths[k]);
-            snprintf(path, sizeof path, "spec.versions[%zu].subresources.scale.%s", i, paths[k]);
-            if (!*p)
-                api_cause(causes, "FieldValueRequired", path, "Required value");
-            else if (p[0] != '.' || strchr(p, '['))
-                api_cause(causes, "FieldValueInvalid", path,
-                          "Invalid value: \"%s\": should be a json path under .spec or .status", p);
-        }
-    }
-    size_t j;
-    json_t *col;
-    json_array_foreach(json_object_get(v, "additionalPrinterColumns"), j, col) {
-        static const char *const req[] = {"name", "type", "jsonPath"};
-        for (int k = 0; k < 3; k++) {
-            snprintf(path, sizeof path, "spec.versions[%zu].additionalPrinterColumns[%zu].%s", i, j,
-                     req[k]);
-            if (!*str(col, req[k])) api_cause(causes, "FieldValueRequired", path, "Required value");
-        }
-    }
-}
-
-static void crd_validate(const json_t *obj, const json_t *old, json_t *causes)
-{
-    const json_t *spec = json_object_get(obj, "spec");
-    const json_t *names = json_object_get(spec, "names");
-    const char *group = str(spec, "group"), *plural = str(names, "plural");
-    const char *name = str(json_object_get(obj, "metadata"), "name");
-    if (!*group)
-        api_cause(causes, "FieldValueRequired", "spec.group", "Required value");
-    else if (!strchr(group, '.'))
-        api_cause(causes, "FieldValueInvalid", "spec.group",
-                  "Invalid value: \"%s\": should be a domain with at least one dot", group);
-    check_names(names, causes);
-    char want[512];
-    snprintf(want, sizeof want, "%s.%s", plural, group);
-    if (*plural && *group && strcmp(name, want))
-        api_cause(causes, "FieldValueInvalid", "metadata.name",
-                  "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group", name);
-    const char *scope = str(spec, "scope");
-    if (strcmp(scope, "Namespaced") && strcmp(scope, "Cluster"))
-        api_cause(causes, *scope ? "FieldValueNotSupported" : "FieldValueRequired", "spec.scope",
-                  *scope ? "Unsupported value: \"%s\": supported values: \"Cluster\", "
-                           "\"Namespaced\""
-                         : "Required value%s",
-                  scope);
-    const json_t *versions = json_object_get(spec, "versions");
-    size_t storage = 0, i;
-    json_t *v;
-    if (!json_array_size(versions))
-        api_cause(causes, "FieldValueInvalid", "spec.versions",
-                  "Invalid value: null: must have exactly one version marked as storage version");
-    json_array_foreach(versions, i, v) {
-        check_version(v, i, causes);
-        storage += json_is_true(json_object_get(v, "storage"));
-    }
-    if (json_array_size(versions) && storage != 1)
-        api_cause(causes, "FieldValueInvalid", "spec.versions",
-                  "Invalid value: %zu: must have exactly one version marked as storage version",
-                  storage);
-    if (old) {
-        const json_t *ospec = json_object_get(old, "spec");
-        if (strcmp(str(ospec, "scope"), scope))
-            api_cause(causes, "FieldValueInvalid", "spec.scope",
-                      "Invalid value: \"%s\": field is immutable", scope);
-        if (strcmp(str(ospec, "group"), group))
-            api_cause(causes, "FieldValueInvalid", "spec.group",
-                      "Invalid value: \"%s\": field is immutable", group);
-    }
-}
-
-const api_strategy_t api_strategy_crd = {
-    .prepare_create = crd_prepare_create,
-    .defaults = crd_defaults,
-    .validate = crd_validate,
-    .generation = 1,
-};
 
 /* ---- building the served resources of a CRD ---- */
 
@@ -333,28 +152,224 @@ static void entry_key(const json_t *crd, const json_t *version, char *out, size_
              str(version, "name"));
 }
 
-static int condition_true(const json_t *crd, const char *type)
+/* ---- names: which CRD may use which names (Kubernetes' naming controller) ----
+ *
+ * Within a group, a plural, singular or short name, and a kind or list kind,
+ * belong to one resource. A CRD's names are accepted when no other holds
+ * them: the built-ins of its group always hold theirs, and another CRD of
+ * the group holds the names in its status.acceptedNames. A name a CRD has
+ * already accepted stays its own. The decision of one pass is made in list
+ * order, each CRD seeing the names decided for those before it, so that two
+ * CRDs asking for one name at once do not both get it. A CRD with a name
+ * not accepted is not served (Kubernetes goes on serving an established one
+ * under its older accepted names; kplane stops serving it). */
+
+/* What one pass decided for one CRD. */
+typedef struct naming {
+    json_t *accepted;   /* the accepted names (a new reference) */
+    json_t *condition;  /* NamesAccepted: {type, status, reason, message} */
+    int serve;          /* all names accepted and no clash with a built-in */
+} naming_t;
+
+static void naming_clear(naming_t *n)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(crd, "status"), "conditions"), i, c) {
-        if (!strcmp(str(c, "type"), type)) return !strcmp(str(c, "status"), "True");
+    json_decref(n->accepted);
+    json_decref(n->condition);
+    memset(n, 0, sizeof *n);
+}
+
+/* The names held in `group` by others than CRD `self` of `crds` (index
+ * `self`): resources (plural, singular, short names) into res, kinds (kind,
+ * list kind) into kinds, as JSON objects used as sets. */
+static void held_names(const json_t *const *crds, const naming_t *decided, size_t n, size_t self,
+                       const char *group, json_t *res, json_t *kinds)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i == self || strcmp(str(json_object_get(crds[i], "spec"), "group"), group)) continue;
+        const json_t *names =
+            i < self ? decided[i].accepted
+                     : json_object_get(json_object_get(crds[i], "status"), "acceptedNames");
+        static const char *const rk[] = {"plural", "singular"};
+        for (size_t k = 0; k < 2; k++)
+            if (*str(names, rk[k])) json_object_set_new(res, str(names, rk[k]), json_true());
+        size_t j;
+        json_t *sn;
+        json_array_foreach(json_object_get(names, "shortNames"), j, sn)
+            if (json_string_value(sn)) json_object_set_new(res, json_string_value(sn), json_true());
+        static const char *const kk[] = {"kind", "listKind"};
+        for (size_t k = 0; k < 2; k++)
+            if (*str(names, kk[k])) json_object_set_new(kinds, str(names, kk[k]), json_true());
+    }
+}
+
+/* Is `name` a resource name (kinds: a kind) of a built-in of `group`? */
+static int builtin_holds(const char *group, const char *name, int kinds)
+{
+    for (size_t i = 0; i < api_registry_count(); i++) {
+        const api_resource_t *b = api_registry_at(i);
+        if (strcmp(b->group, group)) continue;
+        if (kinds ? !strcmp(b->kind, name) || !strcmp(b->list_kind, name)
+                  : !strcmp(b->resource, name) || !strcmp(b->singular, name))
+            return 1;
+        for (size_t k = 0; !kinds && k < 4 && b->short_names[k]; k++)
+            if (!strcmp(b->short_names[k], name)) return 1;
     }
     return 0;
 }
 
-/* The status a served CRD should have; a new reference. */
-static json_t *wanted_status(const json_t *crd)
+/* equalToAcceptedOrFresh, with the built-ins holding their names for good:
+ * 0 if `want` may be used, else the message (into msg). */
+static int name_taken(const char *group, const char *want, const char *accepted,
+                      const json_t *held, int kinds, char *msg, size_t n)
 {
+    int taken = builtin_holds(group, want, kinds) ||
+                (strcmp(want, accepted) && json_object_get(held, want));
+    if (taken) snprintf(msg, n, "\"%s\" is already in use", want);
+    return taken;
+}
+
+/* Decide the names of crds[self]; decided[0..self-1] are already set. */
+static void decide_names(const json_t *const *crds, naming_t *decided, size_t n, size_t self)
+{
+    const json_t *crd = crds[self];
     const json_t *spec = json_object_get(crd, "spec");
-    const json_t *old = json_object_get(crd, "status");
+    const char *group = str(spec, "group");
+    const json_t *want = json_object_get(spec, "names");
+    const json_t *had = json_object_get(json_object_get(crd, "status"), "acceptedNames");
+    json_t *acc = json_is_object(had) ? json_deep_copy(had) : json_object();
+    json_t *res = json_object(), *kinds = json_object();
+    naming_t *out = &decided[self];
+    held_names(crds, decided, n, self, group, res, kinds);
+    const char *reason = NULL;
+    char msg[512] = "";
+    static const struct {
+        const char *key, *reason;
+        int kinds;
+    } one[] = {{"plural", "PluralConflict", 0}, {"singular", "SingularConflict", 0},
+               {"kind", "KindConflict", 1}, {"listKind", "ListKindConflict", 1}};
+    for (size_t k = 0; acc && res && kinds && k < sizeof one / sizeof *one; k++) {
+        const char *w = str(want, one[k].key);
+        if (name_taken(group, w, str(had, one[k].key), one[k].kinds ? kinds : res,
+                       one[k].kinds, msg, sizeof msg))
+            reason = one[k].reason;
+        else
+            json_object_set(acc, one[k].key, json_object_get(want, one[k].key));
+    }
+    /* Short names: each must be ours already or free. */
+    const json_t *sn_want = json_object_get(want, "shortNames");
+    const json_t *sn_had = json_object_get(had, "shortNames");
+    if (acc && res && !api_json_same(sn_want, sn_had)) {
+        int bad = 0;
+        size_t i, j;
+        json_t *sn, *h;
+        json_array_foreach(sn_want, i, sn) {
+            const char *v = json_string_value(sn) ?: "";
+            int ours = !strcmp(v, str(had, "plural")) || !strcmp(v, str(had, "singular"));
+            json_array_foreach(sn_had, j, h) ours |= json_equal(h, sn);
+            if (builtin_holds(group, v, 0) || (!ours && json_object_get(res, v))) {
+                snprintf(msg, sizeof msg, "\"%s\" is already in use", v);
+                bad = 1;
+            }
+        }
+        if (bad) reason = "ShortNamesConflict";
+        else if (sn_want) json_object_set(acc, "shortNames", (json_t *)sn_want);
+        else json_object_del(acc, "shortNames");
+    }
+    if (acc) {
+        const json_t *cat = json_object_get(want, "categories");
+        if (cat) json_object_set(acc, "categories", (json_t *)cat);
+        else json_object_del(acc, "categories");
+    }
+    /* Keys shared with a built-in: never served, whatever the names say. */
+    if (!reason && api_crd_builtin_clash(group, str(want, "plural"))) {
+        reason = "PluralConflict";
+        snprintf(msg, sizeof msg, "\"%s\" is already in use", str(want, "plural"));
+    }
+    out->accepted = acc;
+    out->condition =
+        reason ? json_pack("{s:s, s:s, s:s, s:s}", "type", "NamesAccepted", "status", "False",
+                           "reason", reason, "message", msg)
+               : json_pack("{s:s, s:s, s:s, s:s}", "type", "NamesAccepted", "status", "True",
+                           "reason", "NoConflicts", "message", "no conflicts found");
+    out->serve = !reason && acc && out->condition;
+    json_decref(res);
+    json_decref(kinds);
+}
+
+/* ---- the status of a CRD ---- */
+
+/* Set condition `c` (a borrowed {type, status, reason, message}) in the
+ * status' conditions: its lastTransitionTime is now when its status changes,
+ * else kept. Returns 1 if anything but the time changed. */
+static int set_condition(json_t *status, const json_t *c, const char *now)
+{
+    json_t *conds = json_object_get(status, "conditions");
+    if (!json_is_array(conds)) {
+        conds = json_array();
+        json_object_set_new(status, "conditions", conds);
+    }
+    json_t *have = NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(conds, i, x)
+        if (!strcmp(str(x, "type"), str(c, "type"))) have = x;
+    if (!have) {
+        have = json_deep_copy(c);
+        json_object_set_new(have, "lastTransitionTime", json_string(now));
+        json_array_append_new(conds, have);
+        return 1;
+    }
+    static const char *const keys[] = {"status", "reason", "message"};
+    int changed = 0;
+    if (strcmp(str(have, "status"), str(c, "status")))
+        json_object_set_new(have, "lastTransitionTime", json_string(now));
+    for (size_t k = 0; k < 3; k++) {
+        if (strcmp(str(have, keys[k]), str(c, keys[k]))) changed = 1;
+        json_object_set(have, keys[k], json_object_get(c, keys[k]));
+    }
+    return changed;
+}
+
+/* Make crd's status say what `nm` decided (names, NamesAccepted, Established),
+ * its approval condition, and its stored versions. Returns 0 to write, -1
+ * when nothing but times would change (crd_rewrite's convention). */
+static int set_status(json_t *crd, void *arg)
+{
+    const naming_t *nm = arg;
+    const json_t *spec = json_object_get(crd, "spec");
+    json_t *status = json_object_get(crd, "status");
+    if (!json_is_object(status)) {
+        status = json_object();
+        json_object_set_new(crd, "status", status);
+    }
     char now[32];
     api_now_rfc3339(now);
-    json_t *stored = json_array();
+    int changed = 0;
+    if (!api_json_same(json_object_get(status, "acceptedNames"), nm->accepted)) {
+        json_object_set(status, "acceptedNames", nm->accepted);
+        changed = 1;
+    }
+    changed |= set_condition(status, nm->condition, now);
+    json_t *est = nm->serve ? json_pack("{s:s, s:s, s:s, s:s}", "type", "Established", "status",
+                                        "True", "reason", "InitialNamesAccepted", "message",
+                                        "the initial names have been accepted")
+                            : json_pack("{s:s, s:s, s:s, s:s}", "type", "Established", "status",
+                                        "False", "reason", "NotAccepted", "message",
+                                        "not all names are accepted");
+    if (est) changed |= set_condition(status, est, now);
+    json_decref(est);
+    json_t *appr = api_crd_approval_condition(crd);
+    if (appr) changed |= set_condition(status, appr, now);
+    json_decref(appr);
+    /* storedVersions: every version ever stored, the storage one added. */
+    json_t *stored = json_object_get(status, "storedVersions");
+    if (!json_is_array(stored)) {
+        stored = json_array();
+        json_object_set_new(status, "storedVersions", stored);
+        changed = 1;
+    }
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(old, "storedVersions"), i, v)
-        json_array_append(stored, v);
     json_array_foreach(json_object_get(spec, "versions"), i, v) {
         if (!json_is_true(json_object_get(v, "storage"))) continue;
         int have = 0;
@@ -362,14 +377,23 @@ static json_t *wanted_status(const json_t *crd)
         json_t *s;
         json_array_foreach(stored, j, s)
             have |= json_equal(s, json_object_get(v, "name"));
-        if (!have) json_array_append(stored, json_object_get(v, "name"));
+        if (!have) {
+            json_array_append(stored, json_object_get(v, "name"));
+            changed = 1;
+        }
     }
-    return json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}], s:O, s:o}",
-                     "conditions", "type", "NamesAccepted", "status", "True", "lastTransitionTime",
-                     now, "reason", "NoConflicts", "message", "no conflicts found", "type",
-                     "Established", "status", "True", "lastTransitionTime", now, "reason",
-                     "InitialNamesAccepted", "message", "the initial names have been accepted",
-                     "acceptedNames", json_object_get(spec, "names"), "storedVersions", stored);
+    return changed ? 0 : -1;
+}
+
+/* Does the cached CRD's status differ from what it should say? Checked on
+ * the watch cache's copy, so that the once-a-second pass reads the store
+ * only for a CRD that needs a write. */
+static int status_stale(const json_t *crd, const naming_t *nm)
+{
+    json_t *copy = json_deep_copy(crd);
+    int stale = copy && set_status(copy, (void *)nm) == 0;
+    json_decref(copy);
+    return stale;
 }
 
 static void crd_key(const char *name, char *key, size_t n)
@@ -404,34 +428,6 @@ static int crd_rewrite(crd_ctl_t *c, const char *name, int (*edit)(json_t *crd, 
     return rc;
 }
 
-static int set_status(json_t *crd, void *arg)
-{
-    (void)arg;
-    json_t *want = wanted_status(crd);
-    const json_t *old = json_object_get(crd, "status");
-    /* Unchanged but for the times: leave it. */
-    if (condition_true(crd, "Established") && condition_true(crd, "NamesAccepted") &&
-        json_equal(json_object_get(old, "acceptedNames"), json_object_get(want, "acceptedNames")) &&
-        json_equal(json_object_get(old, "storedVersions"),
-                   json_object_get(want, "storedVersions"))) {
-        json_decref(want);
-        return -1;
-    }
-    json_object_set_new(crd, "status", want);
-    return 0;
-}
-
-/* Does the cached CRD's status differ from what it should say? Checked on
- * the watch cache's copy, so that the once-a-second pass reads the store
- * only for a CRD that needs a write. */
-static int status_stale(const json_t *crd)
-{
-    json_t *copy = json_deep_copy(crd);
-    int stale = copy && set_status(copy, NULL) == 0;
-    json_decref(copy);
-    return stale;
-}
-
 static int drop_finalizer(json_t *crd, void *arg)
 {
     (void)arg;
@@ -450,16 +446,25 @@ static int drop_finalizer(json_t *crd, void *arg)
 }
 
 /* Delete every object of a CRD being deleted (all versions share one key
- * prefix). Returns 0 once none is left. */
+ * prefix). Returns 0 once none is left. A CRD whose prefix a built-in shares
+ * (stored before such CRDs were refused) owns no keys: none is deleted. */
 static int delete_objects(crd_ctl_t *c, const json_t *crd)
 {
     const json_t *spec = json_object_get(crd, "spec");
+    const char *group = str(spec, "group"), *plural = str(json_object_get(spec, "names"), "plural");
+    const api_resource_t *b = api_crd_builtin_clash(group, plural);
+    if (b) {
+        log_warn("crd", "%s.%s: its objects would be the built-in %s: none deleted", plural, group,
+                 b->resource);
+        return 0;
+    }
+    api_resource_t r = {.group = group, .resource = plural};
     char prefix[STORE_KEY_MAX + 1];
-    snprintf(prefix, sizeof prefix, "/registry/%s/%s/", str(spec, "group"),
-             str(json_object_get(spec, "names"), "plural"));
+    int rc = api_key_prefix(&r, prefix, sizeof prefix);
+    if (rc || !*group || !*plural) return rc; /* no key can have such a prefix */
     for (;;) {
         store_range_t *page;
-        int rc = store_range(c->srv->cfg.store, prefix, NULL, 500, 0, &page);
+        rc = store_range(c->srv->cfg.store, prefix, NULL, 500, 0, &page);
         if (rc) return rc;
         size_t n = page->count;
         for (size_t i = 0; i < n && !rc; i++) {
@@ -482,6 +487,48 @@ static int has_finalizer(const json_t *crd)
     return 0;
 }
 
+/* Add the entries serving crd (its served versions) to dyn/keys (n of cap),
+ * reusing those served now; *changed is set when one is new. */
+static void serve_crd(crd_ctl_t *c, const json_t *crd, const char *name, api_dyn_t ***dyn,
+                      char ***keys, size_t *n, size_t *cap, int *changed)
+{
+    size_t j;
+    json_t *v;
+    json_array_foreach(json_object_get(json_object_get(crd, "spec"), "versions"), j, v) {
+        if (!json_is_true(json_object_get(v, "served"))) continue;
+        char key[256];
+        entry_key(crd, v, key, sizeof key);
+        api_dyn_t *d = NULL;
+        for (size_t k = 0; k < c->n && !d; k++)
+            if (!strcmp(c->keys[k], key)) d = api_dyn_ref(c->dyn[k]);
+        if (!d) {
+            int rc = make_entry(c->srv, crd, v, &d);
+            if (rc) {
+                log_error("crd", "%s: serving version %s: %s", name, str(v, "name"), err_str(rc));
+                continue;
+            }
+            *changed = 1;
+        }
+        char *k = strdup(key);
+        if (*n == *cap) {
+            *cap *= 2;
+            api_dyn_t **nd = realloc(*dyn, *cap * sizeof **dyn);
+            if (nd) *dyn = nd;
+            char **nk = nd ? realloc(*keys, *cap * sizeof **keys) : NULL;
+            if (nk) *keys = nk;
+            if (!nd || !nk) *cap /= 2;
+        }
+        if (!k || *n == *cap) {
+            free(k);
+            api_dyn_unref(d);
+            return;
+        }
+        (*dyn)[*n] = d;
+        (*keys)[*n] = k;
+        (*n)++;
+    }
+}
+
 /* One pass: make the served entries and the CRDs' status match the CRDs. */
 static void sync_all(crd_ctl_t *c)
 {
@@ -490,55 +537,36 @@ static void sync_all(crd_ctl_t *c)
     size_t cap = 8, n = 0;
     api_dyn_t **dyn = calloc(cap, sizeof *dyn);
     char **keys = calloc(cap, sizeof *keys);
+    const json_t **crds = calloc(l->count + 1, sizeof *crds);
+    naming_t *names = calloc(l->count + 1, sizeof *names);
     int changed = 0;
-    for (size_t i = 0; dyn && keys && i < l->count; i++) {
-        const json_t *crd = l->objs[i]->doc;
+    for (size_t i = 0; crds && i < l->count; i++) crds[i] = l->objs[i]->doc;
+    for (size_t i = 0; dyn && keys && crds && names && i < l->count; i++) {
+        const json_t *crd = crds[i];
         const char *name = l->objs[i]->name;
         if (json_object_get(json_object_get(crd, "metadata"), "deletionTimestamp")) {
+            /* It keeps its names until it is gone. */
+            names[i].accepted =
+                json_incref(json_object_get(json_object_get(crd, "status"), "acceptedNames"));
             /* Stop serving first (below: it is not carried over), then clean up. */
             if (has_finalizer(crd) && !delete_objects(c, crd))
                 crd_rewrite(c, name, drop_finalizer, NULL);
             continue;
         }
-        size_t j;
-        json_t *v;
-        int served = 0;
-        json_array_foreach(json_object_get(json_object_get(crd, "spec"), "versions"), j, v) {
-            if (!json_is_true(json_object_get(v, "served"))) continue;
-            char key[256];
-            entry_key(crd, v, key, sizeof key);
-            api_dyn_t *d = NULL;
-            for (size_t k = 0; k < c->n && !d; k++)
-                if (!strcmp(c->keys[k], key)) d = api_dyn_ref(c->dyn[k]);
-            if (!d) {
-                int rc = make_entry(c->srv, crd, v, &d);
-                if (rc) {
-                    log_error("crd", "%s: serving version %s: %s", name, str(v, "name"),
-                              err_str(rc));
-                    continue;
-                }
-                changed = 1;
-            }
-            if (n == cap) {
-                cap *= 2;
-                api_dyn_t **nd = realloc(dyn, cap * sizeof *dyn);
-                char **nk = nd ? realloc(keys, cap * sizeof *keys) : NULL;
-                if (nd) dyn = nd;
-                if (nk) keys = nk;
-                if (!nd || !nk) {
-                    api_dyn_unref(d);
-                    break;
-                }
-            }
-            dyn[n] = d;
-            keys[n] = strdup(key);
-            n++;
-            served = 1;
-        }
-        if (served && status_stale(crd)) crd_rewrite(c, name, set_status, NULL);
+        decide_names(crds, names, l->count, i);
+        if (!names[i].condition) continue; /* out of memory: the next pass */
+        if (names[i].serve) serve_crd(c, crd, name, &dyn, &keys, &n, &cap, &changed);
+        if (status_stale(crd, &names[i])) crd_rewrite(c, name, set_status, &names[i]);
     }
+    for (size_t i = 0; names && i < l->count; i++) naming_clear(&names[i]);
+    free(names);
+    free(crds);
     wc_list_free(l);
     if (!dyn || !keys) {
+        for (size_t i = 0; i < n; i++) {
+            api_dyn_unref(dyn[i]);
+            free(keys[i]);
+        }
         free(dyn);
         free(keys);
         return;
