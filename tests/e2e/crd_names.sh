@@ -168,6 +168,49 @@ is_gone /apis/example.com/v1/namespaces/default/gadgets || fail "gadgets served"
 expect_eq "widgets still accepted" "$(condition widgets.example.com NamesAccepted)" "True NoConflicts no conflicts found"
 served /apis/example.com/v1/namespaces/default/widgets || fail "widgets no longer served"
 
+echo "--- shadowing CRDs stored before they were refused: never served, deleted alone"
+# Planted in the store (the server stopped) as the server before this fix
+# wrote them: with the cleanup finalizer and a status saying they were
+# established.
+plant() { # plant PLURAL GROUP KIND
+  "$KP_BIN" store --data-dir "$KP_DIR/data" put \
+    "/registry/apiextensions.k8s.io/customresourcedefinitions/$1.$2" - >/dev/null <<JSON
+{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"$1.$2","uid":"00000000-0000-4000-8000-00000000000$4","generation":1,
+  "creationTimestamp":"2026-01-01T00:00:00Z","finalizers":["customresourcecleanup.apiextensions.k8s.io"]},
+ "spec":{"group":"$2","scope":"Namespaced","conversion":{"strategy":"None"},
+  "names":{"plural":"$1","singular":"x$4","kind":"$3","listKind":"$3List"},
+  "versions":[{"name":"v1","served":true,"storage":true,
+   "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]},
+ "status":{"acceptedNames":{"plural":"$1","singular":"x$4","kind":"$3","listKind":"$3List"},
+  "conditions":[{"type":"NamesAccepted","status":"True","reason":"NoConflicts","message":"no conflicts found"},
+   {"type":"Established","status":"True","reason":"InitialNamesAccepted","message":"the initial names have been accepted"}],
+  "storedVersions":["v1"]}}
+JSON
+}
+# The server starts again on that store, as an upgraded server would.
+kp_stop
+plant leases coordination.k8s.io Lease 1
+plant customresourcedefinitions apiextensions.k8s.io CustomResourceDefinition 2
+kp_restart "${KP_API_ONLY[@]}"
+wait_for "planted leases CRD refused its names" 10 \
+  cond_is leases.coordination.k8s.io NamesAccepted 'False PluralConflict "leases" is already in use'
+wait_for "planted CRD of CRDs refused its names" 10 \
+  cond_is customresourcedefinitions.apiextensions.k8s.io NamesAccepted 'False PluralConflict'
+expect_eq "planted leases CRD not established" "$(condition leases.coordination.k8s.io Established)" \
+  "False NotAccepted not all names are accepted"
+expect_eq "leases listed once in discovery" \
+  "$(kp_curl GET /apis/coordination.k8s.io/v1 | py "[r['name'] for r in s['resources']].count('leases')")" 1
+expect_eq "the leases are still the built-in's" "$(lease_names)" "holder-a holder-b"
+kp_curl DELETE "$CRDS/leases.coordination.k8s.io" -o /dev/null
+kp_curl DELETE "$CRDS/customresourcedefinitions.apiextensions.k8s.io" -o /dev/null
+wait_for "planted CRDs deleted" 20 crds_are \
+  "bars.coordination.k8s.io doodads.tools.k8s.io gadgets.example.com gizmos.tools.k8s.io widgets.example.com"
+expect_eq "leases untouched by the planted CRD's deletion" "$(lease_names)" "holder-a holder-b"
+expect_eq "widgets CRD kept its finalizer" \
+  "$(kp_curl GET "$CRDS/widgets.example.com" | py "s['metadata']['finalizers']")" "$WIDGETS_FIN"
+served /apis/example.com/v1/namespaces/default/widgets || fail "widgets no longer served"
+
 echo "--- deleting CRDs deletes their objects and nothing else"
 post /apis/tools.k8s.io/v1/namespaces/default/gizmos \
   '{"apiVersion":"tools.k8s.io/v1","kind":"Gizmo","metadata":{"name":"g1"}}'
