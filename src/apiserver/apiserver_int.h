@@ -282,6 +282,11 @@ int api_ensure_namespaces(apiserver_t *s);
 /* object.c: metadata helpers. */
 /* 1 if a and b are equal JSON values, or both absent (NULL). */
 int api_json_same(const json_t *a, const json_t *b);
+/* obj[key] if it is a string, else "" (never NULL); borrowed from obj. */
+const char *api_json_str(const json_t *obj, const char *key);
+/* obj[key] as an object, replacing whatever else is there with {}; borrowed
+ * from obj. NULL if obj is not an object or out of memory. */
+json_t *api_json_child(json_t *obj, const char *key);
 int api_new_uid(char out[37]);
 void api_now_rfc3339(char out[32]);
 /* Validate a name: DNS-1123 subdomain (dns_label 0) or label (1). Returns NULL

@@ -50,22 +50,6 @@
 #define CRD_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
 #define CRD_RESYNC_MS 1000
 
-static json_t *child(json_t *obj, const char *key)
-{
-    json_t *c = json_object_get(obj, key);
-    if (!json_is_object(c)) {
-        c = json_object();
-        json_object_set_new(obj, key, c);
-    }
-    return c;
-}
-
-static const char *str(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : "";
-}
-
 /* ---- building the served resources of a CRD ---- */
 
 /* The schema requests are checked against: the version's openAPIV3Schema
@@ -75,7 +59,7 @@ static json_t *served_schema(const json_t *schema)
 {
     json_t *s = json_deep_copy(schema);
     if (!s) return NULL;
-    json_t *props = child(s, "properties");
+    json_t *props = api_json_child(s, "properties");
     json_object_set_new(props, "apiVersion", json_pack("{s:s}", "type", "string"));
     json_object_set_new(props, "kind", json_pack("{s:s}", "type", "string"));
     json_object_set_new(
@@ -99,13 +83,13 @@ static int make_entry(apiserver_t *s, const json_t *crd, const json_t *version, 
     }
     json_object_set_new(owner, "schema", schema);
     api_resource_t res = {
-        .group = str(spec, "group"),
-        .version = str(version, "name"),
-        .resource = str(names, "plural"),
-        .singular = str(names, "singular"),
-        .kind = str(names, "kind"),
-        .list_kind = str(names, "listKind"),
-        .namespaced = !strcmp(str(spec, "scope"), "Namespaced"),
+        .group = api_json_str(spec, "group"),
+        .version = api_json_str(version, "name"),
+        .resource = api_json_str(names, "plural"),
+        .singular = api_json_str(names, "singular"),
+        .kind = api_json_str(names, "kind"),
+        .list_kind = api_json_str(names, "listKind"),
+        .namespaced = !strcmp(api_json_str(spec, "scope"), "Namespaced"),
         .crd_schema = schema,
         .printer_columns = json_object_get(version, "additionalPrinterColumns"),
     };
@@ -147,9 +131,9 @@ typedef struct crd_ctl {
 static void entry_key(const json_t *crd, const json_t *version, char *out, size_t n)
 {
     const json_t *meta = json_object_get(crd, "metadata");
-    snprintf(out, n, "%s/%" PRId64 "/%s", str(meta, "uid"),
+    snprintf(out, n, "%s/%" PRId64 "/%s", api_json_str(meta, "uid"),
              (int64_t)json_integer_value(json_object_get(meta, "generation")),
-             str(version, "name"));
+             api_json_str(version, "name"));
 }
 
 /* ---- names: which CRD may use which names (Kubernetes' naming controller) ----
@@ -166,9 +150,9 @@ static void entry_key(const json_t *crd, const json_t *version, char *out, size_
 
 /* What one pass decided for one CRD. */
 typedef struct naming {
-    json_t *accepted;   /* the accepted names (a new reference) */
-    json_t *condition;  /* NamesAccepted: {type, status, reason, message} */
-    int serve;          /* all names accepted and no clash with a built-in */
+    json_t *accepted;  /* the accepted names (a new reference) */
+    json_t *condition; /* NamesAccepted: {type, status, reason, message} */
+    int serve;         /* all names accepted and no clash with a built-in */
 } naming_t;
 
 static void naming_clear(naming_t *n)
@@ -185,20 +169,23 @@ static void held_names(const json_t *const *crds, const naming_t *decided, size_
                        const char *group, json_t *res, json_t *kinds)
 {
     for (size_t i = 0; i < n; i++) {
-        if (i == self || strcmp(str(json_object_get(crds[i], "spec"), "group"), group)) continue;
+        if (i == self || strcmp(api_json_str(json_object_get(crds[i], "spec"), "group"), group))
+            continue;
         const json_t *names =
             i < self ? decided[i].accepted
                      : json_object_get(json_object_get(crds[i], "status"), "acceptedNames");
         static const char *const rk[] = {"plural", "singular"};
         for (size_t k = 0; k < 2; k++)
-            if (*str(names, rk[k])) json_object_set_new(res, str(names, rk[k]), json_true());
+            if (*api_json_str(names, rk[k]))
+                json_object_set_new(res, api_json_str(names, rk[k]), json_true());
         size_t j;
         json_t *sn;
         json_array_foreach(json_object_get(names, "shortNames"), j, sn)
             if (json_string_value(sn)) json_object_set_new(res, json_string_value(sn), json_true());
         static const char *const kk[] = {"kind", "listKind"};
         for (size_t k = 0; k < 2; k++)
-            if (*str(names, kk[k])) json_object_set_new(kinds, str(names, kk[k]), json_true());
+            if (*api_json_str(names, kk[k]))
+                json_object_set_new(kinds, api_json_str(names, kk[k]), json_true());
     }
 }
 
@@ -219,8 +206,8 @@ static int builtin_holds(const char *group, const char *name, int kinds)
 
 /* equalToAcceptedOrFresh, with the built-ins holding their names for good:
  * 0 if `want` may be used, else the message (into msg). */
-static int name_taken(const char *group, const char *want, const char *accepted,
-                      const json_t *held, int kinds, char *msg, size_t n)
+static int name_taken(const char *group, const char *want, const char *accepted, const json_t *held,
+                      int kinds, char *msg, size_t n)
 {
     int taken = builtin_holds(group, want, kinds) ||
                 (strcmp(want, accepted) && json_object_get(held, want));
@@ -233,7 +220,7 @@ static void decide_names(const json_t *const *crds, naming_t *decided, size_t n,
 {
     const json_t *crd = crds[self];
     const json_t *spec = json_object_get(crd, "spec");
-    const char *group = str(spec, "group");
+    const char *group = api_json_str(spec, "group");
     const json_t *want = json_object_get(spec, "names");
     const json_t *had = json_object_get(json_object_get(crd, "status"), "acceptedNames");
     json_t *acc = json_is_object(had) ? json_deep_copy(had) : json_object();
@@ -245,11 +232,13 @@ static void decide_names(const json_t *const *crds, naming_t *decided, size_t n,
     static const struct {
         const char *key, *reason;
         int kinds;
-    } one[] = {{"plural", "PluralConflict", 0}, {"singular", "SingularConflict", 0},
-               {"kind", "KindConflict", 1}, {"listKind", "ListKindConflict", 1}};
+    } one[] = {{"plural", "PluralConflict", 0},
+               {"singular", "SingularConflict", 0},
+               {"kind", "KindConflict", 1},
+               {"listKind", "ListKindConflict", 1}};
     for (size_t k = 0; acc && res && kinds && k < sizeof one / sizeof *one; k++) {
-        const char *w = str(want, one[k].key);
-        if (name_taken(group, w, str(had, one[k].key), one[k].kinds ? kinds : res,
+        const char *w = api_json_str(want, one[k].key);
+        if (name_taken(group, w, api_json_str(had, one[k].key), one[k].kinds ? kinds : res,
                        one[k].kinds, msg, sizeof msg))
             reason = one[k].reason;
         else
@@ -264,26 +253,33 @@ static void decide_names(const json_t *const *crds, naming_t *decided, size_t n,
         json_t *sn, *h;
         json_array_foreach(sn_want, i, sn) {
             const char *v = json_string_value(sn) ?: "";
-            int ours = !strcmp(v, str(had, "plural")) || !strcmp(v, str(had, "singular"));
-            json_array_foreach(sn_had, j, h) ours |= json_equal(h, sn);
+            int ours = !strcmp(v, api_json_str(had, "plural")) ||
+                       !strcmp(v, api_json_str(had, "singular"));
+            json_array_foreach(sn_had, j, h)
+                ours |= json_equal(h, sn);
             if (builtin_holds(group, v, 0) || (!ours && json_object_get(res, v))) {
                 snprintf(msg, sizeof msg, "\"%s\" is already in use", v);
                 bad = 1;
             }
         }
-        if (bad) reason = "ShortNamesConflict";
-        else if (sn_want) json_object_set(acc, "shortNames", (json_t *)sn_want);
-        else json_object_del(acc, "shortNames");
+        if (bad)
+            reason = "ShortNamesConflict";
+        else if (sn_want)
+            json_object_set(acc, "shortNames", (json_t *)sn_want);
+        else
+            json_object_del(acc, "shortNames");
     }
     if (acc) {
         const json_t *cat = json_object_get(want, "categories");
-        if (cat) json_object_set(acc, "categories", (json_t *)cat);
-        else json_object_del(acc, "categories");
+        if (cat)
+            json_object_set(acc, "categories", (json_t *)cat);
+        else
+            json_object_del(acc, "categories");
     }
     /* Keys shared with a built-in: never served, whatever the names say. */
-    if (!reason && api_crd_builtin_clash(group, str(want, "plural"))) {
+    if (!reason && api_crd_builtin_clash(group, api_json_str(want, "plural"))) {
         reason = "PluralConflict";
-        snprintf(msg, sizeof msg, "\"%s\" is already in use", str(want, "plural"));
+        snprintf(msg, sizeof msg, "\"%s\" is already in use", api_json_str(want, "plural"));
     }
     out->accepted = acc;
     out->condition =
@@ -312,7 +308,7 @@ static int set_condition(json_t *status, const json_t *c, const char *now)
     size_t i;
     json_t *x;
     json_array_foreach(conds, i, x)
-        if (!strcmp(str(x, "type"), str(c, "type"))) have = x;
+        if (!strcmp(api_json_str(x, "type"), api_json_str(c, "type"))) have = x;
     if (!have) {
         have = json_deep_copy(c);
         json_object_set_new(have, "lastTransitionTime", json_string(now));
@@ -321,10 +317,10 @@ static int set_condition(json_t *status, const json_t *c, const char *now)
     }
     static const char *const keys[] = {"status", "reason", "message"};
     int changed = 0;
-    if (strcmp(str(have, "status"), str(c, "status")))
+    if (strcmp(api_json_str(have, "status"), api_json_str(c, "status")))
         json_object_set_new(have, "lastTransitionTime", json_string(now));
     for (size_t k = 0; k < 3; k++) {
-        if (strcmp(str(have, keys[k]), str(c, keys[k]))) changed = 1;
+        if (strcmp(api_json_str(have, keys[k]), api_json_str(c, keys[k]))) changed = 1;
         json_object_set(have, keys[k], json_object_get(c, keys[k]));
     }
     return changed;
@@ -350,12 +346,12 @@ static int set_status(json_t *crd, void *arg)
         changed = 1;
     }
     changed |= set_condition(status, nm->condition, now);
-    json_t *est = nm->serve ? json_pack("{s:s, s:s, s:s, s:s}", "type", "Established", "status",
-                                        "True", "reason", "InitialNamesAccepted", "message",
-                                        "the initial names have been accepted")
-                            : json_pack("{s:s, s:s, s:s, s:s}", "type", "Established", "status",
-                                        "False", "reason", "NotAccepted", "message",
-                                        "not all names are accepted");
+    json_t *est =
+        nm->serve
+            ? json_pack("{s:s, s:s, s:s, s:s}", "type", "Established", "status", "True", "reason",
+                        "InitialNamesAccepted", "message", "the initial names have been accepted")
+            : json_pack("{s:s, s:s, s:s, s:s}", "type", "Established", "status", "False", "reason",
+                        "NotAccepted", "message", "not all names are accepted");
     if (est) changed |= set_condition(status, est, now);
     json_decref(est);
     json_t *appr = api_crd_approval_condition(crd);
@@ -451,7 +447,8 @@ static int drop_finalizer(json_t *crd, void *arg)
 static int delete_objects(crd_ctl_t *c, const json_t *crd)
 {
     const json_t *spec = json_object_get(crd, "spec");
-    const char *group = str(spec, "group"), *plural = str(json_object_get(spec, "names"), "plural");
+    const char *group = api_json_str(spec, "group"),
+               *plural = api_json_str(json_object_get(spec, "names"), "plural");
     const api_resource_t *b = api_crd_builtin_clash(group, plural);
     if (b) {
         log_warn("crd", "%s.%s: its objects would be the built-in %s: none deleted", plural, group,
@@ -504,7 +501,8 @@ static void serve_crd(crd_ctl_t *c, const json_t *crd, const char *name, api_dyn
         if (!d) {
             int rc = make_entry(c->srv, crd, v, &d);
             if (rc) {
-                log_error("crd", "%s: serving version %s: %s", name, str(v, "name"), err_str(rc));
+                log_error("crd", "%s: serving version %s: %s", name, api_json_str(v, "name"),
+                          err_str(rc));
                 continue;
             }
             *changed = 1;
@@ -540,7 +538,8 @@ static void sync_all(crd_ctl_t *c)
     const json_t **crds = calloc(l->count + 1, sizeof *crds);
     naming_t *names = calloc(l->count + 1, sizeof *names);
     int changed = 0;
-    for (size_t i = 0; crds && i < l->count; i++) crds[i] = l->objs[i]->doc;
+    for (size_t i = 0; crds && i < l->count; i++)
+        crds[i] = l->objs[i]->doc;
     for (size_t i = 0; dyn && keys && crds && names && i < l->count; i++) {
         const json_t *crd = crds[i];
         const char *name = l->objs[i]->name;
@@ -558,7 +557,8 @@ static void sync_all(crd_ctl_t *c)
         if (names[i].serve) serve_crd(c, crd, name, &dyn, &keys, &n, &cap, &changed);
         if (status_stale(crd, &names[i])) crd_rewrite(c, name, set_status, &names[i]);
     }
-    for (size_t i = 0; names && i < l->count; i++) naming_clear(&names[i]);
+    for (size_t i = 0; names && i < l->count; i++)
+        naming_clear(&names[i]);
     free(names);
     free(crds);
     wc_list_free(l);
@@ -584,7 +584,8 @@ static void sync_all(crd_ctl_t *c)
     }
     for (size_t i = 0; i < c->n; i++) {
         int kept = 0; /* an entry no longer served ends its watches, as Kubernetes does */
-        for (size_t k = 0; k < n && !kept; k++) kept = dyn[k] == c->dyn[i];
+        for (size_t k = 0; k < n && !kept; k++)
+            kept = dyn[k] == c->dyn[i];
         if (!kept) api_dyn_end(c->dyn[i]);
         api_dyn_unref(c->dyn[i]);
         free(c->keys[i]);

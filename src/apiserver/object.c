@@ -69,6 +69,22 @@ bad_sub:
            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 }
 
+const char *api_json_str(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
+}
+
+json_t *api_json_child(json_t *obj, const char *key)
+{
+    json_t *c = json_object_get(obj, key);
+    if (!json_is_object(c)) {
+        c = json_object();
+        if (json_object_set_new(obj, key, c)) return NULL;
+    }
+    return c;
+}
+
 int api_json_same(const json_t *a, const json_t *b)
 {
     /* json_equal() says two absent values differ; for "did this change" they

@@ -23,32 +23,16 @@
 #include "store/store.h"
 #include "strategy.h"
 
-#define CRD_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
+#define CRD_FINALIZER       "customresourcecleanup.apiextensions.k8s.io"
 #define APPROVAL_ANNOTATION "api-approved.kubernetes.io"
-#define APPROVAL_PATH "metadata.annotations[" APPROVAL_ANNOTATION "]"
-#define APPROVAL_SEE "see https://github.com/kubernetes/enhancements/pull/1111"
-
-static json_t *child(json_t *obj, const char *key)
-{
-    json_t *c = json_object_get(obj, key);
-    if (!json_is_object(c)) {
-        c = json_object();
-        json_object_set_new(obj, key, c);
-    }
-    return c;
-}
-
-static const char *str(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : "";
-}
+#define APPROVAL_PATH       "metadata.annotations[" APPROVAL_ANNOTATION "]"
+#define APPROVAL_SEE        "see https://github.com/kubernetes/enhancements/pull/1111"
 
 /* ---- defaults ---- */
 
 static void crd_prepare_create(json_t *obj)
 {
-    json_t *meta = child(obj, "metadata");
+    json_t *meta = api_json_child(obj, "metadata");
     json_t *fin = json_object_get(meta, "finalizers");
     if (!json_is_array(fin)) {
         fin = json_array();
@@ -72,9 +56,9 @@ static void lower(const char *in, char *out, size_t n)
 
 static void crd_defaults(json_t *obj)
 {
-    json_t *spec = child(obj, "spec");
-    json_t *names = child(spec, "names");
-    const char *kind = str(names, "kind");
+    json_t *spec = api_json_child(obj, "spec");
+    json_t *names = api_json_child(spec, "names");
+    const char *kind = api_json_str(names, "kind");
     if (*kind && !json_object_get(names, "singular")) {
         char s[256];
         lower(kind, s, sizeof s);
@@ -98,9 +82,12 @@ static void dns1035(const char *s, int fold, char *out, size_t n)
         char c = s[i];
         if (fold && c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
         int alpha = c >= 'a' && c <= 'z', digit = c >= '0' && c <= '9';
-        if (i == 0) ok = alpha;
-        else if (i == len - 1) ok = alpha || digit;
-        else ok = alpha || digit || c == '-';
+        if (i == 0)
+            ok = alpha;
+        else if (i == len - 1)
+            ok = alpha || digit;
+        else
+            ok = alpha || digit || c == '-';
     }
     out[0] = '\0';
     if (len > 63) w = (size_t)snprintf(out, n, "must be no more than 63 characters");
@@ -121,8 +108,7 @@ static void check_label(const char *v, int fold, const char *path, const char *p
     char why[512];
     dns1035(v, fold, why, sizeof why);
     if (*why)
-        api_cause(causes, "FieldValueInvalid", path, "Invalid value: \"%s\": %s%s", v, prefix,
-                  why);
+        api_cause(causes, "FieldValueInvalid", path, "Invalid value: \"%s\": %s%s", v, prefix, why);
 }
 
 static void check_label_list(const json_t *list, const char *path, json_t *causes)
@@ -144,22 +130,24 @@ static void check_names(const json_t *names, json_t *causes)
     for (size_t k = 0; k < sizeof required / sizeof *required; k++) {
         char field[64];
         snprintf(field, sizeof field, "spec.names.%s", required[k]);
-        if (!*str(names, required[k]))
+        if (!*api_json_str(names, required[k]))
             api_cause(causes, "FieldValueRequired", field, "Required value");
     }
     const char *kinds = "may have mixed case, but should otherwise match: ";
-    if (*str(names, "plural"))
-        check_label(str(names, "plural"), 0, "spec.names.plural", "", causes);
-    if (*str(names, "singular"))
-        check_label(str(names, "singular"), 0, "spec.names.singular", "", causes);
-    if (*str(names, "kind")) check_label(str(names, "kind"), 1, "spec.names.kind", kinds, causes);
-    if (*str(names, "listKind"))
-        check_label(str(names, "listKind"), 1, "spec.names.listKind", kinds, causes);
+    if (*api_json_str(names, "plural"))
+        check_label(api_json_str(names, "plural"), 0, "spec.names.plural", "", causes);
+    if (*api_json_str(names, "singular"))
+        check_label(api_json_str(names, "singular"), 0, "spec.names.singular", "", causes);
+    if (*api_json_str(names, "kind"))
+        check_label(api_json_str(names, "kind"), 1, "spec.names.kind", kinds, causes);
+    if (*api_json_str(names, "listKind"))
+        check_label(api_json_str(names, "listKind"), 1, "spec.names.listKind", kinds, causes);
     check_label_list(json_object_get(names, "shortNames"), "spec.names.shortNames", causes);
-    if (*str(names, "kind") && !strcmp(str(names, "kind"), str(names, "listKind")))
+    if (*api_json_str(names, "kind") &&
+        !strcmp(api_json_str(names, "kind"), api_json_str(names, "listKind")))
         api_cause(causes, "FieldValueInvalid", "spec.names.listKind",
                   "Invalid value: \"%s\": kind and listKind may not be the same",
-                  str(names, "listKind"));
+                  api_json_str(names, "listKind"));
     check_label_list(json_object_get(names, "categories"), "spec.names.categories", causes);
 }
 
@@ -184,8 +172,8 @@ int api_crd_protected_group(const char *group)
     size_t n = strlen(group);
     for (size_t i = 0; i < 2; i++) {
         size_t r = strlen(roots[i]);
-        if (!strcmp(group, roots[i]) || (n > r && group[n - r - 1] == '.' &&
-                                         !strcmp(group + n - r, roots[i])))
+        if (!strcmp(group, roots[i]) ||
+            (n > r && group[n - r - 1] == '.' && !strcmp(group + n - r, roots[i])))
             return 1;
     }
     return 0;
@@ -213,7 +201,7 @@ static int approval_url(const char *v)
 api_crd_approval_t api_crd_approval_state(const json_t *crd, const char **value)
 {
     const json_t *ann = json_object_get(json_object_get(crd, "metadata"), "annotations");
-    const char *v = str(ann, APPROVAL_ANNOTATION);
+    const char *v = api_json_str(ann, APPROVAL_ANNOTATION);
     if (value) *value = v;
     if (!*v) return API_CRD_APPROVAL_MISSING;
     if (!strncmp(v, "unapproved", 10)) return API_CRD_APPROVAL_BYPASSED;
@@ -222,7 +210,7 @@ api_crd_approval_t api_crd_approval_state(const json_t *crd, const char **value)
 
 json_t *api_crd_approval_condition(const json_t *crd)
 {
-    const char *group = str(json_object_get(crd, "spec"), "group");
+    const char *group = api_json_str(json_object_get(crd, "spec"), "group");
     if (!api_crd_protected_group(group)) return NULL;
     const char *v;
     switch (api_crd_approval_state(crd, &v)) {
@@ -231,20 +219,20 @@ json_t *api_crd_approval_condition(const json_t *crd)
                          "status", "True", "reason", "ApprovedAnnotation", "message",
                          "approved in ", v);
     case API_CRD_APPROVAL_BYPASSED:
-        return json_pack("{s:s, s:s, s:s, s:s++}", "type",
-                         "KubernetesAPIApprovalPolicyConformant", "status", "False", "reason",
-                         "UnapprovedAnnotation", "message", "not approved: \"", v, "\"");
+        return json_pack("{s:s, s:s, s:s, s:s++}", "type", "KubernetesAPIApprovalPolicyConformant",
+                         "status", "False", "reason", "UnapprovedAnnotation", "message",
+                         "not approved: \"", v, "\"");
     case API_CRD_APPROVAL_MISSING:
         return json_pack("{s:s, s:s, s:s, s:s}", "type", "KubernetesAPIApprovalPolicyConformant",
                          "status", "False", "reason", "MissingAnnotation", "message",
                          "protected groups must have approval annotation \"" APPROVAL_ANNOTATION
                          "\", " APPROVAL_SEE);
     default:
-        return json_pack("{s:s, s:s, s:s, s:s}", "type", "KubernetesAPIApprovalPolicyConformant",
-                         "status", "False", "reason", "InvalidAnnotation", "message",
-                         "protected groups must have approval annotation \"" APPROVAL_ANNOTATION
-                         "\" with either a URL or a reason starting with \"unapproved\", "
-                         APPROVAL_SEE);
+        return json_pack(
+            "{s:s, s:s, s:s, s:s}", "type", "KubernetesAPIApprovalPolicyConformant", "status",
+            "False", "reason", "InvalidAnnotation", "message",
+            "protected groups must have approval annotation \"" APPROVAL_ANNOTATION
+            "\" with either a URL or a reason starting with \"unapproved\", " APPROVAL_SEE);
     }
 }
 
@@ -252,7 +240,7 @@ json_t *api_crd_approval_condition(const json_t *crd)
  * state as it was is never refused. */
 static void check_approval(const json_t *obj, const json_t *old, json_t *causes)
 {
-    if (!api_crd_protected_group(str(json_object_get(obj, "spec"), "group"))) return;
+    if (!api_crd_protected_group(api_json_str(json_object_get(obj, "spec"), "group"))) return;
     const char *v;
     api_crd_approval_t now = api_crd_approval_state(obj, &v);
     if (old && api_crd_approval_state(old, NULL) == now) return;
@@ -303,7 +291,7 @@ static void check_builtin(const char *group, const char *plural, json_t *causes)
 static void check_version(const json_t *v, size_t i, json_t *causes)
 {
     char path[128];
-    const char *name = str(v, "name");
+    const char *name = api_json_str(v, "name");
     snprintf(path, sizeof path, "spec.versions[%zu].name", i);
     check_label(name, 0, path, "", causes);
     static const char *const flags[] = {"served", "storage"};
@@ -322,7 +310,7 @@ static void check_version(const json_t *v, size_t i, json_t *causes)
     if (scale) {
         static const char *const paths[] = {"specReplicasPath", "statusReplicasPath"};
         for (int k = 0; k < 2; k++) {
-            const char *p = str(scale, paths[k]);
+            const char *p = api_json_str(scale, paths[k]);
             snprintf(path, sizeof path, "spec.versions[%zu].subresources.scale.%s", i, paths[k]);
             if (!*p)
                 api_cause(causes, "FieldValueRequired", path, "Required value");
@@ -338,7 +326,8 @@ static void check_version(const json_t *v, size_t i, json_t *causes)
         for (int k = 0; k < 3; k++) {
             snprintf(path, sizeof path, "spec.versions[%zu].additionalPrinterColumns[%zu].%s", i, j,
                      req[k]);
-            if (!*str(col, req[k])) api_cause(causes, "FieldValueRequired", path, "Required value");
+            if (!*api_json_str(col, req[k]))
+                api_cause(causes, "FieldValueRequired", path, "Required value");
         }
     }
 }
@@ -352,7 +341,8 @@ static void check_versions(const json_t *versions, json_t *causes)
         check_version(v, i, causes);
         storage += json_is_true(json_object_get(v, "storage"));
         for (size_t j = 0; j < i; j++)
-            if (!strcmp(str(json_array_get(versions, j), "name"), str(v, "name"))) unique = 0;
+            if (!strcmp(api_json_str(json_array_get(versions, j), "name"), api_json_str(v, "name")))
+                unique = 0;
     }
     if (!unique)
         api_cause(causes, "FieldValueInvalid", "spec.versions",
@@ -371,7 +361,8 @@ static int established(const json_t *crd)
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(json_object_get(crd, "status"), "conditions"), i, c) {
-        if (!strcmp(str(c, "type"), "Established")) return !strcmp(str(c, "status"), "True");
+        if (!strcmp(api_json_str(c, "type"), "Established"))
+            return !strcmp(api_json_str(c, "status"), "True");
     }
     return 0;
 }
@@ -379,24 +370,24 @@ static int established(const json_t *crd)
 static void immutable(const json_t *now, const json_t *was, const char *key, const char *path,
                       json_t *causes)
 {
-    if (strcmp(str(now, key), str(was, key)))
+    if (strcmp(api_json_str(now, key), api_json_str(was, key)))
         api_cause(causes, "FieldValueInvalid", path, "Invalid value: \"%s\": field is immutable",
-                  str(now, key));
+                  api_json_str(now, key));
 }
 
 static void crd_validate(const json_t *obj, const json_t *old, json_t *causes)
 {
     const json_t *spec = json_object_get(obj, "spec");
     const json_t *names = json_object_get(spec, "names");
-    const char *group = str(spec, "group"), *plural = str(names, "plural");
-    const char *name = str(json_object_get(obj, "metadata"), "name");
+    const char *group = api_json_str(spec, "group"), *plural = api_json_str(names, "plural");
+    const char *name = api_json_str(json_object_get(obj, "metadata"), "name");
     char want[512];
     snprintf(want, sizeof want, "%s.%s", plural, group);
     if (*name && strcmp(name, want))
         api_cause(causes, "FieldValueInvalid", "metadata.name",
                   "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group", name);
     check_group(group, causes);
-    const char *scope = str(spec, "scope");
+    const char *scope = api_json_str(spec, "scope");
     if (!*scope)
         api_cause(causes, "FieldValueRequired", "spec.scope", "Required value");
     else if (strcmp(scope, "Namespaced") && strcmp(scope, "Cluster"))

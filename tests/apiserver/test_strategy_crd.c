@@ -22,10 +22,10 @@
 #include "apiserver/strategy.h"
 
 #define APPROVED "https://github.com/kubernetes/enhancements/pull/1111"
-#define SEE "see https://github.com/kubernetes/enhancements/pull/1111"
-#define DNS1035                                                                                 \
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an " \
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "         \
+#define SEE      "see https://github.com/kubernetes/enhancements/pull/1111"
+#define DNS1035                                                                                    \
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "   \
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "           \
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 
 /* A valid CRD of `group` with plural `plural` (kind: its singular form
@@ -37,14 +37,16 @@ static json_t *crd(const char *group, const char *plural)
         "s:{s:{s:s}}}]}}",
         "apiVersion", "apiextensions.k8s.io/v1", "kind", "CustomResourceDefinition", "metadata",
         "name", plural, ".", group, "spec", "group", group, "scope", "Namespaced", "names",
-        "plural", plural, "singular", "thing", "kind", "Thing", "listKind", "ThingList",
-        "versions", "name", "v1", "served", 1, "storage", 1, "schema", "openAPIV3Schema", "type",
-        "object");
+        "plural", plural, "singular", "thing", "kind", "Thing", "listKind", "ThingList", "versions",
+        "name", "v1", "served", 1, "storage", 1, "schema", "openAPIV3Schema", "type", "object");
     assert_non_null(c);
     return c;
 }
 
-static json_t *names(json_t *c) { return json_object_get(json_object_get(c, "spec"), "names"); }
+static json_t *names(json_t *c)
+{
+    return json_object_get(json_object_get(c, "spec"), "names");
+}
 
 static void annotate(json_t *c, const char *value)
 {
@@ -67,8 +69,7 @@ static char *causes_of(json_t *c, json_t *old)
     assert_non_null(out);
     json_array_foreach(causes, i, x) {
         size_t n = strlen(out);
-        snprintf(out + n, cap - n, "%s: %s\n",
-                 json_string_value(json_object_get(x, "field")) ?: "",
+        snprintf(out + n, cap - n, "%s: %s\n", json_string_value(json_object_get(x, "field")) ?: "",
                  json_string_value(json_object_get(x, "message")) ?: "");
     }
     json_decref(causes);
@@ -139,7 +140,8 @@ static void test_names(void **state)
     c = crd("example.com", "things");
     json_object_del(names(c), "kind");
     json_object_del(names(c), "listKind");
-    expect_causes(c, NULL, "spec.names.kind: Required value\nspec.names.listKind: Required value\n");
+    expect_causes(c, NULL,
+                  "spec.names.kind: Required value\nspec.names.listKind: Required value\n");
     char long_plural[70];
     memset(long_plural, 'a', 63);
     long_plural[63] = '\0';
@@ -185,9 +187,9 @@ static void test_update(void **state)
                   "spec.names.plural: Invalid value: \"others\": field is immutable\n");
     /* Once established, the kind and the scope are fixed too. */
     old = crd("example.com", "things");
-    json_object_set_new(old, "status",
-                        json_pack("{s:[{s:s, s:s}]}", "conditions", "type", "Established",
-                                  "status", "True"));
+    json_object_set_new(
+        old, "status",
+        json_pack("{s:[{s:s, s:s}]}", "conditions", "type", "Established", "status", "True"));
     c = crd("example.com", "things");
     json_object_set_new(names(c), "kind", json_string("Other"));
     json_object_set_new(json_object_get(c, "spec"), "scope", json_string("Cluster"));
@@ -326,10 +328,10 @@ static void test_builtin_clash(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),           cmocka_unit_test(test_group),
-        cmocka_unit_test(test_names),           cmocka_unit_test(test_versions),
-        cmocka_unit_test(test_update),          cmocka_unit_test(test_protected_groups),
-        cmocka_unit_test(test_approval),        cmocka_unit_test(test_approval_condition),
+        cmocka_unit_test(test_valid),         cmocka_unit_test(test_group),
+        cmocka_unit_test(test_names),         cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_update),        cmocka_unit_test(test_protected_groups),
+        cmocka_unit_test(test_approval),      cmocka_unit_test(test_approval_condition),
         cmocka_unit_test(test_builtin_clash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -190,13 +190,13 @@ JSON
 }
 # The server starts again on that store, as an upgraded server would.
 kp_stop
-plant leases coordination.k8s.io Lease 1
-plant customresourcedefinitions apiextensions.k8s.io CustomResourceDefinition 2
+plant leases coordination.k8s.io OldLease 1
+plant customresourcedefinitions apiextensions.k8s.io OldDefinition 2
 kp_restart "${KP_API_ONLY[@]}"
 wait_for "planted leases CRD refused its names" 10 \
   cond_is leases.coordination.k8s.io NamesAccepted 'False PluralConflict "leases" is already in use'
 wait_for "planted CRD of CRDs refused its names" 10 \
-  cond_is customresourcedefinitions.apiextensions.k8s.io NamesAccepted 'False PluralConflict'
+  cond_is customresourcedefinitions.apiextensions.k8s.io NamesAccepted 'False PluralConflict "customresourcedefinitions" is already in use'
 expect_eq "planted leases CRD not established" "$(condition leases.coordination.k8s.io Established)" \
   "False NotAccepted not all names are accepted"
 expect_eq "leases listed once in discovery" \
