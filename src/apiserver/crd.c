@@ -226,6 +226,13 @@ static void decide_names(const json_t *const *crds, naming_t *decided, size_t n,
     json_t *acc = json_is_object(had) ? json_deep_copy(had) : json_object();
     json_t *res = json_object(), *kinds = json_object();
     naming_t *out = &decided[self];
+    if (!acc || !res || !kinds) { /* out of memory: it keeps what it had, undecided */
+        json_decref(acc);
+        json_decref(res);
+        json_decref(kinds);
+        out->accepted = json_incref((json_t *)had);
+        return;
+    }
     held_names(crds, decided, n, self, group, res, kinds);
     const char *reason = NULL;
     char msg[512] = "";
@@ -236,7 +243,7 @@ static void decide_names(const json_t *const *crds, naming_t *decided, size_t n,
                {"singular", "SingularConflict", 0},
                {"kind", "KindConflict", 1},
                {"listKind", "ListKindConflict", 1}};
-    for (size_t k = 0; acc && res && kinds && k < sizeof one / sizeof *one; k++) {
+    for (size_t k = 0; k < sizeof one / sizeof *one; k++) {
         const char *w = api_json_str(want, one[k].key);
         if (name_taken(group, w, api_json_str(had, one[k].key), one[k].kinds ? kinds : res,
                        one[k].kinds, msg, sizeof msg))
@@ -247,7 +254,7 @@ static void decide_names(const json_t *const *crds, naming_t *decided, size_t n,
     /* Short names: each must be ours already or free. */
     const json_t *sn_want = json_object_get(want, "shortNames");
     const json_t *sn_had = json_object_get(had, "shortNames");
-    if (acc && res && !api_json_same(sn_want, sn_had)) {
+    if (!api_json_same(sn_want, sn_had)) {
         int bad = 0;
         size_t i, j;
         json_t *sn, *h;
@@ -269,13 +276,11 @@ static void decide_names(const json_t *const *crds, naming_t *decided, size_t n,
         else
             json_object_del(acc, "shortNames");
     }
-    if (acc) {
-        const json_t *cat = json_object_get(want, "categories");
-        if (cat)
-            json_object_set(acc, "categories", (json_t *)cat);
-        else
-            json_object_del(acc, "categories");
-    }
+    const json_t *cat = json_object_get(want, "categories");
+    if (cat)
+        json_object_set(acc, "categories", (json_t *)cat);
+    else
+        json_object_del(acc, "categories");
     /* Keys shared with a built-in: never served, whatever the names say. */
     if (!reason && api_crd_builtin_clash(group, api_json_str(want, "plural"))) {
         reason = "PluralConflict";
@@ -287,7 +292,7 @@ static void decide_names(const json_t *const *crds, naming_t *decided, size_t n,
                            "reason", reason, "message", msg)
                : json_pack("{s:s, s:s, s:s, s:s}", "type", "NamesAccepted", "status", "True",
                            "reason", "NoConflicts", "message", "no conflicts found");
-    out->serve = !reason && acc && out->condition;
+    out->serve = !reason && out->condition;
     json_decref(res);
     json_decref(kinds);
 }
@@ -553,7 +558,7 @@ static void sync_all(crd_ctl_t *c)
             continue;
         }
         decide_names(crds, names, l->count, i);
-        if (!names[i].condition) continue; /* out of memory: the next pass */
+        if (!names[i].condition) continue; /* out of memory: the next pass decides */
         if (names[i].serve) serve_crd(c, crd, name, &dyn, &keys, &n, &cap, &changed);
         if (status_stale(crd, &names[i])) crd_rewrite(c, name, set_status, &names[i]);
     }
