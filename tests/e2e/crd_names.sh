@@ -239,4 +239,9 @@ expect_eq "the widgets went with their CRD" \
   "$(kp_curl GET /apis/example.com/v1/namespaces/default/widgets | py "len(s['items'])")" 0
 
 kill -0 "$KP_PID" || fail "server died"
+# Both servers stopped gracefully: LeakSanitizer has reported by now.
+kp_stop
+if grep -En "ERROR: (Address|Leak)Sanitizer|runtime error:" "$KP_DIR/server.log"; then
+  fail "sanitizer errors in the server log"
+fi
 echo "PASS"
