@@ -202,11 +202,15 @@ expect_eq "planted leases CRD not established" "$(condition leases.coordination.
 expect_eq "leases listed once in discovery" \
   "$(kp_curl GET /apis/coordination.k8s.io/v1 | py "[r['name'] for r in s['resources']].count('leases')")" 1
 expect_eq "the leases are still the built-in's" "$(lease_names)" "holder-a holder-b"
+# One at a time, each checked as soon as it is gone (the old server lost every
+# Lease to the first, every CRD to the second).
 kp_curl DELETE "$CRDS/leases.coordination.k8s.io" -o /dev/null
-kp_curl DELETE "$CRDS/customresourcedefinitions.apiextensions.k8s.io" -o /dev/null
-wait_for "planted CRDs deleted" 20 crds_are \
-  "bars.coordination.k8s.io doodads.tools.k8s.io gadgets.example.com gizmos.tools.k8s.io widgets.example.com"
+wait_for "planted leases CRD deleted" 20 is_gone "$CRDS/leases.coordination.k8s.io"
 expect_eq "leases untouched by the planted CRD's deletion" "$(lease_names)" "holder-a holder-b"
+kp_curl DELETE "$CRDS/customresourcedefinitions.apiextensions.k8s.io" -o /dev/null
+wait_for "planted CRD of CRDs deleted" 20 is_gone "$CRDS/customresourcedefinitions.apiextensions.k8s.io"
+expect_eq "every other CRD kept" "$(crd_names)" \
+  "bars.coordination.k8s.io doodads.tools.k8s.io gadgets.example.com gizmos.tools.k8s.io widgets.example.com"
 expect_eq "widgets CRD kept its finalizer" \
   "$(kp_curl GET "$CRDS/widgets.example.com" | py "s['metadata']['finalizers']")" "$WIDGETS_FIN"
 served /apis/example.com/v1/namespaces/default/widgets || fail "widgets no longer served"
