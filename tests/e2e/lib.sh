@@ -85,6 +85,19 @@ kp_curl() {
     "https://127.0.0.1:$KP_PORT$path" "$@"
 }
 
+# wait_for WHAT SECONDS CMD...: poll CMD (a command or a shell function) until
+# it succeeds, about every 0.1 s; fail after SECONDS*10 tries (counted, not
+# timed, so that a loaded machine is given more time rather than failed).
+wait_for() {
+  local what=$1 secs=$2
+  shift 2
+  for _ in $(seq $((secs * 10))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  fail "$what: not within ${secs}s"
+}
+
 # expect_eq WHAT GOT WANT
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
 # expect_match WHAT TEXT REGEX
