@@ -250,6 +250,10 @@ json_t *api_status_new(int code, const char *reason, const char *message, json_t
 int api_crd_start(struct apiserver *s);
 void api_crd_stop(struct apiserver *s); /* safe if never started */
 
+/* The finalizer a CRD carries until its objects are deleted (strategy_crd.c
+ * adds it on create, crd.c removes it). */
+#define API_CRD_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
+
 /* strategy_crd.c: rules on CRD objects that the controller (crd.c) shares.
  * Pure functions, safe from any thread. */
 /* Is `group` k8s.io, kubernetes.io or under either (the groups whose CRDs

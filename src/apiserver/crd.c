@@ -47,7 +47,6 @@
 #include "strategy.h"
 #include "watchcache.h"
 
-#define CRD_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
 #define CRD_RESYNC_MS 1000
 
 /* ---- building the served resources of a CRD ---- */
@@ -437,7 +436,7 @@ static int drop_finalizer(json_t *crd, void *arg)
     size_t i;
     json_t *f;
     json_array_foreach(fin, i, f) {
-        if (!strcmp(json_string_value(f) ?: "", CRD_FINALIZER)) {
+        if (!strcmp(json_string_value(f) ?: "", API_CRD_FINALIZER)) {
             json_array_remove(fin, i);
             break;
         }
@@ -485,7 +484,7 @@ static int has_finalizer(const json_t *crd)
     size_t i;
     json_t *f;
     json_array_foreach(json_object_get(json_object_get(crd, "metadata"), "finalizers"), i, f)
-        if (!strcmp(json_string_value(f) ?: "", CRD_FINALIZER)) return 1;
+        if (!strcmp(json_string_value(f) ?: "", API_CRD_FINALIZER)) return 1;
     return 0;
 }
 

@@ -23,10 +23,15 @@
 #include "store/store.h"
 #include "strategy.h"
 
-#define CRD_FINALIZER       "customresourcecleanup.apiextensions.k8s.io"
 #define APPROVAL_ANNOTATION "api-approved.kubernetes.io"
 #define APPROVAL_PATH       "metadata.annotations[" APPROVAL_ANNOTATION "]"
 #define APPROVAL_SEE        "see https://github.com/kubernetes/enhancements/pull/1111"
+/* GetAPIApprovalState's reasons: the condition's message and the cause's. */
+#define APPROVAL_MISSING                                                                           \
+    "protected groups must have approval annotation \"" APPROVAL_ANNOTATION "\", " APPROVAL_SEE
+#define APPROVAL_INVALID                                                                           \
+    "protected groups must have approval annotation \"" APPROVAL_ANNOTATION "\" with either a "    \
+    "URL or a reason starting with \"unapproved\", " APPROVAL_SEE
 
 /* ---- defaults ---- */
 
@@ -41,8 +46,8 @@ static void crd_prepare_create(json_t *obj)
     size_t i;
     json_t *f;
     json_array_foreach(fin, i, f)
-        if (!strcmp(json_string_value(f) ?: "", CRD_FINALIZER)) return;
-    json_array_append_new(fin, json_string(CRD_FINALIZER));
+        if (!strcmp(json_string_value(f) ?: "", API_CRD_FINALIZER)) return;
+    json_array_append_new(fin, json_string(API_CRD_FINALIZER));
     json_object_del(obj, "status");
 }
 
@@ -225,14 +230,11 @@ json_t *api_crd_approval_condition(const json_t *crd)
     case API_CRD_APPROVAL_MISSING:
         return json_pack("{s:s, s:s, s:s, s:s}", "type", "KubernetesAPIApprovalPolicyConformant",
                          "status", "False", "reason", "MissingAnnotation", "message",
-                         "protected groups must have approval annotation \"" APPROVAL_ANNOTATION
-                         "\", " APPROVAL_SEE);
+                         APPROVAL_MISSING);
     default:
-        return json_pack(
-            "{s:s, s:s, s:s, s:s}", "type", "KubernetesAPIApprovalPolicyConformant", "status",
-            "False", "reason", "InvalidAnnotation", "message",
-            "protected groups must have approval annotation \"" APPROVAL_ANNOTATION
-            "\" with either a URL or a reason starting with \"unapproved\", " APPROVAL_SEE);
+        return json_pack("{s:s, s:s, s:s, s:s}", "type", "KubernetesAPIApprovalPolicyConformant",
+                         "status", "False", "reason", "InvalidAnnotation", "message",
+                         APPROVAL_INVALID);
     }
 }
 
@@ -245,15 +247,10 @@ static void check_approval(const json_t *obj, const json_t *old, json_t *causes)
     api_crd_approval_t now = api_crd_approval_state(obj, &v);
     if (old && api_crd_approval_state(old, NULL) == now) return;
     if (now == API_CRD_APPROVAL_MISSING)
-        api_cause(causes, "FieldValueRequired", APPROVAL_PATH,
-                  "Required value: protected groups must have approval annotation "
-                  "\"" APPROVAL_ANNOTATION "\", " APPROVAL_SEE);
+        api_cause(causes, "FieldValueRequired", APPROVAL_PATH, "Required value: " APPROVAL_MISSING);
     else if (now == API_CRD_APPROVAL_INVALID)
         api_cause(causes, "FieldValueInvalid", APPROVAL_PATH,
-                  "Invalid value: \"%s\": protected groups must have approval annotation "
-                  "\"" APPROVAL_ANNOTATION "\" with either a URL or a reason starting with "
-                  "\"unapproved\", " APPROVAL_SEE,
-                  v);
+                  "Invalid value: \"%s\": " APPROVAL_INVALID, v);
 }
 
 /* ---- built-in resources ---- */
