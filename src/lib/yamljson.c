@@ -12,7 +12,9 @@
  *      10,000 levels of "[" cost 0.18 s of CPU and 20,000 levels 0.72 s), and
  *      its document loader was what we called before (50,000 levels: 5.4 s).
  *      Stopped at the cap, libyaml's stack holds at most the cap plus the
- *      1,024 characters a simple key may span.
+ *      1,024 characters a simple key may span. Within the cap the walk
+ *      remains: 3 MiB of "a," inside 99 levels of "[" cost libyaml 0.84 s
+ *      of CPU, against 0.14 s at one level (release build).
  *   2. Size. Each event charges an estimate of the JSON text it becomes to
  *      a running total (charge()), refused past max_bytes before the value
  *      is allocated.

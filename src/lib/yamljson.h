@@ -25,8 +25,10 @@
  *     before anything is copied. (go-yaml refuses "excessive aliasing" by a
  *     ratio of alias-driven to all decoded nodes; bytes are what memory
  *     costs, so a large scalar aliased a few times is bounded too.)
- * Memory is bounded by about (len + max_bytes) times jansson's per-value
- * overhead; CPU is linear in the bytes parsed.
+ * Memory: libyaml's buffers for the text, and jansson values for at most
+ * max_bytes of estimated JSON (a value of a few bytes costs tens of bytes in
+ * jansson). CPU: linear in the bytes parsed, times the flow nesting for
+ * libyaml's scanner (see yamljson.c), which max_depth bounds.
  *
  * Thread-safety: none needed; no shared state.
  */

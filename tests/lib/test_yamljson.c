@@ -120,20 +120,18 @@ static void test_alias_copies(void **state)
 static void test_errors(void **state)
 {
     (void)state;
-    const char *bad = "a: [1, 2\n";
-    refuse(bad, strlen(bad), &roomy, KP_EINVAL, "did not find expected");
-    const char *key = "? [a, b]\n: 1\n";
-    refuse(key, strlen(key), &roomy, KP_EINVAL, "a mapping key must be a scalar");
-    const char *key2 = "a: &a [1]\n*a : 2\n";
-    refuse(key2, strlen(key2), &roomy, KP_EINVAL, "a mapping key must be a scalar");
-    const char *unknown = "a: *nope\n";
-    refuse(unknown, strlen(unknown), &roomy, KP_EINVAL, "unknown anchor 'nope'");
-    /* An alias of a node still open is unknown: no cycles. */
-    const char *cycle = "a: &a [1, *a]\n";
-    refuse(cycle, strlen(cycle), &roomy, KP_EINVAL, "unknown anchor 'a'");
-    /* Where it stopped: line 2, column 8. */
-    const char *where = "a: 1\nb: [x, *q]\n";
-    refuse(where, strlen(where), &roomy, KP_EINVAL, "line 2, column 8");
+    static const char *const cases[][2] = {
+        {"a: [1, 2\n", "did not find expected"},
+        {"? [a, b]\n: 1\n", "a mapping key must be a scalar"},
+        {"a: &a [1]\n*a : 2\n", "a mapping key must be a scalar"},
+        {"a: *nope\n", "unknown anchor 'nope'"},
+        /* An alias of a node still open is unknown: no cycles. */
+        {"a: &a [1, *a]\n", "unknown anchor 'a'"},
+        /* Where it stopped: line 2, column 8. */
+        {"a: 1\nb: [x, *q]\n", "line 2, column 8"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        refuse(cases[i][0], strlen(cases[i][0]), &roomy, KP_EINVAL, cases[i][1]);
 }
 
 /* Depth: max_depth collections nest, one more is refused; aliases count
