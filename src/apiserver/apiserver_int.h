@@ -26,6 +26,11 @@
 #define API_BODY_MAX (3u << 20) /* request body cap: 413 beyond (Kubernetes' MaxRequestBodyBytes) */
 #define API_HEADER_MEMORY (64u << 10) /* a connection's request line + headers: 431 beyond */
 #define API_JSON_DEPTH_MAX 100  /* nesting cap: 400 beyond */
+/* A YAML body (apply) as JSON: at most this size (aliases expanded), of which
+ * at most API_YAML_ALIAS_MAX from alias expansions; 400 beyond, as Kubernetes
+ * answers any YAML it cannot decode. */
+#define API_YAML_BYTES_MAX (2 * API_BODY_MAX)
+#define API_YAML_ALIAS_MAX (1u << 20)
 #define API_NAME_MAX 253
 
 struct MHD_Connection;
