@@ -112,7 +112,7 @@ int api_reply_json(api_req_t *r, int code, json_t *doc)
     return queue(r, code, resp, "application/json");
 }
 
-static int reply_status_v(api_req_t *r, int code, const char *reason, json_t *details,
+static int reply_status_v(api_req_t *r, int code, const char *reason, const json_t *details,
                           const char *fmt, va_list ap)
 {
     char msg[1024];
@@ -121,7 +121,7 @@ static int reply_status_v(api_req_t *r, int code, const char *reason, json_t *de
     return api_reply_json(r, code, st);
 }
 
-int api_reply_status(api_req_t *r, int code, const char *reason, json_t *details,
+int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *details,
                      const char *fmt, ...)
 {
     va_list ap;
@@ -137,7 +137,7 @@ int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt
     int code = api_status_code(rc, &reason);
     va_list ap;
     va_start(ap, fmt);
-    int out = reply_status_v(r, code, reason, (json_t *)details, fmt, ap);
+    int out = reply_status_v(r, code, reason, details, fmt, ap);
     va_end(ap);
     return out;
 }
