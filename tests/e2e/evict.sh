@@ -15,16 +15,6 @@ kp_start --nodes 3
 k() { "$KUBECTL" "$@"; }
 echo "--- $(k version --client 2>/dev/null | head -1)"
 
-# wait_for WHAT SECONDS CMD...: poll CMD until it succeeds.
-wait_for() {
-  local what=$1 secs=$2
-  shift 2
-  for _ in $(seq $((secs * 5))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.2
-  done
-  fail "$what: not within ${secs}s"
-}
 ready_nodes() { [ "$(k get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" = 3 ]; }
 # Pods of the Deployment (names), on node $1 or on every node.
 pods_on() {
@@ -44,7 +34,7 @@ evict() {
     -H 'Content-Type: application/json' -d "$body}" -w '\n%{http_code}'
 }
 
-wait_for "3 Ready nodes" 20 ready_nodes
+kp_wait_for "3 Ready nodes" 20 ready_nodes
 
 echo "--- discovery names pods/eviction as policy/v1 Eviction (what kubectl drain checks)"
 expect_match "discovery" "$(kp_curl GET /api/v1)" \
@@ -53,7 +43,7 @@ expect_match "discovery" "$(kp_curl GET /api/v1)" \
 echo "--- a Deployment of 6 over the 3 nodes"
 k create deployment web --image=nginx:1.25 --replicas=6 >/dev/null
 k rollout status deploy/web --timeout=60s >/dev/null
-wait_for "6 running" 30 six_available
+kp_wait_for "6 running" 30 six_available
 NODE=$(k get pods -l app=web -o jsonpath='{.items[0].spec.nodeName}')
 ON_NODE=$(pods_on "$NODE")
 [ -n "$ON_NODE" ] || fail "no pod on $NODE"
@@ -126,7 +116,7 @@ for p in $ON_NODE; do
   uid=$(k get pod "$p" -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
   [ -z "$uid" ] || fail "pod $p still exists after the drain"
 done
-wait_for "6 running again" 60 six_available
+kp_wait_for "6 running again" 60 six_available
 expect_eq "pods left on $NODE" "$(pods_on "$NODE")" ""
 expect_eq "pods elsewhere" "$(pods_on | wc -l)" "6"
 
