@@ -64,6 +64,10 @@ expect_eq "pod kept" "$(k get pod "$POD" -o jsonpath='{.metadata.uid}/{.metadata
 k delete pod "$POD" --dry-run=server >/dev/null
 expect_eq "pod kept by a dry-run DELETE" \
   "$(k get pod "$POD" -o jsonpath='{.metadata.uid}/{.metadata.deletionTimestamp}')" "$UID0/"
+out=$(evict "$POD" '' '{"preconditions":{"uid":"not-the-uid"}}')
+expect_match "precondition" "$out" '"reason":"Conflict","details":\{"name":"'"$POD"'","kind":"pods"\},"code":409\}'
+expect_eq "precondition code" "$(tail -1 <<<"$out")" "409"
+expect_eq "pod kept by a failed precondition" "$(k get pod "$POD" -o jsonpath='{.metadata.uid}')" "$UID0"
 out=$(evict "$POD" '' '{"dryRun":["Some"]}')
 expect_match "bad dryRun" "$out" $'DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: "Some".*\n422$'
 
