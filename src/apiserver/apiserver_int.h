@@ -276,7 +276,7 @@ int api_reply_take(api_req_t *r, int code, const char *ctype, char *body,
 int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* A Status with an explicit HTTP code and reason. */
-int api_reply_status(api_req_t *r, int code, const char *reason, json_t *details,
+int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *details,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A chunked streaming reply: `next` is called (on the connection's thread, may
  * block) to produce the next piece into `out`; returning 0 with out->len == 0
@@ -286,7 +286,12 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
 
 /* status.c: the one table from KP_* codes to HTTP code + reason. */
 int api_status_code(int rc, const char **reason);
-json_t *api_status_new(int code, const char *reason, const char *message, json_t *details);
+/* A Status in Kubernetes' JSON member order (see status.c): an empty reason or
+ * message is left out; `details` (borrowed, NULL: none, or an empty one where
+ * Kubernetes always sends one) is copied in StatusDetails' order. A new
+ * reference, NULL if out of memory. */
+json_t *api_status_new(int code, const char *reason, const char *message,
+                       const json_t *details);
 
 /* crd.c: the CustomResourceDefinition controller inside the API server. */
 int api_crd_start(struct apiserver *s);

@@ -116,7 +116,7 @@ int api_reply_json(api_req_t *r, int code, json_t *doc)
     return queue(r, code, resp, "application/json");
 }
 
-static int reply_status_v(api_req_t *r, int code, const char *reason, json_t *details,
+static int reply_status_v(api_req_t *r, int code, const char *reason, const json_t *details,
                           const char *fmt, va_list ap)
 {
     char msg[1024];
@@ -125,7 +125,7 @@ static int reply_status_v(api_req_t *r, int code, const char *reason, json_t *de
     return api_reply_json(r, code, st);
 }
 
-int api_reply_status(api_req_t *r, int code, const char *reason, json_t *details,
+int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *details,
                      const char *fmt, ...)
 {
     va_list ap;
@@ -141,7 +141,7 @@ int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt
     int code = api_status_code(rc, &reason);
     va_list ap;
     va_start(ap, fmt);
-    int out = reply_status_v(r, code, reason, (json_t *)details, fmt, ap);
+    int out = reply_status_v(r, code, reason, details, fmt, ap);
     va_end(ap);
     return out;
 }
@@ -321,13 +321,9 @@ static int handle(api_req_t *r)
     int busy = *count >= cap;
     if (!busy) (*count)++;
     pthread_mutex_unlock(&s->mu);
-    if (busy) {
-        json_t *details = json_pack("{s:i}", "retryAfterSeconds", 1);
-        int rc = api_reply_status(r, 429, "TooManyRequests", details,
-                                  "Too many requests, please try again later.");
-        json_decref(details);
-        return rc;
-    }
+    if (busy) /* as kube-apiserver's maxinflight filter: plain text, Retry-After 1 */
+        return api_reply_bytes(r, 429, "text/plain; charset=utf-8",
+                               "Too many requests, please try again later.\n", 43);
 
     int rc = r->route.kind == API_ROUTE_RESOURCE  ? api_serve_resource(r)
              : r->route.kind == API_ROUTE_METRICS ? api_serve_metrics(r)
