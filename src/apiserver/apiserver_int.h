@@ -244,6 +244,9 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
 
 /* status.c: the one table from KP_* codes to HTTP code + reason. */
 int api_status_code(int rc, const char **reason);
+/* The fixed message clients get for `rc` (Kubernetes' wording), or NULL: then
+ * the caller's message is used (api_reply_error()). */
+const char *api_status_message(int rc);
 json_t *api_status_new(int code, const char *reason, const char *message, json_t *details);
 
 /* crd.c: the CustomResourceDefinition controller inside the API server. */
@@ -252,6 +255,8 @@ void api_crd_stop(struct apiserver *s); /* safe if never started */
 
 /* discovery.c */
 int api_serve_discovery(api_req_t *r);
+/* /livez, /readyz, /healthz and their checks (health.c). */
+int api_serve_health(api_req_t *r);
 
 /* rest.c */
 int api_serve_resource(api_req_t *r);
