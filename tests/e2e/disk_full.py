@@ -105,7 +105,30 @@ def health(c, path):
     return code, body.decode()
 
 
+def healthy_format():
+    """Kubernetes' healthz format while all is well."""
+    c = conn()
+    want = {
+        "/readyz": (200, "ok"),
+        "/livez": (200, "ok"),
+        "/readyz?verbose": (200, "[+]ping ok\n[+]store ok\nreadyz check passed\n"),
+        "/livez?verbose": (200, "[+]ping ok\nlivez check passed\n"),
+        "/readyz?verbose&exclude=store": (200, "[+]ping ok\n[+]store excluded: ok\n"
+                                               "readyz check passed\n"),
+        "/readyz/store": (200, "ok"),
+        "/readyz/ping": (200, "ok"),
+    }
+    for path, (code, text) in want.items():
+        got = health(c, path)
+        if got != (code, text):
+            fail("%s: %r, want %r" % (path, got, (code, text)))
+    code, _ = health(c, "/readyz/bogus")
+    if code != 404:
+        fail("/readyz/bogus: %d, want 404" % code)
+
+
 def fill(acks_path):
+    healthy_format()
     acks, refused, errors, secs = writers("cm", True, 100000, acks_path)
     if errors:
         fail("\n  ".join(errors[:20]))
