@@ -248,8 +248,9 @@ int lmdb__fail_classify(lmdb_store_t *ls, lmdb__fail_t *f, uint64_t need);
 int lmdb__env_panicked(lmdb_store_t *ls);
 /* The state transition for a failed commit; logs once per episode. mu held. */
 void lmdb__fail_locked(lmdb_store_t *ls, const lmdb__fail_t *f);
-/* A commit synced (or room was reserved): end NOSPACE and UNSYNCED. mu held. */
-void lmdb__recovered_locked(lmdb_store_t *ls, const char *how);
+/* A commit synced (`synced`; also ends UNSYNCED) or room was reserved: end
+ * NOSPACE, logging `how` if the episode was logged. mu held. */
+void lmdb__recovered_locked(lmdb_store_t *ls, int synced, const char *how);
 /* May a batch start? 0, KP_EPOISONED, or KP_ENOSPC (refused: no trial is
  * due). With `trial`, a batch admitted in NOSPACE becomes the trial. mu held. */
 int lmdb__admit_locked(lmdb_store_t *ls, int trial);

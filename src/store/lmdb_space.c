@@ -152,9 +152,9 @@ void lmdb__fail_locked(lmdb_store_t *ls, const lmdb__fail_t *f)
     }
 }
 
-void lmdb__recovered_locked(lmdb_store_t *ls, const char *how)
+void lmdb__recovered_locked(lmdb_store_t *ls, int synced, const char *how)
 {
-    ls->unsynced = 0;
+    if (synced) ls->unsynced = 0; /* only a sync makes an unsynced batch durable */
     ls->backoff_ns = 0;
     if (!ls->nospace) return;
     int64_t now = clock_mono_ns();
@@ -195,7 +195,7 @@ int lmdb__health(store_t *s, char *why, size_t len)
     if (probe && lmdb__reserve(ls, lmdb__space_need(0, 1)) == 0) {
         pthread_mutex_lock(&ls->mu);
         if (ls->nospace && !ls->poisoned) {
-            lmdb__recovered_locked(ls, "the readiness check reserved room");
+            lmdb__recovered_locked(ls, 0, "the readiness check reserved room");
             rc = 0;
         }
         pthread_mutex_unlock(&ls->mu);

@@ -195,7 +195,8 @@ static void gather(lmdb_store_t *ls)
 }
 
 /* Detach up to LMDB__BATCH_MAX requests (and LMDB__BATCH_BYTES of values)
- * from the pending queue; *n gets their number. Called with ls->mu held. */
+ * from the pending queue; *count gets their number, *kv_bytes the bytes of
+ * their keys and values. Called with ls->mu held. */
 static lmdb__wreq_t *take_batch(lmdb_store_t *ls, size_t *count, size_t *kv_bytes)
 {
     lmdb__wreq_t *head = ls->pending, **tail = &ls->pending;
@@ -284,7 +285,7 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
         ls->gather_target = n + ls->pending_n;
         if (rc) lmdb__fail_locked(ls, &fail);
         else if (last && (ls->nospace || ls->unsynced))
-            lmdb__recovered_locked(ls, "a write committed");
+            lmdb__recovered_locked(ls, 1, "a write committed");
         if (last) {
             ls->commits++;
             for (lmdb__wreq_t *r = batch; r; r = r->next) ls->writes += r->rc == 0;

@@ -514,6 +514,21 @@ static void test_group_commit_fault(void **state)
     free(dir);
 }
 
+/* Open a store in `dir`, create PREFIX"first" (acknowledged into `a`) and
+ * open a watch on PREFIX: from before that write (`with_first`) or after. */
+static store_t *open_first_watch(const char *dir, struct acks *a, const char *prefix,
+                                 int with_first, store_watch_t **w)
+{
+    store_t *s = open_store(dir, 0);
+    char key[64];
+    snprintf(key, sizeof key, "%sfirst", prefix);
+    int64_t rev = 0;
+    assert_int_equal(store_create(s, key, "1", 1, &rev), 0);
+    acks_add(a, OP_CREATE, key, "1", 1, rev);
+    assert_int_equal(store_watch_open(s, prefix, with_first ? rev - 1 : rev, w), 0);
+    return s;
+}
+
 /* Fill the store (4 KiB values) with the disk full until a write fails;
  * the values that were acknowledged before are added to `a`. Returns the
  * number written in full mode. */
@@ -546,13 +561,10 @@ static void test_disk_full(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir("diskfull");
-    store_t *s = open_store(dir, 0);
     struct acks a = {0};
-    int64_t rev = 0;
-    assert_int_equal(store_create(s, "/registry/test/full/first", "1", 1, &rev), 0);
-    acks_add(&a, OP_CREATE, "/registry/test/full/first", "1", 1, rev);
     store_watch_t *w = NULL;
-    assert_int_equal(store_watch_open(s, "/registry/test/full/", 0, &w), 0);
+    store_t *s = open_first_watch(dir, &a, "/registry/test/full/", 1, &w);
+    int64_t rev = 0;
 
     for (int round = 0; round < 2; round++) {
         faultio_full(1);
@@ -612,13 +624,10 @@ static void test_unsynced(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir("unsynced");
-    store_t *s = open_store(dir, 0);
     struct acks a = {0};
-    int64_t rev = 0;
-    assert_int_equal(store_create(s, "/registry/test/uns/a", "a", 1, &rev), 0);
-    acks_add(&a, OP_CREATE, "/registry/test/uns/a", "a", 1, rev);
     store_watch_t *w = NULL;
-    assert_int_equal(store_watch_open(s, "/registry/test/uns/", rev, &w), 0);
+    store_t *s = open_first_watch(dir, &a, "/registry/test/uns/", 0, &w);
+    int64_t rev = 0;
 
     /* Sync 1 is LMDB's (data pages), sync 2 ours (the meta page). */
     faultio_arm(FAULTIO_SYNC, 2, ENOSPC);
