@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# disk_full.sh KPLANE -- a full disk, end to end: the server's data dir is a
+# disk_full.sh KPLANE [KUBECTL] -- a full disk, end to end: the server's data dir is a
 # 64 MB tmpfs, most of it taken by a filler file; several clients create
 # ConfigMaps until the store is out of space (disk_full.py fill), recording
 # every acknowledged create with its resourceVersion. Then
 #   - refused writes get kube-apiserver's answer for a full etcd (500,
 #     "etcdserver: mvcc: database space exceeded");
+#   - kubectl says "Error from server: etcdserver: mvcc: database space
+#     exceeded", as it does for a full etcd;
 #   - /readyz fails with "[-]store failed: reason withheld", /livez is ok;
 #   - the filler is deleted, and writes resume within 5 s, no restart;
 #   - every acknowledged write is there with its resourceVersion, and again
@@ -14,6 +16,7 @@ set -euo pipefail
 set -E
 trap 'echo "FAIL: disk_full.sh line $LINENO: $BASH_COMMAND (status $?)" >&2' ERR
 KP_BIN=$1
+KUBECTL=${2:-}
 PY=$(dirname "$0")/disk_full.py
 if [ "$(id -u)" != 0 ]; then
   echo "SKIP: disk_full.sh mounts a tmpfs and needs root"
@@ -45,6 +48,13 @@ ACKS=$KP_DIR/acks
 python3 "$PY" fill "$ACKS"
 logged=$(grep -c "no space left on the disk of $MNT/store" "$KP_DIR/server.log" || true)
 [ "$logged" = 1 ] || fail "the cause was logged $logged times, want once: $(grep store: "$KP_DIR/server.log" | head -5)"
+
+if [ -n "$KUBECTL" ]; then
+  if out=$("$KUBECTL" create configmap while-full --from-literal=a=b 2>&1); then
+    fail "kubectl create succeeded on a full store: $out"
+  fi
+  expect_eq "kubectl's error while full" "$out" "error: failed to create configmap: etcdserver: mvcc: database space exceeded"
+fi
 
 echo "--- free the space"
 rm -f "$MNT/filler"
