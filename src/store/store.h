@@ -171,9 +171,10 @@ int store_revision(store_t *s, int64_t *out);
 /* Can the store take writes? 0 if so; KP_ENOSPC while it refuses writes for
  * lack of space (this call also checks whether space has returned, when a
  * retry is due), KP_EPOISONED when only a reopen helps; for etcd, the error
- * of a revision read (KP_EUNAVAILABLE, KP_ETIMEDOUT, ...). `why` (may be
- * NULL) gets one line for a log or a health check: "ok" or the reason.
- * Cheap for lmdb (no I/O unless a retry is due); one round trip for etcd. */
+ * of a revision read within 2 s (KP_EUNAVAILABLE, KP_ETIMEDOUT, ...), whose
+ * result serves every caller for a second. `why` (may be NULL) gets one
+ * line for a log or a health check: "ok" or the reason. Cheap: no I/O for
+ * lmdb unless a retry is due; at most one round trip a second for etcd. */
 int store_health(store_t *s, char *why, size_t len);
 
 /* ---- watches ---- */
