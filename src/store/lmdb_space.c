@@ -109,8 +109,8 @@ static const char *space_what(int kind)
 void lmdb__fail_locked(lmdb_store_t *ls, const lmdb__fail_t *f)
 {
     int64_t now = clock_mono_ns();
-    /* Rule S2 of lmdb_int.h: a second commit left visible but not durable
-     * (or a panicked environment) cannot be recovered from in place. */
+    /* SPACE c of lmdb_int.h: a second commit left visible but not durable
+     * in a row (or SPACE b, a panicked environment) is not recovered in place. */
     int unsafe = f->phase == LMDB__FAIL_FATAL || (f->phase == LMDB__FAIL_UNSYNCED && ls->unsynced);
     if (f->phase == LMDB__FAIL_UNSYNCED) ls->unsynced = 1;
     if (!f->space || unsafe) {
