@@ -286,6 +286,9 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
 
 /* status.c: the one table from KP_* codes to HTTP code + reason. */
 int api_status_code(int rc, const char **reason);
+/* The fixed message clients get for `rc` (Kubernetes' wording), or NULL: then
+ * the caller's message is used (api_reply_error()). */
+const char *api_status_message(int rc);
 /* A Status in Kubernetes' JSON member order (see status.c): an empty reason or
  * message is left out; `details` (borrowed, NULL: none, or an empty one where
  * Kubernetes always sends one) is copied in StatusDetails' order. A new
@@ -299,6 +302,8 @@ void api_crd_stop(struct apiserver *s); /* safe if never started */
 
 /* discovery.c */
 int api_serve_discovery(api_req_t *r);
+/* /livez, /readyz, /healthz and their checks (health.c). */
+int api_serve_health(api_req_t *r);
 
 /* rest.c */
 int api_serve_resource(api_req_t *r);

@@ -143,7 +143,7 @@ int api_serve_discovery(api_req_t *r)
     json_t *doc = NULL;
     switch (rt->kind) {
     case API_ROUTE_HEALTH:
-        return api_reply_bytes(r, 200, "text/plain; charset=utf-8", "ok", 2);
+        return api_serve_health(r);
     case API_ROUTE_VERSION:
         doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "major",
                         KUBE_VERSION_MAJOR, "minor", KUBE_VERSION_MINOR, "gitVersion",

@@ -137,8 +137,9 @@ int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *d
 
 int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt, ...)
 {
-    const char *reason;
+    const char *reason, *fixed = api_status_message(rc);
     int code = api_status_code(rc, &reason);
+    if (fixed) return api_reply_status(r, code, reason, (json_t *)details, "%s", fixed);
     va_list ap;
     va_start(ap, fmt);
     int out = reply_status_v(r, code, reason, details, fmt, ap);
