@@ -14,6 +14,19 @@
  * member against null passes. Values are deep-copied out of the patch, so
  * the result never shares nodes with `ops`.
  *
+ * Budgets (api_json_patch_limited). A few KB of "copy" ops can double the
+ * document each (60 ops: 2^60 times its size), so every op is priced in
+ * bytes of compact JSON before it is done, as Kubernetes' json-patch prices
+ * copies: jp_t.size follows the document's size (added values counted with
+ * a cut-off at the room left, removed ones subtracted), jp_t.copied the
+ * copies. A copy is measured, then checked against both budgets, and only
+ * then deep-copied; an add or replace is measured before its value is
+ * copied out of the patch. A move changes only the key's bytes and is never
+ * walked. So the work and memory of a patch stay within its own size plus
+ * the limits, whatever its ops do. The end result is measured once more
+ * (size and depth, both with a cut-off): that is the authority, the running
+ * count only stops a runaway early.
+ *
  * Merge patch (RFC 7386) is a short recursion; values are copied as well.
  *
  * Strategic merge patch follows apimachinery's strategicpatch as the API
@@ -62,6 +75,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +131,166 @@ typedef struct jp {
     json_t **doc;
     char *err;
     size_t errlen;
+    const api_patch_limits_t *lim; /* NULL: unbounded, nothing counted */
+    size_t size;                   /* compact size of *doc, as counted */
+    size_t copied;                 /* bytes added by "copy" so far */
 } jp_t;
+
+/* ---- sizes ---- */
+
+/* Removed values are walked to this depth for their size (deeper parts are
+ * not counted: the count is then low, and the final measure decides). */
+#define JP_MEASURE_DEPTH 4096
+
+typedef struct meter {
+    size_t n, limit;
+    int depth_max, too_deep;
+} meter_t;
+
+static void meter_add(meter_t *m, size_t k)
+{
+    m->n = k > m->limit - m->n ? m->limit + 1 : m->n + k;
+}
+
+/* A string's bytes as Go's encoder writes it, quotes included. */
+static void meter_string(meter_t *m, const char *p, size_t len)
+{
+    if (len > m->limit - m->n) { /* every byte takes at least one */
+        m->n = m->limit + 1;
+        return;
+    }
+    size_t n = 2;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t')
+            n += 2;
+        else if (c < 0x20 || c == '<' || c == '>' || c == '&')
+            n += 6; /* \u00XX */
+        else
+            n += 1;
+    }
+    meter_add(m, n);
+}
+
+static void meter_value(meter_t *m, const json_t *v, int depth)
+{
+    char num[40];
+    int w;
+    if (m->n > m->limit) return;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+    case JSON_ARRAY: {
+        meter_add(m, 2);
+        if (depth >= m->depth_max) {
+            m->too_deep = 1;
+            return;
+        }
+        size_t i = 0;
+        if (json_is_array(v)) {
+            const json_t *e;
+            json_array_foreach(v, i, e) {
+                if (i) meter_add(m, 1);
+                meter_value(m, e, depth + 1);
+                if (m->n > m->limit) return;
+            }
+            return;
+        }
+        const char *k;
+        const json_t *e;
+        json_object_foreach((json_t *)v, k, e) {
+            if (i++) meter_add(m, 1);
+            meter_string(m, k, strlen(k));
+            meter_add(m, 1);
+            meter_value(m, e, depth + 1);
+            if (m->n > m->limit) return;
+        }
+        return;
+    }
+    case JSON_STRING:
+        meter_string(m, json_string_value(v), json_string_length(v));
+        return;
+    case JSON_INTEGER:
+        w = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        meter_add(m, w > 0 ? (size_t)w : 1);
+        return;
+    case JSON_REAL:
+        w = snprintf(num, sizeof num, "%.17g", json_real_value(v));
+        meter_add(m, w > 0 ? (size_t)w : 1);
+        return;
+    case JSON_TRUE:
+    case JSON_NULL:
+        meter_add(m, 4);
+        return;
+    case JSON_FALSE:
+        meter_add(m, 5);
+        return;
+    }
+}
+
+size_t api_json_size(const json_t *v, size_t limit, int depth_max, int *too_deep)
+{
+    meter_t m = {.n = 0, .limit = limit < SIZE_MAX ? limit : SIZE_MAX - 1, .depth_max = depth_max};
+    if (v) meter_value(&m, v, 0);
+    if (too_deep) *too_deep = m.too_deep;
+    return m.n;
+}
+
+/* The bytes a member or element adds to its container besides its value:
+ * the key, its colon and a comma (an element: the comma). */
+static size_t member_bytes(const json_t *parent, const char *key)
+{
+    if (!json_is_object(parent)) return 1;
+    meter_t m = {.limit = SIZE_MAX - 1};
+    meter_string(&m, key, strlen(key));
+    return m.n + 2;
+}
+
+/* The containers a pointer goes through: its number of tokens. */
+static int ptr_depth(const char *path)
+{
+    int n = 0;
+    for (const char *p = path; *p; p++)
+        n += *p == '/';
+    return n;
+}
+
+static void jp_grow(jp_t *j, size_t add, size_t sub)
+{
+    j->size = j->size + add > sub ? j->size + add - sub : 0;
+}
+
+/* The size a removed value took, member bytes included (lim set). */
+static size_t jp_removed(const json_t *parent, const char *key, const json_t *v)
+{
+    return api_json_size(v, SIZE_MAX - 1, JP_MEASURE_DEPTH, NULL) +
+           (parent ? member_bytes(parent, key) : 0);
+}
+
+static int jp_too_large(jp_t *j)
+{
+    return report(j->err, j->errlen, KP_ETOOLARGE, "Request entity too large: limit is %zu",
+                  j->lim->result_max);
+}
+
+static int jp_too_deep(jp_t *j)
+{
+    return report(j->err, j->errlen, KP_EINVAL, "the patched object is nested deeper than %d levels",
+                  j->lim->depth_max);
+}
+
+/* Measure `value` (to be placed at `path`) against the room left in the
+ * document: *bytes gets its size, or an error is returned. */
+static int jp_price(jp_t *j, const char *path, const json_t *value, size_t *bytes)
+{
+    *bytes = 0;
+    if (!j->lim) return 0;
+    size_t room = j->lim->result_max > j->size ? j->lim->result_max - j->size : 0;
+    int deep = 0;
+    *bytes = api_json_size(value, room, j->lim->depth_max - ptr_depth(path), &deep);
+    if (*bytes > room) return jp_too_large(j);
+    if (deep) return jp_too_deep(j);
+    return 0;
+}
 
 /* Where a pointer leads: the container of its last token and that token
  * (decoded, malloc'd). parent NULL and key NULL for the root "". */
@@ -215,8 +388,10 @@ static json_t *jp_get(json_t *doc, const jp_ref_t *ref)
 }
 
 /* Insert `val` (stolen) at `path` as "add" does; `op` names the operation in
- * messages ("add", "move", "copy"). */
-static int jp_put(jp_t *j, const char *op, const char *path, json_t *val)
+ * messages ("add", "move", "copy"). `bytes` is val's size as counted (0 for
+ * a move): the document's count grows by it and the member's bytes, and
+ * shrinks by a member it replaces. */
+static int jp_put(jp_t *j, const char *op, const char *path, json_t *val, size_t bytes)
 {
     if (!val) return KP_ENOMEM;
     jp_ref_t ref;
@@ -239,7 +414,20 @@ static int jp_put(jp_t *j, const char *op, const char *path, json_t *val)
     if (!ref.parent) { /* the root: the value becomes the document */
         json_decref(*j->doc);
         *j->doc = val;
+        if (j->lim) /* a move to the root: the moved value, walked once */
+            j->size = bytes ? bytes : api_json_size(val, SIZE_MAX - 1, JP_MEASURE_DEPTH, NULL);
         return 0;
+    }
+    if (j->lim) {
+        size_t mb = member_bytes(ref.parent, ref.key);
+        if (!bytes && j->size + mb > j->lim->result_max) { /* a move to a long key */
+            json_decref(val);
+            free(ref.key);
+            return jp_too_large(j);
+        }
+        const json_t *old =
+            json_is_object(ref.parent) ? json_object_get(ref.parent, ref.key) : NULL;
+        jp_grow(j, bytes + mb, old ? jp_removed(ref.parent, ref.key, old) : 0);
     }
     if (json_is_object(ref.parent)) {
         rc = json_object_set_new(ref.parent, ref.key, val) ? KP_ENOMEM : 0;
@@ -266,8 +454,10 @@ static int jp_put(jp_t *j, const char *op, const char *path, json_t *val)
     return rc;
 }
 
-/* Detach the value at `path` (must exist; not the root) into *out (owned). */
-static int jp_take(jp_t *j, const char *op, const char *path, json_t **out)
+/* Detach the value at `path` (must exist; not the root) into *out (owned).
+ * `count`: subtract its size from the document's (a remove; a move keeps
+ * the value and only changes its key, see jp_put). */
+static int jp_take(jp_t *j, const char *op, const char *path, json_t **out, int count)
 {
     *out = NULL;
     jp_ref_t ref;
@@ -300,6 +490,9 @@ static int jp_take(jp_t *j, const char *op, const char *path, json_t **out)
                         op, path, ref.key);
     } else {
         *out = json_incref(v);
+        if (j->lim)
+            jp_grow(j, 0,
+                    count ? jp_removed(ref.parent, ref.key, v) : member_bytes(ref.parent, ref.key));
         if (json_is_object(ref.parent))
             json_object_del(ref.parent, ref.key);
         else
@@ -318,17 +511,29 @@ static int jp_replace(jp_t *j, const char *path, const json_t *value)
                       "replace operation does not apply: doc is missing path: %s: missing value",
                       path);
     if (rc) return rc;
-    json_t *v = json_deep_copy(value);
-    if (!v)
+    const json_t *old = jp_get(*j->doc, &ref);
+    size_t bytes = 0;
+    if (old && j->lim) {
+        /* priced as if the old value were gone already */
+        size_t was = jp_removed(NULL, NULL, old);
+        jp_grow(j, 0, was);
+        rc = jp_price(j, path, value, &bytes);
+        jp_grow(j, rc ? was : bytes, 0);
+        if (rc) {
+            free(ref.key);
+            return rc;
+        }
+    }
+    json_t *v = old ? json_deep_copy(value) : NULL;
+    if (!old)
+        rc =
+            report(j->err, j->errlen, KP_ECONFLICT,
+                   "replace operation does not apply: doc is missing key: %s: missing value", path);
+    else if (!v)
         rc = KP_ENOMEM;
     else if (!ref.parent) {
         json_decref(*j->doc);
         *j->doc = v;
-    } else if (!ptr_child(ref.parent, ref.key)) {
-        json_decref(v);
-        rc =
-            report(j->err, j->errlen, KP_ECONFLICT,
-                   "replace operation does not apply: doc is missing key: %s: missing value", path);
     } else if (json_is_object(ref.parent)) {
         rc = json_object_set_new(ref.parent, ref.key, v) ? KP_ENOMEM : 0;
     } else {
@@ -381,9 +586,9 @@ static int jp_move(jp_t *j, const char *from, const char *path)
                       "move operation does not apply: cannot move %s into its own child %s", from,
                       path);
     json_t *v;
-    rc = jp_take(j, "move", from, &v);
+    rc = jp_take(j, "move", from, &v, 0);
     if (rc) return rc;
-    return jp_put(j, "move", path, v);
+    return jp_put(j, "move", path, v, 0);
 }
 
 static int jp_copy(jp_t *j, const char *from, const char *path)
@@ -395,7 +600,22 @@ static int jp_copy(jp_t *j, const char *from, const char *path)
         return report(j->err, j->errlen, KP_ECONFLICT,
                       "copy operation does not apply: doc is missing from path: %s: missing value",
                       from);
-    return jp_put(j, "copy", path, json_deep_copy(v));
+    size_t bytes = 0;
+    if (j->lim) { /* counted before a byte is copied */
+        size_t room = j->lim->copy_max - j->copied;
+        int deep = 0;
+        bytes = api_json_size(v, room, j->lim->depth_max - ptr_depth(path), &deep);
+        if (bytes > room)
+            return report(j->err, j->errlen, KP_ECONFLICT,
+                          "Unable to complete the copy, the accumulated size increase of copy is "
+                          "%zu, exceeding the limit %zu",
+                          j->copied + bytes, j->lim->copy_max);
+        if (deep) return jp_too_deep(j);
+        if (bytes > j->lim->result_max || j->size > j->lim->result_max - bytes)
+            return jp_too_large(j);
+        j->copied += bytes;
+    }
+    return jp_put(j, "copy", path, json_deep_copy(v), bytes);
 }
 
 enum { OP_ADD, OP_REMOVE, OP_REPLACE, OP_MOVE, OP_COPY, OP_TEST };
@@ -440,7 +660,8 @@ static int jp_check(const json_t *op, int *kind, char *err, size_t errlen)
     return 0;
 }
 
-int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
+static int json_patch(json_t **doc, const json_t *ops, const api_patch_limits_t *lim, char *err,
+                      size_t errlen)
 {
     if (err && errlen) err[0] = '\0';
     if (!json_is_array(ops))
@@ -463,7 +684,8 @@ int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
     json_array_foreach(ops, i, op) {
         if ((rc = jp_check(op, &kind, err, errlen))) return rc;
     }
-    jp_t j = {doc, err, errlen};
+    jp_t j = {.doc = doc, .err = err, .errlen = errlen, .lim = lim};
+    if (lim) j.size = api_json_size(*doc, SIZE_MAX - 1, JP_MEASURE_DEPTH, NULL);
     json_array_foreach(ops, i, op) {
         jp_check(op, &kind, err, errlen); /* passed above: only the kind is wanted */
         const char *path = json_string_value(json_object_get(op, "path"));
@@ -471,11 +693,14 @@ int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
         const json_t *value = json_object_get(op, "value");
         json_t *v;
         switch (kind) {
-        case OP_ADD:
-            rc = jp_put(&j, "add", path, json_deep_copy(value));
+        case OP_ADD: {
+            size_t bytes;
+            rc = jp_price(&j, path, value, &bytes);
+            if (!rc) rc = jp_put(&j, "add", path, json_deep_copy(value), bytes);
             break;
+        }
         case OP_REMOVE:
-            rc = jp_take(&j, "remove", path, &v);
+            rc = jp_take(&j, "remove", path, &v, 1);
             json_decref(v);
             break;
         case OP_REPLACE:
@@ -493,7 +718,24 @@ int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
         }
         if (rc) return rc;
     }
+    if (!lim) return 0;
+    /* The authority: the result as it is (a move may have nested it deeper). */
+    int deep = 0;
+    size_t n = api_json_size(*doc, lim->result_max, lim->depth_max, &deep);
+    if (deep) return jp_too_deep(&j);
+    if (n > lim->result_max) return jp_too_large(&j);
     return 0;
+}
+
+int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
+{
+    return json_patch(doc, ops, NULL, err, errlen);
+}
+
+int api_json_patch_limited(json_t **doc, const json_t *ops, const api_patch_limits_t *lim,
+                           char *err, size_t errlen)
+{
+    return json_patch(doc, ops, lim, err, errlen);
 }
 
 /* ---- merge patch (RFC 7386) ---------------------------------------------------------- */
