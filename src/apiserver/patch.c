@@ -149,12 +149,14 @@ typedef struct meter {
 
 static void meter_add(meter_t *m, size_t k)
 {
+    if (m->n > m->limit) return; /* over already: stays limit + 1 */
     m->n = k > m->limit - m->n ? m->limit + 1 : m->n + k;
 }
 
 /* A string's bytes as Go's encoder writes it, quotes included. */
 static void meter_string(meter_t *m, const char *p, size_t len)
 {
+    if (m->n > m->limit) return;
     if (len > m->limit - m->n) { /* every byte takes at least one */
         m->n = m->limit + 1;
         return;
@@ -385,6 +387,18 @@ static int jp_resolve(json_t *doc, const char *path, jp_ref_t *ref)
 static json_t *jp_get(json_t *doc, const jp_ref_t *ref)
 {
     return ref->parent ? ptr_child(ref->parent, ref->key) : doc;
+}
+
+/* The size of what an "add" at `path` would replace (an object's member,
+ * or the root), 0 if none or nothing is counted. */
+static size_t jp_replaced_size(jp_t *j, const char *path)
+{
+    if (!j->lim) return 0;
+    jp_ref_t ref;
+    if (jp_resolve(*j->doc, path, &ref)) return 0;
+    const json_t *old = !ref.parent || json_is_object(ref.parent) ? jp_get(*j->doc, &ref) : NULL;
+    free(ref.key);
+    return old ? api_json_size(old, SIZE_MAX - 1, JP_MEASURE_DEPTH, NULL) : 0;
 }
 
 /* Insert `val` (stolen) at `path` as "add" does; `op` names the operation in
@@ -694,8 +708,11 @@ static int json_patch(json_t **doc, const json_t *ops, const api_patch_limits_t 
         json_t *v;
         switch (kind) {
         case OP_ADD: {
-            size_t bytes;
+            /* priced as if a member it replaces were gone (jp_put takes it off) */
+            size_t bytes, was = jp_replaced_size(&j, path);
+            jp_grow(&j, 0, was);
             rc = jp_price(&j, path, value, &bytes);
+            jp_grow(&j, was, 0);
             if (!rc) rc = jp_put(&j, "add", path, json_deep_copy(value), bytes);
             break;
         }
