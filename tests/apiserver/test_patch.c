@@ -983,8 +983,8 @@ static void test_jp_copy_bomb(void **state)
         print_message("bomb %d: %s; %.1f ms of CPU, document left at %zu bytes\n", b, err, cpu_ms,
                       size);
         assert_true(size <= (3u << 20) + API_JSON_PATCH_COPY_MAX);
-        /* ~10 ms optimized; the bound leaves room for sanitizers */
-        assert_true(cpu_ms < 1000.0);
+        /* ~70 ms optimized, ~350 ms under ASan: the bound leaves room for load */
+        assert_true(cpu_ms < 2000.0);
         json_decref(d);
     }
 }
