@@ -814,6 +814,15 @@ static int run_jp(void **state, json_t **doc, const json_t *patch)
     return api_json_patch(doc, patch, err, sizeof err);
 }
 
+/* The same within limits: the counting paths fail as cleanly. */
+static int run_jp_limited(void **state, json_t **doc, const json_t *patch)
+{
+    (void)state;
+    char err[256];
+    static const api_patch_limits_t lim = {.copy_max = 1000, .result_max = 1000, .depth_max = 10};
+    return api_json_patch_limited(doc, patch, &lim, err, sizeof err);
+}
+
 static void test_alloc_failures(void **state)
 {
     torture(
@@ -841,6 +850,16 @@ static void test_alloc_failures(void **state)
             "{\"op\":\"remove\",\"path\":\"/d/b/2\"},"
             "{\"op\":\"test\",\"path\":\"/d/b\",\"value\":[1,{\"k\":[1]}]}]",
             "{\"a\":{\"b\":[\"z\",{\"k\":[1]},2],\"c/d\":\"x\"},\"d\":{\"b\":[1,{\"k\":[1]}]}}");
+    torture(state, run_jp_limited, "{\"a\":{\"b\":[1,2]},\"c\":\"x\"}",
+            "[{\"op\":\"add\",\"path\":\"/a/b/1\",\"value\":{\"k\":[1]}},"
+            "{\"op\":\"add\",\"path\":\"/e\",\"value\":1},"
+            "{\"op\":\"add\",\"path\":\"/e\",\"value\":2},"
+            "{\"op\":\"copy\",\"from\":\"/a\",\"path\":\"/d\"},"
+            "{\"op\":\"move\",\"from\":\"/c\",\"path\":\"/a/c~1d\"},"
+            "{\"op\":\"replace\",\"path\":\"/a/b/0\",\"value\":\"z\"},"
+            "{\"op\":\"remove\",\"path\":\"/d/b/2\"}]",
+            "{\"a\":{\"b\":[\"z\",{\"k\":[1]},2],\"c/d\":\"x\"},\"d\":{\"b\":[1,{\"k\":[1]}]},"
+            "\"e\":2}");
 }
 
 static int group_setup(void **state)
