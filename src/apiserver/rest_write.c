@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "apiserver/crd_schema.h"
+#include "apiserver/patch.h"
 #include "apiserver_int.h"
 #include "lib/err.h"
 #include "rest_int.h"
@@ -246,8 +247,37 @@ int rest_check_metadata_types(api_req_t *r, const json_t *obj)
     return -1;
 }
 
+/* A custom resource's body without a kind. Kubernetes decodes a built-in
+ * kind into its Go type, whose kind and version default what the body
+ * lacks (a POST or PUT of {"metadata": ...} is fine); a custom resource is
+ * decoded as unstructured, and that decoder wants the body's own kind:
+ * "Object 'Kind' is missing in '<body>'", which the create and update
+ * handlers wrap in their decode-error text. The default fieldValidation
+ * (Warn) and Strict decode strictly, where the decoder knows no kind at all
+ * ("the object provided is unrecognized", with the body's first 30 bytes);
+ * Ignore decodes with the request's kind as the default. */
+static int reply_missing_kind(api_req_t *r)
+{
+    const api_resource_t *res = r->route.res;
+    int len = r->body.len > 600 ? 600 : (int)r->body.len; /* the message's room */
+    const char *more = r->body.len > 600 ? "..." : "";
+    if (r->validation == API_VALIDATE_IGNORE)
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "%s in version \"%s\" cannot be handled as a %s: Object 'Kind' is "
+                         "missing in '%.*s%s'",
+                         res->kind, res->version, res->kind, len, r->body.p, more);
+    else
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "the object provided is unrecognized (must be of type %s): Object 'Kind' "
+                         "is missing in '%.*s%s' (%.*s%s)",
+                         res->kind, len, r->body.p, more, r->body.len > 30 ? 30 : (int)r->body.len,
+                         r->body.p, r->body.len > 30 ? " ..." : "");
+    return -1;
+}
+
 /* kind and apiVersion in a body must name the URL's resource; missing ones
- * are filled in. Replies 400 and returns -1 on a mismatch. */
+ * are filled in, but for a custom resource's kind (reply_missing_kind).
+ * Replies 400 and returns -1 on a mismatch. */
 int rest_check_type(api_req_t *r, json_t *obj)
 {
     const api_resource_t *res = r->route.res;
@@ -255,6 +285,7 @@ int rest_check_type(api_req_t *r, json_t *obj)
     api_group_version(res, gv, sizeof gv);
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+    if (res->crd_schema && (!kind || !*kind)) return reply_missing_kind(r);
     if (av && *av && strcmp(av, gv)) {
         api_reply_status(r, 400, "BadRequest", NULL,
                          "the API version in the data (%s) does not match the expected API "
@@ -340,6 +371,19 @@ static int check_body_namespace(api_req_t *r, json_t *obj)
     }
     json_object_set_new(meta, "namespace", json_string(r->route.ns));
     return 0;
+}
+
+/* What is stored must fit the object byte limit, checked before it is
+ * stored or answered under dryRun: a patch (of any type), an apply or a PUT
+ * builds it from a request, and none may make it larger than a request may
+ * be. The count stops just past the limit. Returns -1 after replying 413,
+ * Kubernetes' answer at its request byte limit. */
+static int check_object_size(api_req_t *r, const json_t *obj)
+{
+    if (api_json_size(obj, API_BODY_MAX, 4096, NULL) <= API_BODY_MAX) return 0;
+    api_reply_status(r, 413, "RequestEntityTooLarge", NULL,
+                     "Request entity too large: limit is %u", API_BODY_MAX);
+    return -1;
 }
 
 static void generate_name(const char *base, char *out, size_t n)
@@ -431,6 +475,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
         goto out;
     }
     if (!r->applying && rest_track_fields(r, NULL, obj)) goto out;
+    if (check_object_size(r, obj)) goto out;
     if (r->dry_run) { /* everything a create does, but the write */
         json_object_del(meta, "resourceVersion");
         return api_reply_json(r, 201, obj);
@@ -590,6 +635,10 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             return 0;
         }
         json_decref(cur);
+        if (check_object_size(r, next)) {
+            json_decref(next);
+            return 0;
+        }
         if (r->dry_run) /* everything an update does, but the write */
             return reply_unwritten(r, next, cur_rev, reply);
         /* A deleted object whose last finalizer this update removes is gone
