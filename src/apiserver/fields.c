@@ -9,6 +9,7 @@
  */
 #include "apiserver/fields.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,6 +102,40 @@ static int type_error(walk_t *w, const json_t *v, const json_t *decl, const char
 
 static int walk_value(walk_t *w, const json_t *decl, json_t *v, const json_t *base,
                       const char *owner);
+
+/* An integer field: a JSON number Go can store in the field's type, int32
+ * or int64 by the schema's format (no format: int64). 3.0 is an integer to
+ * Go's decoder; 3.5 is not, and neither is a value out of the type's range:
+ * Go's message then quotes the number ("json: cannot unmarshal number
+ * 4294967297 into Go struct field DeploymentSpec.spec.replicas of type
+ * int32"). A number beyond int64 never gets here: the JSON parser refuses
+ * it. */
+static int check_integer(walk_t *w, const json_t *v, const json_t *decl, const json_t *node,
+                         const char *owner)
+{
+    const char *format = json_string_value(json_object_get(node, "format"));
+    int is32 = format && !strcmp(format, "int32");
+    char num[48];
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (!is32 || (i >= INT32_MIN && i <= INT32_MAX)) return 0;
+        snprintf(num, sizeof num, "number %" JSON_INTEGER_FORMAT, i);
+    } else if (json_is_real(v)) {
+        double d = json_real_value(v);
+        double lo = is32 ? (double)INT32_MIN : -9223372036854775808.0;
+        double hi = is32 ? (double)INT32_MAX : 9223372036854775807.0;
+        /* in range before the cast: a double outside long long is undefined */
+        if (d >= lo && d < hi + 1 && d == (double)(long long)d) return 0;
+        snprintf(num, sizeof num, "number %.17g", d);
+    } else {
+        return type_error(w, v, decl, owner);
+    }
+    char t[200];
+    go_type(w->s, decl, t, sizeof t);
+    snprintf(w->err, w->errlen, "json: cannot unmarshal %s into Go struct field %s.%s of type %s",
+             num, owner, w->path, t);
+    return KP_EINVAL;
+}
 
 /* A value equal to its counterpart in the base version was checked when
  * that version was written: nothing under it to drop or to report. */
@@ -204,11 +239,7 @@ static int walk_value(walk_t *w, const json_t *decl, json_t *v, const json_t *ba
     case API_SCHEMA_STRING:
         return json_is_string(v) ? 0 : type_error(w, v, decl, owner);
     case API_SCHEMA_INTEGER:
-        /* 3.0 is an integer to Go's decoder; 3.5 is not. */
-        if (json_is_integer(v)) return 0;
-        if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v))
-            return 0;
-        return type_error(w, v, decl, owner);
+        return check_integer(w, v, decl, node, owner);
     case API_SCHEMA_NUMBER:
         return json_is_number(v) ? 0 : type_error(w, v, decl, owner);
     case API_SCHEMA_BOOLEAN:

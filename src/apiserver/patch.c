@@ -14,6 +14,19 @@
  * member against null passes. Values are deep-copied out of the patch, so
  * the result never shares nodes with `ops`.
  *
+ * Budgets (api_json_patch_limited). A few KB of "copy" ops can double the
+ * document each (60 ops: 2^60 times its size), so every op is priced in
+ * bytes of compact JSON before it is done, as Kubernetes' json-patch prices
+ * copies: jp_t.size follows the document's size (added values counted with
+ * a cut-off at the room left, removed ones subtracted), jp_t.copied the
+ * copies. A copy is measured, then checked against both budgets, and only
+ * then deep-copied; an add or replace is measured before its value is
+ * copied out of the patch. A move changes only the key's bytes and is never
+ * walked. So the work and memory of a patch stay within its own size plus
+ * the limits, whatever its ops do. The end result is measured once more
+ * (size and depth, both with a cut-off): that is the authority, the running
+ * count only stops a runaway early.
+ *
  * Merge patch (RFC 7386) is a short recursion; values are copied as well.
  *
  * Strategic merge patch follows apimachinery's strategicpatch as the API
@@ -62,6 +75,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +131,168 @@ typedef struct jp {
     json_t **doc;
     char *err;
     size_t errlen;
+    const api_patch_limits_t *lim; /* NULL: unbounded, nothing counted */
+    size_t size;                   /* compact size of *doc, as counted */
+    size_t copied;                 /* bytes added by "copy" so far */
 } jp_t;
+
+/* ---- sizes ---- */
+
+/* Removed values are walked to this depth for their size (deeper parts are
+ * not counted: the count is then low, and the final measure decides). */
+#define JP_MEASURE_DEPTH 4096
+
+typedef struct meter {
+    size_t n, limit;
+    int depth_max, too_deep;
+} meter_t;
+
+static void meter_add(meter_t *m, size_t k)
+{
+    if (m->n > m->limit) return; /* over already: stays limit + 1 */
+    m->n = k > m->limit - m->n ? m->limit + 1 : m->n + k;
+}
+
+/* A string's bytes as Go's encoder writes it, quotes included. */
+static void meter_string(meter_t *m, const char *p, size_t len)
+{
+    if (m->n > m->limit) return;
+    if (len > m->limit - m->n) { /* every byte takes at least one */
+        m->n = m->limit + 1;
+        return;
+    }
+    size_t n = 2;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t')
+            n += 2;
+        else if (c < 0x20 || c == '<' || c == '>' || c == '&')
+            n += 6; /* \u00XX */
+        else
+            n += 1;
+    }
+    meter_add(m, n);
+}
+
+static void meter_value(meter_t *m, const json_t *v, int depth)
+{
+    char num[40];
+    int w;
+    if (m->n > m->limit) return;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+    case JSON_ARRAY: {
+        meter_add(m, 2);
+        if (depth >= m->depth_max) {
+            m->too_deep = 1;
+            return;
+        }
+        size_t i = 0;
+        if (json_is_array(v)) {
+            const json_t *e;
+            json_array_foreach(v, i, e) {
+                if (i) meter_add(m, 1);
+                meter_value(m, e, depth + 1);
+                if (m->n > m->limit) return;
+            }
+            return;
+        }
+        const char *k;
+        const json_t *e;
+        json_object_foreach((json_t *)v, k, e) {
+            if (i++) meter_add(m, 1);
+            meter_string(m, k, strlen(k));
+            meter_add(m, 1);
+            meter_value(m, e, depth + 1);
+            if (m->n > m->limit) return;
+        }
+        return;
+    }
+    case JSON_STRING:
+        meter_string(m, json_string_value(v), json_string_length(v));
+        return;
+    case JSON_INTEGER:
+        w = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        meter_add(m, w > 0 ? (size_t)w : 1);
+        return;
+    case JSON_REAL:
+        w = snprintf(num, sizeof num, "%.17g", json_real_value(v));
+        meter_add(m, w > 0 ? (size_t)w : 1);
+        return;
+    case JSON_TRUE:
+    case JSON_NULL:
+        meter_add(m, 4);
+        return;
+    case JSON_FALSE:
+        meter_add(m, 5);
+        return;
+    }
+}
+
+size_t api_json_size(const json_t *v, size_t limit, int depth_max, int *too_deep)
+{
+    meter_t m = {.n = 0, .limit = limit < SIZE_MAX ? limit : SIZE_MAX - 1, .depth_max = depth_max};
+    if (v) meter_value(&m, v, 0);
+    if (too_deep) *too_deep = m.too_deep;
+    return m.n;
+}
+
+/* The bytes a member or element adds to its container besides its value:
+ * the key, its colon and a comma (an element: the comma). */
+static size_t member_bytes(const json_t *parent, const char *key)
+{
+    if (!json_is_object(parent)) return 1;
+    meter_t m = {.limit = SIZE_MAX - 1};
+    meter_string(&m, key, strlen(key));
+    return m.n + 2;
+}
+
+/* The containers a pointer goes through: its number of tokens. */
+static int ptr_depth(const char *path)
+{
+    int n = 0;
+    for (const char *p = path; *p; p++)
+        n += *p == '/';
+    return n;
+}
+
+static void jp_grow(jp_t *j, size_t add, size_t sub)
+{
+    j->size = j->size + add > sub ? j->size + add - sub : 0;
+}
+
+/* The size a removed value took, member bytes included (lim set). */
+static size_t jp_removed(const json_t *parent, const char *key, const json_t *v)
+{
+    return api_json_size(v, SIZE_MAX - 1, JP_MEASURE_DEPTH, NULL) +
+           (parent ? member_bytes(parent, key) : 0);
+}
+
+static int jp_too_large(jp_t *j)
+{
+    return report(j->err, j->errlen, KP_ETOOLARGE, "Request entity too large: limit is %zu",
+                  j->lim->result_max);
+}
+
+static int jp_too_deep(jp_t *j)
+{
+    return report(j->err, j->errlen, KP_EINVAL, "the patched object is nested deeper than %d levels",
+                  j->lim->depth_max);
+}
+
+/* Measure `value` (to be placed at `path`) against the room left in the
+ * document: *bytes gets its size, or an error is returned. */
+static int jp_price(jp_t *j, const char *path, const json_t *value, size_t *bytes)
+{
+    *bytes = 0;
+    if (!j->lim) return 0;
+    size_t room = j->lim->result_max > j->size ? j->lim->result_max - j->size : 0;
+    int deep = 0;
+    *bytes = api_json_size(value, room, j->lim->depth_max - ptr_depth(path), &deep);
+    if (*bytes > room) return jp_too_large(j);
+    if (deep) return jp_too_deep(j);
+    return 0;
+}
 
 /* Where a pointer leads: the container of its last token and that token
  * (decoded, malloc'd). parent NULL and key NULL for the root "". */
@@ -214,9 +389,23 @@ static json_t *jp_get(json_t *doc, const jp_ref_t *ref)
     return ref->parent ? ptr_child(ref->parent, ref->key) : doc;
 }
 
+/* The size of what an "add" at `path` would replace (an object's member,
+ * or the root), 0 if none or nothing is counted. */
+static size_t jp_replaced_size(jp_t *j, const char *path)
+{
+    if (!j->lim) return 0;
+    jp_ref_t ref;
+    if (jp_resolve(*j->doc, path, &ref)) return 0;
+    const json_t *old = !ref.parent || json_is_object(ref.parent) ? jp_get(*j->doc, &ref) : NULL;
+    free(ref.key);
+    return old ? api_json_size(old, SIZE_MAX - 1, JP_MEASURE_DEPTH, NULL) : 0;
+}
+
 /* Insert `val` (stolen) at `path` as "add" does; `op` names the operation in
- * messages ("add", "move", "copy"). */
-static int jp_put(jp_t *j, const char *op, const char *path, json_t *val)
+ * messages ("add", "move", "copy"). `bytes` is val's size as counted (0 for
+ * a move): the document's count grows by it and the member's bytes, and
+ * shrinks by a member it replaces. */
+static int jp_put(jp_t *j, const char *op, const char *path, json_t *val, size_t bytes)
 {
     if (!val) return KP_ENOMEM;
     jp_ref_t ref;
@@ -239,7 +428,20 @@ static int jp_put(jp_t *j, const char *op, const char *path, json_t *val)
     if (!ref.parent) { /* the root: the value becomes the document */
         json_decref(*j->doc);
         *j->doc = val;
+        if (j->lim) /* a move to the root: the moved value, walked once */
+            j->size = bytes ? bytes : api_json_size(val, SIZE_MAX - 1, JP_MEASURE_DEPTH, NULL);
         return 0;
+    }
+    if (j->lim) {
+        size_t mb = member_bytes(ref.parent, ref.key);
+        if (!bytes && j->size + mb > j->lim->result_max) { /* a move to a long key */
+            json_decref(val);
+            free(ref.key);
+            return jp_too_large(j);
+        }
+        const json_t *old =
+            json_is_object(ref.parent) ? json_object_get(ref.parent, ref.key) : NULL;
+        jp_grow(j, bytes + mb, old ? jp_removed(ref.parent, ref.key, old) : 0);
     }
     if (json_is_object(ref.parent)) {
         rc = json_object_set_new(ref.parent, ref.key, val) ? KP_ENOMEM : 0;
@@ -266,8 +468,10 @@ static int jp_put(jp_t *j, const char *op, const char *path, json_t *val)
     return rc;
 }
 
-/* Detach the value at `path` (must exist; not the root) into *out (owned). */
-static int jp_take(jp_t *j, const char *op, const char *path, json_t **out)
+/* Detach the value at `path` (must exist; not the root) into *out (owned).
+ * `count`: subtract its size from the document's (a remove; a move keeps
+ * the value and only changes its key, see jp_put). */
+static int jp_take(jp_t *j, const char *op, const char *path, json_t **out, int count)
 {
     *out = NULL;
     jp_ref_t ref;
@@ -300,6 +504,9 @@ static int jp_take(jp_t *j, const char *op, const char *path, json_t **out)
                         op, path, ref.key);
     } else {
         *out = json_incref(v);
+        if (j->lim)
+            jp_grow(j, 0,
+                    count ? jp_removed(ref.parent, ref.key, v) : member_bytes(ref.parent, ref.key));
         if (json_is_object(ref.parent))
             json_object_del(ref.parent, ref.key);
         else
@@ -318,17 +525,29 @@ static int jp_replace(jp_t *j, const char *path, const json_t *value)
                       "replace operation does not apply: doc is missing path: %s: missing value",
                       path);
     if (rc) return rc;
-    json_t *v = json_deep_copy(value);
-    if (!v)
+    const json_t *old = jp_get(*j->doc, &ref);
+    size_t bytes = 0;
+    if (old && j->lim) {
+        /* priced as if the old value were gone already */
+        size_t was = jp_removed(NULL, NULL, old);
+        jp_grow(j, 0, was);
+        rc = jp_price(j, path, value, &bytes);
+        jp_grow(j, rc ? was : bytes, 0);
+        if (rc) {
+            free(ref.key);
+            return rc;
+        }
+    }
+    json_t *v = old ? json_deep_copy(value) : NULL;
+    if (!old)
+        rc =
+            report(j->err, j->errlen, KP_ECONFLICT,
+                   "replace operation does not apply: doc is missing key: %s: missing value", path);
+    else if (!v)
         rc = KP_ENOMEM;
     else if (!ref.parent) {
         json_decref(*j->doc);
         *j->doc = v;
-    } else if (!ptr_child(ref.parent, ref.key)) {
-        json_decref(v);
-        rc =
-            report(j->err, j->errlen, KP_ECONFLICT,
-                   "replace operation does not apply: doc is missing key: %s: missing value", path);
     } else if (json_is_object(ref.parent)) {
         rc = json_object_set_new(ref.parent, ref.key, v) ? KP_ENOMEM : 0;
     } else {
@@ -381,9 +600,9 @@ static int jp_move(jp_t *j, const char *from, const char *path)
                       "move operation does not apply: cannot move %s into its own child %s", from,
                       path);
     json_t *v;
-    rc = jp_take(j, "move", from, &v);
+    rc = jp_take(j, "move", from, &v, 0);
     if (rc) return rc;
-    return jp_put(j, "move", path, v);
+    return jp_put(j, "move", path, v, 0);
 }
 
 static int jp_copy(jp_t *j, const char *from, const char *path)
@@ -395,7 +614,22 @@ static int jp_copy(jp_t *j, const char *from, const char *path)
         return report(j->err, j->errlen, KP_ECONFLICT,
                       "copy operation does not apply: doc is missing from path: %s: missing value",
                       from);
-    return jp_put(j, "copy", path, json_deep_copy(v));
+    size_t bytes = 0;
+    if (j->lim) { /* counted before a byte is copied */
+        size_t room = j->lim->copy_max - j->copied;
+        int deep = 0;
+        bytes = api_json_size(v, room, j->lim->depth_max - ptr_depth(path), &deep);
+        if (bytes > room)
+            return report(j->err, j->errlen, KP_ECONFLICT,
+                          "Unable to complete the copy, the accumulated size increase of copy is "
+                          "%zu, exceeding the limit %zu",
+                          j->copied + bytes, j->lim->copy_max);
+        if (deep) return jp_too_deep(j);
+        if (bytes > j->lim->result_max || j->size > j->lim->result_max - bytes)
+            return jp_too_large(j);
+        j->copied += bytes;
+    }
+    return jp_put(j, "copy", path, json_deep_copy(v), bytes);
 }
 
 enum { OP_ADD, OP_REMOVE, OP_REPLACE, OP_MOVE, OP_COPY, OP_TEST };
@@ -440,7 +674,8 @@ static int jp_check(const json_t *op, int *kind, char *err, size_t errlen)
     return 0;
 }
 
-int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
+static int json_patch(json_t **doc, const json_t *ops, const api_patch_limits_t *lim, char *err,
+                      size_t errlen)
 {
     if (err && errlen) err[0] = '\0';
     if (!json_is_array(ops))
@@ -463,7 +698,8 @@ int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
     json_array_foreach(ops, i, op) {
         if ((rc = jp_check(op, &kind, err, errlen))) return rc;
     }
-    jp_t j = {doc, err, errlen};
+    jp_t j = {.doc = doc, .err = err, .errlen = errlen, .lim = lim};
+    if (lim) j.size = api_json_size(*doc, SIZE_MAX - 1, JP_MEASURE_DEPTH, NULL);
     json_array_foreach(ops, i, op) {
         jp_check(op, &kind, err, errlen); /* passed above: only the kind is wanted */
         const char *path = json_string_value(json_object_get(op, "path"));
@@ -471,11 +707,17 @@ int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
         const json_t *value = json_object_get(op, "value");
         json_t *v;
         switch (kind) {
-        case OP_ADD:
-            rc = jp_put(&j, "add", path, json_deep_copy(value));
+        case OP_ADD: {
+            /* priced as if a member it replaces were gone (jp_put takes it off) */
+            size_t bytes, was = jp_replaced_size(&j, path);
+            jp_grow(&j, 0, was);
+            rc = jp_price(&j, path, value, &bytes);
+            jp_grow(&j, was, 0);
+            if (!rc) rc = jp_put(&j, "add", path, json_deep_copy(value), bytes);
             break;
+        }
         case OP_REMOVE:
-            rc = jp_take(&j, "remove", path, &v);
+            rc = jp_take(&j, "remove", path, &v, 1);
             json_decref(v);
             break;
         case OP_REPLACE:
@@ -493,7 +735,24 @@ int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
         }
         if (rc) return rc;
     }
+    if (!lim) return 0;
+    /* The authority: the result as it is (a move may have nested it deeper). */
+    int deep = 0;
+    size_t n = api_json_size(*doc, lim->result_max, lim->depth_max, &deep);
+    if (deep) return jp_too_deep(&j);
+    if (n > lim->result_max) return jp_too_large(&j);
     return 0;
+}
+
+int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen)
+{
+    return json_patch(doc, ops, NULL, err, errlen);
+}
+
+int api_json_patch_limited(json_t **doc, const json_t *ops, const api_patch_limits_t *lim,
+                           char *err, size_t errlen)
+{
+    return json_patch(doc, ops, lim, err, errlen);
 }
 
 /* ---- merge patch (RFC 7386) ---------------------------------------------------------- */
@@ -591,16 +850,54 @@ static int clean(smp_t *c, const json_t *field, const json_t *pv, json_t **out)
 
 /* The position of `item` in the first `n` elements of `list`: by the value of
  * `key` when key is set, else by equality. -1 if absent. */
-static long index_in(const json_t *list, size_t n, const json_t *item, const char *key)
+/* Finding an element of one list in another by value (by its merge key's
+ * value, with `key`) is a hash probe, not a scan: lists of a 3 MiB patch
+ * against a live list as long would take n*m comparisons (20,000 against
+ * 20,000 env entries took 43 s of CPU). An index is a JSON object from a
+ * value's canonical text (compact, keys sorted: equal texts for exactly the
+ * values json_equal finds equal) to the first position holding it. */
+
+/* Add element e at position i unless its value is indexed already.
+ * Elements without the key are left out. */
+static int pos_add(json_t *ix, const json_t *e, const char *key, size_t i)
 {
-    const json_t *want = key ? json_object_get(item, key) : item;
-    if (!want) return -1;
-    for (size_t i = 0; i < n && i < json_array_size(list); i++) {
-        const json_t *e = json_array_get(list, i);
-        const json_t *have = key ? json_object_get(e, key) : e;
-        if (have && json_equal((json_t *)have, (json_t *)want)) return (long)i;
-    }
-    return -1;
+    const json_t *v = key ? json_object_get(e, key) : e;
+    if (!v) return 0;
+    char *t = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!t) return KP_ENOMEM;
+    int rc = 0;
+    if (!json_object_get(ix, t) && json_object_set_new(ix, t, json_integer((json_int_t)i)))
+        rc = KP_ENOMEM;
+    free(t);
+    return rc;
+}
+
+/* An index of the first n elements of list (all if n is larger); NULL when
+ * out of memory. The caller releases it. */
+static json_t *pos_index(const json_t *list, size_t n, const char *key)
+{
+    json_t *ix = json_object();
+    for (size_t i = 0; ix && i < n && i < json_array_size(list); i++)
+        if (pos_add(ix, json_array_get(list, i), key, i)) {
+            json_decref(ix);
+            ix = NULL;
+        }
+    return ix;
+}
+
+/* The indexed position of item's value into *at, -1 if absent (or item has
+ * no key). */
+static int pos_find(const json_t *ix, const json_t *item, const char *key, long *at)
+{
+    *at = -1;
+    const json_t *v = key ? json_object_get(item, key) : item;
+    if (!v) return 0;
+    char *t = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!t) return KP_ENOMEM;
+    const json_t *pos = json_object_get(ix, t);
+    free(t);
+    if (pos) *at = (long)json_integer_value(pos);
+    return 0;
 }
 
 typedef struct ord_item {
@@ -627,8 +924,10 @@ static int order_list(smp_t *c, const json_t *merged, const json_t *porder, cons
     int rc = 0;
     size_t n = json_array_size(merged), np = 0, ns = 0;
     ord_item_t *p = calloc(n ? n : 1, sizeof *p), *s = calloc(n ? n : 1, sizeof *s);
+    json_t *pix = pos_index(porder, json_array_size(porder), key);
+    json_t *six = pos_index(sorder, sn, key);
     *out = json_array();
-    if (!p || !s || !*out) {
+    if (!p || !s || !pix || !six || !*out) {
         rc = KP_ENOMEM;
         goto fail;
     }
@@ -638,8 +937,8 @@ static int order_list(smp_t *c, const json_t *merged, const json_t *porder, cons
             rc = no_merge_key(c, KP_ECONFLICT, e, key);
             goto fail;
         }
-        long pr = index_in(porder, json_array_size(porder), e, key);
-        long sr = index_in(sorder, sn, e, key);
+        long pr, sr;
+        if ((rc = pos_find(pix, e, key, &pr)) || (rc = pos_find(six, e, key, &sr))) goto fail;
         if (pr >= 0)
             p[np++] = (ord_item_t){e, pr, sr, i};
         else
@@ -656,10 +955,14 @@ static int order_list(smp_t *c, const json_t *merged, const json_t *porder, cons
     }
     free(p);
     free(s);
+    json_decref(pix);
+    json_decref(six);
     return 0;
 fail:
     free(p);
     free(s);
+    json_decref(pix);
+    json_decref(six);
     json_decref(*out);
     *out = NULL;
     return rc;
@@ -702,20 +1005,21 @@ static int element_type(smp_t *c, const json_t *a, const json_t *b, json_type *t
 static int delete_values(const json_t *orig, const json_t *del, json_t **out)
 {
     *out = json_array();
-    if (!*out) return KP_ENOMEM;
+    json_t *ix = pos_index(del, json_array_size(del), NULL);
+    int rc = *out && ix ? 0 : KP_ENOMEM;
     size_t i;
     json_t *e;
     json_array_foreach(orig, i, e) {
-        int found = 0;
-        for (size_t k = 0; k < json_array_size(del) && !found; k++)
-            found = json_equal(e, json_array_get(del, k));
-        if (!found && json_array_append(*out, e)) {
-            json_decref(*out);
-            *out = NULL;
-            return KP_ENOMEM;
-        }
+        long at;
+        if (rc || (rc = pos_find(ix, e, NULL, &at))) break;
+        if (at < 0 && json_array_append(*out, e)) rc = KP_ENOMEM;
     }
-    return 0;
+    json_decref(ix);
+    if (rc) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 /* A list that replaces the target's whole: cleaned elements, without
@@ -749,21 +1053,25 @@ fail:
 /* Union of scalar lists; the order comes from order_list. */
 static int merge_scalars(smp_t *c, json_t *orig, const json_t *patch, json_t **out)
 {
-    json_t *both = json_array();
-    int rc = both ? 0 : KP_ENOMEM;
+    json_t *both = json_array(), *ix = json_object();
+    int rc = both && ix ? 0 : KP_ENOMEM;
     const json_t *lists[2] = {orig, patch};
     for (int l = 0; l < 2 && !rc; l++) {
         size_t i;
         json_t *e;
         json_array_foreach(lists[l], i, e) {
-            if (index_in(both, json_array_size(both), e, NULL) >= 0) continue;
+            long at;
+            if ((rc = pos_find(ix, e, NULL, &at))) break;
+            if (at >= 0) continue;
             /* the patch's own nodes never enter the result */
+            if ((rc = pos_add(ix, e, NULL, json_array_size(both)))) break;
             if (l ? json_array_append_new(both, json_deep_copy(e)) : json_array_append(both, e)) {
                 rc = KP_ENOMEM;
                 break;
             }
         }
     }
+    json_decref(ix);
     if (!rc) rc = order_list(c, both, patch, orig, json_array_size(orig), NULL, out);
     json_decref(both);
     return rc;
@@ -775,7 +1083,8 @@ static int merge_keyed(smp_t *c, const json_t *items, const char *key, json_t *o
 {
     int rc = 0, replace = 0;
     json_t *base = json_copy(orig), *plain = json_array(), *merged = NULL;
-    if (!base || !plain) {
+    json_t *dels = json_object(), *bix = NULL;
+    if (!base || !plain || !dels) {
         rc = KP_ENOMEM;
         goto done;
     }
@@ -795,15 +1104,11 @@ static int merge_keyed(smp_t *c, const json_t *items, const char *key, json_t *o
                 goto done;
             }
         } else if (d && !strcmp(d, "delete")) {
-            const json_t *kv = json_object_get(e, key);
-            if (!kv) {
+            if (!json_object_get(e, key)) {
                 rc = no_merge_key(c, KP_EINVAL, e, key);
                 goto done;
             }
-            for (size_t k = json_array_size(base); k-- > 0;) {
-                const json_t *have = json_object_get(json_array_get(base, k), key);
-                if (have && json_equal((json_t *)have, (json_t *)kv)) json_array_remove(base, k);
-            }
+            if ((rc = pos_add(dels, e, key, 0))) goto done;
         } else if (d && !strcmp(d, "replace")) {
             replace = 1;
         } else if (d && !strcmp(d, "merge")) {
@@ -819,14 +1124,31 @@ static int merge_keyed(smp_t *c, const json_t *items, const char *key, json_t *o
         rc = replace_list(c, items, plain, out);
         goto done;
     }
-    size_t live = json_array_size(base);
-    json_array_foreach(plain, i, e) {
-        const json_t *kv = json_object_get(e, key);
-        long at = -1;
-        for (size_t k = 0; k < json_array_size(base) && at < 0; k++) {
-            const json_t *have = json_object_get(json_array_get(base, k), key);
-            if (have && json_equal((json_t *)have, (json_t *)kv)) at = (long)k;
+    if (json_object_size(dels)) { /* the live elements the deletions name go, in one pass */
+        json_t *kept = json_array();
+        if (!kept) {
+            rc = KP_ENOMEM;
+            goto done;
         }
+        json_array_foreach(base, i, e) {
+            long at;
+            if ((rc = pos_find(dels, e, key, &at))) break;
+            if (at < 0 && json_array_append(kept, (json_t *)e)) rc = KP_ENOMEM;
+            if (rc) break;
+        }
+        json_decref(base);
+        base = kept;
+        if (rc) goto done;
+    }
+    size_t live = json_array_size(base);
+    if (!(bix = pos_index(base, live, key))) {
+        rc = KP_ENOMEM;
+        goto done;
+    }
+    json_array_foreach(plain, i, e) {
+        long at;
+        if ((rc = pos_find(bix, e, key, &at))) goto done;
+        if (at < 0 && (rc = pos_add(bix, e, key, json_array_size(base)))) goto done;
         json_t *v;
         rc = merge_map(c, items, at >= 0 ? json_array_get(base, (size_t)at) : NULL, e, &v);
         if (rc) goto done;
@@ -843,6 +1165,8 @@ done:
     json_decref(base);
     json_decref(plain);
     json_decref(merged);
+    json_decref(dels);
+    json_decref(bix);
     return rc;
 }
 
@@ -879,25 +1203,36 @@ static int retain_keys(smp_t *c, json_t *m, const json_t *patch, const json_t *k
 {
     if (!json_is_array(keep))
         return report(c->err, c->errlen, KP_EINVAL, "invalid patch format of retainKeys");
+    /* the list as a set (a non-string entry names ""): a probe per key */
+    json_t *set = json_object();
+    if (!set) return KP_ENOMEM;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(keep, i, e) {
+        if (json_object_set_new(set, json_string_value(e) ?: "", json_true())) {
+            json_decref(set);
+            return KP_ENOMEM;
+        }
+    }
     const char *k;
     json_t *v, *tmp;
+    int rc = 0;
     json_object_foreach((json_t *)patch, k, v) {
         if (json_is_null(v) || !strcmp(k, RETAIN_KEYS) || !strcmp(k, DIRECTIVE) ||
             prefixed(k, SET_ORDER) || prefixed(k, DELETE_FROM))
             continue;
-        int listed = 0;
-        for (size_t i = 0; i < json_array_size(keep) && !listed; i++)
-            listed = !strcmp(k, json_string_value(json_array_get(keep, i)) ?: "");
-        if (!listed)
-            return report(c->err, c->errlen, KP_EINVAL, "invalid patch format of retainKeys");
+        if (!json_object_get(set, k)) {
+            rc = report(c->err, c->errlen, KP_EINVAL, "invalid patch format of retainKeys");
+            break;
+        }
     }
-    json_object_foreach_safe(m, tmp, k, v) {
-        int listed = 0;
-        for (size_t i = 0; i < json_array_size(keep) && !listed; i++)
-            listed = !strcmp(k, json_string_value(json_array_get(keep, i)) ?: "");
-        if (!listed) json_object_del(m, k);
+    if (!rc) {
+        json_object_foreach_safe(m, tmp, k, v) {
+            if (!json_object_get(set, k)) json_object_del(m, k);
+        }
     }
-    return 0;
+    json_decref(set);
+    return rc;
 }
 
 /* The relative order of the patch list's elements (deletions and markers

@@ -11,6 +11,8 @@
  * the caller turns into a Status:
  *   KP_EINVAL     the patch document itself is malformed       -> 400 BadRequest
  *   KP_ETOOLARGE  a JSON patch of more than API_JSON_PATCH_MAX  -> 413
+ *                 operations, or whose result would be larger than
+ *                 its byte limit
  *   KP_ECONFLICT  the patch cannot be applied to this object    -> 422 (a failed
  *                 "test", a path that does not exist, a list of lists, ...)
  *   KP_ENOMEM
@@ -25,6 +27,26 @@
 #include "apiserver/schema.h"
 
 #define API_JSON_PATCH_MAX 10000 /* operations per JSON patch, as Kubernetes */
+/* Bytes the "copy" operations of one JSON patch may add together, counted
+ * as compact JSON before each copy is made: Kubernetes' JSONPatchMaxCopyBytes
+ * (json-patch's AccumulatedCopySizeLimit), 3 MiB. */
+#define API_JSON_PATCH_COPY_MAX (3u << 20)
+
+/* What a JSON patch may build. Sizes are of the compact JSON text (the
+ * bytes Go's encoder would write: <, > and & count as \u00XX). */
+typedef struct api_patch_limits {
+    size_t copy_max;   /* accumulated bytes of "copy" values */
+    size_t result_max; /* the patched document; KP_ETOOLARGE beyond */
+    int depth_max;     /* nesting of the patched document (the root object
+                        * is 1); KP_EINVAL beyond */
+} api_patch_limits_t;
+
+/* The compact JSON size of v, counted up to `limit`: the walk stops as soon
+ * as the count passes it and then returns limit + 1, so the cost is bounded
+ * by the limit, not by v. Nesting deeper than `depth_max` levels (v itself
+ * is level 1 if it is an object or array) is not walked: *too_deep (if not
+ * NULL) is set to 1 and the size returned is a lower bound. Thread-safe. */
+size_t api_json_size(const json_t *v, size_t limit, int depth_max, int *too_deep);
 
 /* Apply the RFC 6902 operations `ops` (a JSON array; borrowed, never
  * referenced by the result: values are deep-copied) to *doc, in order. *doc
@@ -42,6 +64,23 @@
  *   KP_ENOMEM
  * Ops before a failing one stay applied (patch a copy). */
 int api_json_patch(json_t **doc, const json_t *ops, char *err, size_t errlen);
+
+/* api_json_patch() within `lim` (api_json_patch() itself has no byte or
+ * depth bound: it is for trusted documents and tests). Every operation is
+ * counted before it is done, so a patch over a limit stops at the first op
+ * that would pass it, having built nothing larger than the limits:
+ *   KP_ECONFLICT  a "copy" would take the accumulated copies past
+ *                 lim->copy_max ("Unable to complete the copy, the
+ *                 accumulated size increase of copy is N, exceeding the limit
+ *                 M", json-patch's text; N is counted up to just past M)
+ *   KP_ETOOLARGE  an op would make the document larger than lim->result_max
+ *                 ("Request entity too large: limit is M", Kubernetes' text
+ *                 for its request byte limit)
+ *   KP_EINVAL     the result nests deeper than lim->depth_max (checked at
+ *                 the end, and for each copy before it is made)
+ * and the errors of api_json_patch(). */
+int api_json_patch_limited(json_t **doc, const json_t *ops, const api_patch_limits_t *lim,
+                           char *err, size_t errlen);
 
 /* RFC 7386: merge the object `patch` into the object `target` (null deletes,
  * objects merge, creating objects where the target has none or a non-object;

@@ -18,6 +18,7 @@
  * store conflict unless the patch carried a resourceVersion precondition.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "apiserver/managed.h"
@@ -103,6 +104,42 @@ static int patched_precondition(api_req_t *r, const json_t *patch, patch_type_t 
     return 0;
 }
 
+/* kind and apiVersion of a patched object (`in`, changed in place). Kubernetes
+ * decodes a JSON or merge patch's result into the resource's type: a member
+ * that is absent (or null, or "") takes the resource's value, as the
+ * decoder's defaults; any other value cannot become this resource and fails
+ * the decode, which it answers 422 Invalid on the field "patch". A strategic
+ * merge patch is applied to the typed object, whose kind and version come
+ * from its type: a changed string is dropped; a value of another JSON type
+ * fails its conversion (422 too). So a patch never turns one kind into
+ * another. Returns -1 after replying. */
+static int patched_type(api_req_t *r, patch_type_t type, json_t *in)
+{
+    char gv[96];
+    api_group_version(r->route.res, gv, sizeof gv);
+    static const char *const fields[] = {"kind", "apiVersion"};
+    const char *want[] = {r->route.res->kind, gv};
+    for (int i = 0; i < 2; i++) {
+        const json_t *v = json_object_get(in, fields[i]);
+        const char *got = json_string_value(v);
+        int same = !v || json_is_null(v) || (got && (!*got || !strcmp(got, want[i])));
+        if (!same && !(got && type == PATCH_STRATEGIC)) {
+            char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            char msg[512];
+            snprintf(msg, sizeof msg, "Invalid value: %.200s: %s must be %s", text ? text : "?",
+                     fields[i], want[i]);
+            free(text);
+            json_t *d = json_pack("{s:[{s:s, s:s, s:s}]}", "causes", "reason", "FieldValueInvalid",
+                                  "message", msg, "field", "patch");
+            api_reply_status(r, 422, "Invalid", d, " \"\" is invalid: patch: %s", msg);
+            json_decref(d);
+            return -1;
+        }
+        json_object_set_new(in, fields[i], json_string(want[i]));
+    }
+    return 0;
+}
+
 static json_t *make_patched(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
 {
     const patch_ctx_t *ctx = arg;
@@ -117,7 +154,10 @@ static json_t *make_patched(api_req_t *r, const json_t *cur, void *arg, int64_t 
     if (ctx->type == PATCH_JSON) {
         /* A JSON patch sees the object as clients do, resourceVersion and all. */
         snprintf(cur_rv, sizeof cur_rv, "%s", rest_meta_str(cur, "resourceVersion"));
-        rc = api_json_patch(&in, ctx->patch, err, sizeof err);
+        const api_patch_limits_t lim = {.copy_max = API_JSON_PATCH_COPY_MAX,
+                                        .result_max = API_BODY_MAX,
+                                        .depth_max = API_JSON_DEPTH_MAX};
+        rc = api_json_patch_limited(&in, ctx->patch, &lim, err, sizeof err);
     } else if (ctx->type == PATCH_MERGE) {
         api_merge_patch(in, ctx->patch);
     } else {
@@ -139,6 +179,10 @@ static json_t *make_patched(api_req_t *r, const json_t *cur, void *arg, int64_t 
     if (!json_is_object(in)) {
         json_decref(in);
         api_reply_status(r, 422, "Invalid", NULL, "the patched object is not a JSON object");
+        return NULL;
+    }
+    if (patched_type(r, ctx->type, in)) {
+        json_decref(in);
         return NULL;
     }
     if (patched_precondition(r, ctx->patch, ctx->type, in, cur_rv, pre)) {
@@ -225,8 +269,10 @@ static json_t *apply_config(api_req_t *r)
     }
     json_t *config;
     char err[512];
-    int rc = yaml_to_json(r->body.p, r->body.len, API_JSON_DEPTH_MAX, 1u << 20, &config, err,
-                          sizeof err);
+    static const yamljson_limits_t lim = {.max_depth = API_JSON_DEPTH_MAX,
+                                          .max_bytes = API_YAML_BYTES_MAX,
+                                          .max_alias_bytes = API_YAML_ALIAS_MAX};
+    int rc = yaml_to_json(r->body.p, r->body.len, &lim, &config, err, sizeof err);
     if (rc) {
         if (rc == KP_ENOMEM)
             api_reply_status(r, 500, "InternalError", NULL, "out of memory");
@@ -249,10 +295,11 @@ static json_t *apply_config(api_req_t *r)
         return NULL;
     }
     if (*name && strcmp(name, r->route.name)) {
-        json_decref(config);
+        /* reply first: name points into config */
         api_reply_status(r, 400, "BadRequest", NULL,
                          "the name of the object (%s) does not match the name on the URL (%s)",
                          name, r->route.name);
+        json_decref(config);
         return NULL;
     }
     json_object_set_new(rest_meta(config), "name", json_string(r->route.name));

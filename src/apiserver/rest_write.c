@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "apiserver/crd_schema.h"
+#include "apiserver/patch.h"
 #include "apiserver_int.h"
 #include "lib/err.h"
 #include "rest_int.h"
@@ -85,33 +86,12 @@ static int reply_invalid(api_req_t *r, const char *name, const char *field, cons
     return rc;
 }
 
-/* 422 Invalid listing every cause, as Kubernetes words it. Returns -1 after
+/* 422 Invalid listing every cause of the route's kind. Returns -1 after
  * replying, 0 if there were no causes. */
 static int reply_causes(api_req_t *r, const char *name, json_t *causes)
 {
-    size_t n = json_array_size(causes);
-    if (!n) return 0;
     const api_resource_t *res = r->route.res;
-    char list[2048] = "";
-    size_t len = 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach(causes, i, c) {
-        const char *field = json_string_value(json_object_get(c, "field"));
-        int w = snprintf(list + len, sizeof list - len, "%s%s: %s", i ? ", " : "",
-                         field ? field : "", json_string_value(json_object_get(c, "message")));
-        if (w < 0 || (size_t)w >= sizeof list - len) break;
-        len += (size_t)w;
-    }
-    char kind[160];
-    if (*res->group) snprintf(kind, sizeof kind, "%s.%s", res->kind, res->group);
-    else snprintf(kind, sizeof kind, "%s", res->kind);
-    json_t *d = json_pack("{s:s, s:s, s:s, s:O}", "name", name, "group", res->group, "kind",
-                          res->kind, "causes", causes);
-    api_reply_status(r, 422, "Invalid", d, n > 1 ? "%s \"%s\" is invalid: [%s]" : "%s \"%s\" is invalid: %s",
-                     kind, name, list);
-    json_decref(d);
-    return -1;
+    return rest_reply_causes(r, res->group, res->kind, name, causes);
 }
 
 /* Labels and annotations every kind shares (apimachinery ValidateObjectMeta),
@@ -267,8 +247,37 @@ int rest_check_metadata_types(api_req_t *r, const json_t *obj)
     return -1;
 }
 
+/* A custom resource's body without a kind. Kubernetes decodes a built-in
+ * kind into its Go type, whose kind and version default what the body
+ * lacks (a POST or PUT of {"metadata": ...} is fine); a custom resource is
+ * decoded as unstructured, and that decoder wants the body's own kind:
+ * "Object 'Kind' is missing in '<body>'", which the create and update
+ * handlers wrap in their decode-error text. The default fieldValidation
+ * (Warn) and Strict decode strictly, where the decoder knows no kind at all
+ * ("the object provided is unrecognized", with the body's first 30 bytes);
+ * Ignore decodes with the request's kind as the default. */
+static int reply_missing_kind(api_req_t *r)
+{
+    const api_resource_t *res = r->route.res;
+    int len = r->body.len > 600 ? 600 : (int)r->body.len; /* the message's room */
+    const char *more = r->body.len > 600 ? "..." : "";
+    if (r->validation == API_VALIDATE_IGNORE)
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "%s in version \"%s\" cannot be handled as a %s: Object 'Kind' is "
+                         "missing in '%.*s%s'",
+                         res->kind, res->version, res->kind, len, r->body.p, more);
+    else
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "the object provided is unrecognized (must be of type %s): Object 'Kind' "
+                         "is missing in '%.*s%s' (%.*s%s)",
+                         res->kind, len, r->body.p, more, r->body.len > 30 ? 30 : (int)r->body.len,
+                         r->body.p, r->body.len > 30 ? " ..." : "");
+    return -1;
+}
+
 /* kind and apiVersion in a body must name the URL's resource; missing ones
- * are filled in. Replies 400 and returns -1 on a mismatch. */
+ * are filled in, but for a custom resource's kind (reply_missing_kind).
+ * Replies 400 and returns -1 on a mismatch. */
 int rest_check_type(api_req_t *r, json_t *obj)
 {
     const api_resource_t *res = r->route.res;
@@ -276,6 +285,7 @@ int rest_check_type(api_req_t *r, json_t *obj)
     api_group_version(res, gv, sizeof gv);
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+    if (res->crd_schema && (!kind || !*kind)) return reply_missing_kind(r);
     if (av && *av && strcmp(av, gv)) {
         api_reply_status(r, 400, "BadRequest", NULL,
                          "the API version in the data (%s) does not match the expected API "
@@ -361,6 +371,19 @@ static int check_body_namespace(api_req_t *r, json_t *obj)
     }
     json_object_set_new(meta, "namespace", json_string(r->route.ns));
     return 0;
+}
+
+/* What is stored must fit the object byte limit, checked before it is
+ * stored or answered under dryRun: a patch (of any type), an apply or a PUT
+ * builds it from a request, and none may make it larger than a request may
+ * be. The count stops just past the limit. Returns -1 after replying 413,
+ * Kubernetes' answer at its request byte limit. */
+static int check_object_size(api_req_t *r, const json_t *obj)
+{
+    if (api_json_size(obj, API_BODY_MAX, 4096, NULL) <= API_BODY_MAX) return 0;
+    api_reply_status(r, 413, "RequestEntityTooLarge", NULL,
+                     "Request entity too large: limit is %u", API_BODY_MAX);
+    return -1;
 }
 
 static void generate_name(const char *base, char *out, size_t n)
@@ -452,6 +475,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
         goto out;
     }
     if (!r->applying && rest_track_fields(r, NULL, obj)) goto out;
+    if (check_object_size(r, obj)) goto out;
     if (r->dry_run) { /* everything a create does, but the write */
         json_object_del(meta, "resourceVersion");
         return api_reply_json(r, 201, obj);
@@ -611,6 +635,10 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             return 0;
         }
         json_decref(cur);
+        if (check_object_size(r, next)) {
+            json_decref(next);
+            return 0;
+        }
         if (r->dry_run) /* everything an update does, but the write */
             return reply_unwritten(r, next, cur_rev, reply);
         /* A deleted object whose last finalizer this update removes is gone
@@ -730,21 +758,31 @@ out:
     return rc;
 }
 
-/* What a DELETE asks for: preconditions, a grace period (-1: the object's)
- * and a cascade (REST_GC_*). */
-typedef struct delete_opts {
-    int64_t pre_rv;
-    char pre_uid[64];
-    long long grace;
-    int policy;
-} delete_opts_t;
+int rest_delete_options(api_req_t *r, const json_t *opts, rest_delete_opts_t *o)
+{
+    if (opts && !json_is_object(opts)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "deleteOptions must be an object");
+        return -1;
+    }
+    if (rest_delete_propagation(r, opts, &o->policy)) return -1;
+    const json_t *pc = json_object_get(opts, "preconditions");
+    const char *uid = json_string_value(json_object_get(pc, "uid"));
+    if (uid) snprintf(o->pre_uid, sizeof o->pre_uid, "%s", uid);
+    const json_t *g = json_object_get(opts, "gracePeriodSeconds");
+    if (json_is_integer(g) && json_integer_value(g) >= 0) o->grace = json_integer_value(g);
+    if (rest_delete_dry_run(r, json_object_get(opts, "dryRun"))) return -1;
+    if (rest_parse_rv(json_string_value(json_object_get(pc, "resourceVersion")), &o->pre_rv)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "invalid preconditions.resourceVersion");
+        return -1;
+    }
+    return 0;
+}
 
 /* DeleteOptions from the body (kubectl) or the query (Python). Returns -1
  * after replying to a malformed one. */
-static int delete_options(api_req_t *r, delete_opts_t *o)
+static int delete_options(api_req_t *r, rest_delete_opts_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->grace = -1;
+    *o = REST_DELETE_OPTS_INIT;
     const char *q = api_query(r, "gracePeriodSeconds");
     if (q && *q) {
         char *end;
@@ -754,25 +792,12 @@ static int delete_options(api_req_t *r, delete_opts_t *o)
             return -1;
         }
     }
-    if (!r->body.len) return rest_delete_propagation(r, NULL, &o->policy);
+    if (!r->body.len) return rest_delete_options(r, NULL, o);
     json_t *opts;
     if (rest_body_object(r, &opts) || !opts) return -1;
-    if (rest_delete_propagation(r, opts, &o->policy)) {
-        json_decref(opts);
-        return -1;
-    }
-    const json_t *pc = json_object_get(opts, "preconditions");
-    const char *uid = json_string_value(json_object_get(pc, "uid"));
-    if (uid) snprintf(o->pre_uid, sizeof o->pre_uid, "%s", uid);
-    const json_t *g = json_object_get(opts, "gracePeriodSeconds");
-    if (json_is_integer(g) && json_integer_value(g) >= 0) o->grace = json_integer_value(g);
-    int rc = rest_parse_rv(json_string_value(json_object_get(pc, "resourceVersion")), &o->pre_rv);
+    int rc = rest_delete_options(r, opts, o);
     json_decref(opts);
-    if (rc) {
-        api_reply_status(r, 400, "BadRequest", NULL, "invalid preconditions.resourceVersion");
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 /* ---- deletion propagation (Kubernetes' generic registry store) ----
@@ -837,7 +862,7 @@ static int gc_finalizers(const api_resource_t *res, json_t *meta, int policy)
 
 /* How a delete ends for `cur`: 1 to mark it (deletionTimestamp; someone
  * finishes later), 0 to remove it now. Sets *grace for a mark. */
-static int must_mark(api_req_t *r, const json_t *cur, const delete_opts_t *o, long long *grace)
+static int must_mark(api_req_t *r, const json_t *cur, const rest_delete_opts_t *o, long long *grace)
 {
     const json_t *meta = json_object_get(cur, "metadata");
     *grace = 0;
@@ -892,7 +917,7 @@ static void gone_clear(gone_t *g)
 
 /* Delete `name` (or mark it deleted when something must finish first). On
  * success *gone holds the object's last state (gone_clear() it). */
-static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, gone_t *gone)
+static int delete_one(api_req_t *r, const char *name, const rest_delete_opts_t *o, gone_t *gone)
 {
     char key[STORE_KEY_MAX + 1];
     if (key_of(r, name, key)) return KP_ENOTFOUND;
@@ -942,6 +967,12 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, go
                 if (!json_is_object(st)) json_object_set_new(cur, "status", st = json_object());
                 json_object_set_new(st, "phase", json_string("Terminating"));
             }
+        }
+        if (r->dry_run) { /* everything a delete does, but the write */
+            *gone = (gone_t){.doc = cur, .rev = cur_rev};
+            return 0;
+        }
+        if (mark) {
             text = json_dumps(cur, JSON_COMPACT);
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
         } else {
@@ -971,8 +1002,14 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, go
 
 int rest_delete(api_req_t *r)
 {
-    delete_opts_t o;
+    rest_delete_opts_t o;
     if (delete_options(r, &o)) return 0;
+    return rest_delete_route(r, &o, NULL);
+}
+
+int rest_delete_route(api_req_t *r, const rest_delete_opts_t *opts, int (*reply)(api_req_t *r))
+{
+    const rest_delete_opts_t o = *opts;
     /* Kubernetes' NamespaceLifecycle admission keeps these namespaces. */
     if (!strcmp(r->route.res->resource, "namespaces") &&
         (!strcmp(r->route.name, "default") || !strcmp(r->route.name, "kube-system") ||
@@ -1008,6 +1045,10 @@ int rest_delete(api_req_t *r)
         return rc;
     }
     if (rc) return rest_store_error(r, rc, r->route.name);
+    if (reply) {
+        gone_clear(&gone);
+        return reply(r);
+    }
     /* Still there (finalizers) or a pod: the object; otherwise a Status. */
     const json_t *doc = gone_doc(&gone);
     if (json_object_get(json_object_get(doc, "metadata"), "deletionTimestamp") ||
@@ -1023,8 +1064,6 @@ int rest_delete(api_req_t *r)
     json_object_set_new(d, "uid", json_string(rest_meta_str(doc, "uid")));
     gone_clear(&gone);
     json_t *s = api_status_new(200, "", "", d);
-    json_object_del(s, "reason");
-    json_object_del(s, "message");
     json_decref(d);
     return api_reply_json(r, 200, s);
 }
@@ -1036,7 +1075,7 @@ int rest_delete_collection(api_req_t *r)
     if (rc || r->replied) return rc;
     char prefix[STORE_KEY_MAX + 1];
     api_ns_prefix(r->route.res, r->route.ns, prefix, sizeof prefix);
-    delete_opts_t o;
+    rest_delete_opts_t o;
     if (delete_options(r, &o)) {
         rest_filter_free(&f);
         return 0;
@@ -1062,8 +1101,6 @@ int rest_delete_collection(api_req_t *r)
     rest_filter_free(&f);
     if (rc) return api_reply_error(r, rc, NULL, "deleting: %s", err_str(rc));
     json_t *s = api_status_new(200, "", "", NULL);
-    json_object_del(s, "reason");
-    json_object_del(s, "message");
     return api_reply_json(r, 200, s);
 }
 

@@ -161,6 +161,61 @@ static void test_types(void **state)
     json_decref(obj);
 }
 
+/* Integer ranges by the facts' format, as Go decodes into int32 and int64
+ * fields: a value out of range is a decode error quoting the number. */
+static void expect_int(api_schema_t *s, const char *group, const char *kind, const char *text,
+                       const char *want_err)
+{
+    const json_t *node = api_schema_kind(s, group, "v1", kind, NULL);
+    assert_non_null(node);
+    char err[256];
+    json_t *obj = js(text);
+    int rc = api_fields_prune(s, node, kind, obj, NULL, err, sizeof err);
+    if (!want_err) {
+        if (rc) fail_msg("%s: %s", text, err);
+    } else {
+        assert_int_equal(rc, KP_EINVAL);
+        assert_string_equal(err, want_err);
+    }
+    json_decref(obj);
+}
+
+static void test_int_ranges(void **state)
+{
+    api_schema_t *s = *state;
+    /* DeploymentSpec.replicas is int32 */
+    expect_int(s, "apps", "Deployment", "{\"spec\":{\"replicas\":2147483647}}", NULL);
+    expect_int(s, "apps", "Deployment", "{\"spec\":{\"replicas\":-2147483648}}", NULL);
+    expect_int(s, "apps", "Deployment", "{\"spec\":{\"replicas\":4294967297}}",
+               "json: cannot unmarshal number 4294967297 into Go struct field "
+               "DeploymentSpec.spec.replicas of type int32");
+    expect_int(s, "apps", "Deployment", "{\"spec\":{\"replicas\":2147483648}}",
+               "json: cannot unmarshal number 2147483648 into Go struct field "
+               "DeploymentSpec.spec.replicas of type int32");
+    expect_int(s, "apps", "Deployment", "{\"spec\":{\"replicas\":-2147483649}}",
+               "json: cannot unmarshal number -2147483649 into Go struct field "
+               "DeploymentSpec.spec.replicas of type int32");
+    /* a real out of range (and one no integer type holds) */
+    expect_int(s, "apps", "Deployment", "{\"spec\":{\"replicas\":4294967296.0}}",
+               "json: cannot unmarshal number 4294967296 into Go struct field "
+               "DeploymentSpec.spec.replicas of type int32");
+    expect_int(s, "apps", "Deployment", "{\"spec\":{\"replicas\":1e300}}",
+               "json: cannot unmarshal number 1.0000000000000001e+300 into Go struct field "
+               "DeploymentSpec.spec.replicas of type int32");
+    /* deep in a template: containers[].ports[].containerPort is int32 */
+    expect_int(s, "apps", "Deployment",
+               "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\","
+               "\"ports\":[{\"containerPort\":99999999999}]}]}}}}",
+               "json: cannot unmarshal number 99999999999 into Go struct field "
+               "ContainerPort.spec.template.spec.containers[0].ports[0].containerPort of type int32");
+    /* int64 fields take what int32 ones refuse: PodSpec.activeDeadlineSeconds */
+    expect_int(s, "", "Pod", "{\"spec\":{\"activeDeadlineSeconds\":4294967297}}", NULL);
+    expect_int(s, "", "Pod", "{\"spec\":{\"activeDeadlineSeconds\":9223372036854775807}}", NULL);
+    expect_int(s, "", "Pod", "{\"spec\":{\"activeDeadlineSeconds\":1e19}}",
+               "json: cannot unmarshal number 1e+19 into Go struct field "
+               "PodSpec.spec.activeDeadlineSeconds of type int64");
+}
+
 /* Against a base version: what equals base's at the same path is not
  * walked (a planted unknown field there survives: proof of the skip), and
  * everything that differs is checked as ever: unknown fields dropped and
@@ -208,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_prune),
         cmocka_unit_test(test_types),
+        cmocka_unit_test(test_int_ranges),
         cmocka_unit_test(test_prune_since),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -69,7 +69,7 @@ for n in holder-a holder-b; do
 done
 post "$CRDS" "$(crd widgets.example.com example.com widgets Widget)"
 expect_eq "widgets CRD created" "$CODE" 201
-wait_for "widgets served" 10 served /apis/example.com/v1/namespaces/default/widgets
+kp_wait_for "widgets served" 10 served /apis/example.com/v1/namespaces/default/widgets
 for n in w1 w2; do
   post /apis/example.com/v1/namespaces/default/widgets \
     "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"$n\"}}"
@@ -116,8 +116,8 @@ expect_eq "its cause" "$(cause 'metadata.annotations[api-approved.kubernetes.io]
   'Invalid value: "soon": protected groups must have approval annotation "api-approved.kubernetes.io" with either a URL or a reason starting with "unapproved", see https://github.com/kubernetes/enhancements/pull/1111'
 post "$CRDS" "$(crd gizmos.tools.k8s.io tools.k8s.io gizmos Gizmo "$APPROVED")"
 expect_eq "approved" "$CODE" 201
-wait_for "gizmos served" 10 served /apis/tools.k8s.io/v1/namespaces/default/gizmos
-wait_for "gizmos approval condition" 10 cond_is gizmos.tools.k8s.io KubernetesAPIApprovalPolicyConformant True
+kp_wait_for "gizmos served" 10 served /apis/tools.k8s.io/v1/namespaces/default/gizmos
+kp_wait_for "gizmos approval condition" 10 cond_is gizmos.tools.k8s.io KubernetesAPIApprovalPolicyConformant True
 expect_eq "approval condition" "$(condition gizmos.tools.k8s.io KubernetesAPIApprovalPolicyConformant)" \
   "True ApprovedAnnotation approved in https://github.com/kubernetes/enhancements/pull/1111"
 expect_eq "names accepted" "$(condition gizmos.tools.k8s.io NamesAccepted)" "True NoConflicts no conflicts found"
@@ -125,7 +125,7 @@ expect_eq "established" "$(condition gizmos.tools.k8s.io Established)" \
   "True InitialNamesAccepted the initial names have been accepted"
 post "$CRDS" "$(crd doodads.tools.k8s.io tools.k8s.io doodads Doodad '"api-approved.kubernetes.io":"unapproved, experimental"')"
 expect_eq "bypassed" "$CODE" 201
-wait_for "doodads condition" 10 cond_is doodads.tools.k8s.io KubernetesAPIApprovalPolicyConformant False
+kp_wait_for "doodads condition" 10 cond_is doodads.tools.k8s.io KubernetesAPIApprovalPolicyConformant False
 expect_eq "bypassed condition" "$(condition doodads.tools.k8s.io KubernetesAPIApprovalPolicyConformant)" \
   'False UnapprovedAnnotation not approved: "unapproved, experimental"'
 # An update that leaves the approval as it was is never refused for it; one
@@ -141,7 +141,7 @@ expect_eq "an unrelated update" "$CODE" 200
 echo "--- names held by a built-in or another CRD: not accepted, not served"
 post "$CRDS" "$(crd bars.coordination.k8s.io coordination.k8s.io bars Lease "$APPROVED" ',"singular":"bar","listKind":"BarList"')"
 expect_eq "bars CRD (kind Lease) stored" "$CODE" 201
-wait_for "bars NamesAccepted" 10 cond_is bars.coordination.k8s.io NamesAccepted False
+kp_wait_for "bars NamesAccepted" 10 cond_is bars.coordination.k8s.io NamesAccepted False
 expect_eq "bars NamesAccepted" "$(condition bars.coordination.k8s.io NamesAccepted)" \
   'False KindConflict "Lease" is already in use'
 expect_eq "bars Established" "$(condition bars.coordination.k8s.io Established)" \
@@ -149,7 +149,7 @@ expect_eq "bars Established" "$(condition bars.coordination.k8s.io Established)"
 is_gone /apis/coordination.k8s.io/v1/namespaces/default/bars || fail "bars served"
 post "$CRDS" "$(crd gadgets.example.com example.com gadgets Widget '' ',"singular":"gadget","listKind":"GadgetList"')"
 expect_eq "gadgets CRD (kind Widget) stored" "$CODE" 201
-wait_for "gadgets NamesAccepted" 10 cond_is gadgets.example.com NamesAccepted False
+kp_wait_for "gadgets NamesAccepted" 10 cond_is gadgets.example.com NamesAccepted False
 expect_eq "gadgets NamesAccepted" "$(condition gadgets.example.com NamesAccepted)" \
   'False KindConflict "Widget" is already in use'
 is_gone /apis/example.com/v1/namespaces/default/gadgets || fail "gadgets served"
@@ -181,9 +181,9 @@ kp_stop
 plant leases coordination.k8s.io OldLease 1
 plant customresourcedefinitions apiextensions.k8s.io OldDefinition 2
 kp_restart "${KP_API_ONLY[@]}"
-wait_for "planted leases CRD refused its names" 10 \
+kp_wait_for "planted leases CRD refused its names" 10 \
   cond_is leases.coordination.k8s.io NamesAccepted 'False PluralConflict "leases" is already in use'
-wait_for "planted CRD of CRDs refused its names" 10 \
+kp_wait_for "planted CRD of CRDs refused its names" 10 \
   cond_is customresourcedefinitions.apiextensions.k8s.io NamesAccepted 'False PluralConflict "customresourcedefinitions" is already in use'
 expect_eq "planted leases CRD not established" "$(condition leases.coordination.k8s.io Established)" \
   "False NotAccepted not all names are accepted"
@@ -193,10 +193,10 @@ expect_eq "the leases are still the built-in's" "$(lease_names)" "holder-a holde
 # One at a time, each checked as soon as it is gone (the old server lost every
 # Lease to the first, every CRD to the second).
 kp_curl DELETE "$CRDS/leases.coordination.k8s.io" -o /dev/null
-wait_for "planted leases CRD deleted" 20 is_gone "$CRDS/leases.coordination.k8s.io"
+kp_wait_for "planted leases CRD deleted" 20 is_gone "$CRDS/leases.coordination.k8s.io"
 expect_eq "leases untouched by the planted CRD's deletion" "$(lease_names)" "holder-a holder-b"
 kp_curl DELETE "$CRDS/customresourcedefinitions.apiextensions.k8s.io" -o /dev/null
-wait_for "planted CRD of CRDs deleted" 20 is_gone "$CRDS/customresourcedefinitions.apiextensions.k8s.io"
+kp_wait_for "planted CRD of CRDs deleted" 20 is_gone "$CRDS/customresourcedefinitions.apiextensions.k8s.io"
 expect_eq "every other CRD kept" "$(crd_names)" \
   "bars.coordination.k8s.io doodads.tools.k8s.io gadgets.example.com gizmos.tools.k8s.io widgets.example.com"
 expect_eq "widgets CRD kept its finalizer" \
@@ -210,7 +210,7 @@ expect_eq "gizmo created" "$CODE" 201
 for c in bars.coordination.k8s.io gadgets.example.com gizmos.tools.k8s.io doodads.tools.k8s.io; do
   kp_curl DELETE "$CRDS/$c" -o /dev/null
 done
-wait_for "deleted CRDs gone" 20 crds_are widgets.example.com
+kp_wait_for "deleted CRDs gone" 20 crds_are widgets.example.com
 expect_eq "leases untouched" "$(lease_names)" "holder-a holder-b"
 expect_eq "widgets untouched" \
   "$(kp_curl GET /apis/example.com/v1/namespaces/default/widgets | py "' '.join(sorted(i['metadata']['name'] for i in s['items']))")" "w1 w2"
@@ -219,14 +219,14 @@ expect_eq "widgets CRD finalizer kept" \
 # The gizmos' objects went with their CRD: a new CRD of that name finds none.
 post "$CRDS" "$(crd gizmos.tools.k8s.io tools.k8s.io gizmos Gizmo "$APPROVED")"
 expect_eq "gizmos CRD again" "$CODE" 201
-wait_for "gizmos served again" 10 served /apis/tools.k8s.io/v1/namespaces/default/gizmos
+kp_wait_for "gizmos served again" 10 served /apis/tools.k8s.io/v1/namespaces/default/gizmos
 expect_eq "no gizmo left" \
   "$(kp_curl GET /apis/tools.k8s.io/v1/namespaces/default/gizmos | py "len(s['items'])")" 0
 k delete crd widgets.example.com gizmos.tools.k8s.io --wait=true --timeout=30s >/dev/null
 expect_eq "no CRD left" "$(crd_names)" ""
 expect_eq "leases untouched at the end" "$(lease_names)" "holder-a holder-b"
 post "$CRDS" "$(crd widgets.example.com example.com widgets Widget)"
-wait_for "widgets served again" 10 served /apis/example.com/v1/namespaces/default/widgets
+kp_wait_for "widgets served again" 10 served /apis/example.com/v1/namespaces/default/widgets
 expect_eq "the widgets went with their CRD" \
   "$(kp_curl GET /apis/example.com/v1/namespaces/default/widgets | py "len(s['items'])")" 0
 

@@ -85,15 +85,14 @@ kp_curl() {
     "https://127.0.0.1:$KP_PORT$path" "$@"
 }
 
-# wait_for WHAT SECONDS CMD...: poll CMD (a command or a shell function) until
-# it succeeds, about every 0.1 s; fail after SECONDS*10 tries (counted, not
-# timed, so that a loaded machine is given more time rather than failed).
-wait_for() {
+# kp_wait_for WHAT SECONDS CMD...: poll CMD (its output dropped) every 0.2 s
+# until it succeeds; fail naming WHAT after SECONDS.
+kp_wait_for() {
   local what=$1 secs=$2
   shift 2
-  for _ in $(seq $((secs * 10))); do
+  for _ in $(seq $((secs * 5))); do
     if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.1
+    sleep 0.2
   done
   fail "$what: not within ${secs}s"
 }
