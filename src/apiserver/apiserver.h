@@ -26,7 +26,18 @@ typedef struct apiserver_config {
      * server; NULL: none. Any authenticated user may do everything. */
     const struct apiserver_tokens *tokens;
     size_t max_inflight;       /* requests in flight before 429 (0: 400) */
-    size_t max_watches;        /* open watches (0: 10000) */
+    size_t max_watches;        /* open watches over `listen` (0: 10000) */
+    /* Open watches over unix_socket (0: 10000): the in-process components'
+     * own budget, which clients of `listen` cannot take. */
+    size_t max_watches_local;
+    /* Watch cache history per resource, in bytes of memory it keeps alive
+     * (--watch-cache-bytes; 0: 64 MiB). A watch from a revision older than
+     * what fits gets 410 Gone (Expired). */
+    size_t watch_cache_bytes;
+    /* A watcher's send queue in bytes of JSON (--watch-queue-bytes; 0:
+     * 8 MiB): a watcher that falls further behind is closed and must watch
+     * again, as Kubernetes closes a watcher whose channel stays full. */
+    size_t watch_queue_bytes;
     const char *tls_cert_pem;  /* server certificate (PEM); NULL: plain HTTP */
     const char *tls_key_pem;   /* its private key (PEM) */
     /* Also serve plain HTTP on this Unix socket (NULL: no), for clients in

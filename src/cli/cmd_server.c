@@ -11,6 +11,7 @@
  *   both:            [--default-not-ready-toleration-seconds N]
  *                    [--default-unreachable-toleration-seconds N]
  *                    [--token-auth-file FILE]
+ *                    [--watch-cache-bytes N] [--watch-queue-bytes N]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin token in DIR/admin-token (created on first start), print how to point
@@ -73,6 +74,27 @@ static void usage(FILE *out, const char *cmd)
           "                     tolerationSeconds of the not-ready and unreachable NoExecute\n"
           "                     tolerations given to every pod (default 300)\n",
           out);
+    fputs("  --watch-cache-bytes N  watch history kept per resource, in bytes of memory\n"
+          "                     (suffix Ki, Mi or Gi; default 64Mi); a watch from an older\n"
+          "                     resourceVersion gets 410 Gone\n"
+          "  --watch-queue-bytes N  events queued for one watcher, in bytes of JSON (default\n"
+          "                     8Mi); a watcher further behind is closed and must re-watch\n",
+          out);
+}
+
+/* "N", "NKi", "NMi" or "NGi": at least 64 KiB, at most 64 GiB. */
+static int parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long n = strtoull(s, &end, 10);
+    if (end == s || *s == '-') return KP_EINVAL;
+    unsigned shift = !strcmp(end, "Ki") ? 10 : !strcmp(end, "Mi") ? 20 : !strcmp(end, "Gi") ? 30
+                     : *end ? 99 : 0;
+    if (shift == 99 || n > (64ull << 30) >> shift) return KP_EINVAL;
+    n <<= shift;
+    if (n < (64u << 10)) return KP_EINVAL;
+    *out = (size_t)n;
+    return 0;
 }
 
 static int components_metrics(void *arg, char **text)
@@ -82,7 +104,7 @@ static int components_metrics(void *arg, char **text)
 
 /* Long options without a short letter (node lifecycle and admission). */
 enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_TOL_NOT_READY,
-       OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE };
+       OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE, OPT_WATCH_CACHE_BYTES, OPT_WATCH_QUEUE_BYTES };
 
 static int serve(const char *cmd, int argc, char **argv)
 {
@@ -107,10 +129,15 @@ static int serve(const char *cmd, int argc, char **argv)
                                           required_argument, NULL, OPT_TOL_UNREACHABLE},
                                          {"token-auth-file", required_argument, NULL,
                                           OPT_TOKEN_FILE},
+                                         {"watch-cache-bytes", required_argument, NULL,
+                                          OPT_WATCH_CACHE_BYTES},
+                                         {"watch-queue-bytes", required_argument, NULL,
+                                          OPT_WATCH_QUEUE_BYTES},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
     const char *token_file = NULL;
+    size_t watch_cache_bytes = 0, watch_queue_bytes = 0; /* 0: the API server's defaults */
     int all = !strcmp(cmd, "server");
     cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
     double qps = 0;
@@ -164,6 +191,15 @@ static int serve(const char *cmd, int argc, char **argv)
             else tol_unreachable = ms;
             break;
         case OPT_TOKEN_FILE: token_file = optarg; break;
+        case OPT_WATCH_CACHE_BYTES:
+        case OPT_WATCH_QUEUE_BYTES:
+            if (parse_bytes(optarg, c == OPT_WATCH_CACHE_BYTES ? &watch_cache_bytes
+                                                               : &watch_queue_bytes))
+                return cli_usage_error(cmd, "bad --%s '%s' (bytes, 64Ki to 64Gi)",
+                                       c == OPT_WATCH_CACHE_BYTES ? "watch-cache-bytes"
+                                                                  : "watch-queue-bytes",
+                                       optarg);
+            break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_usage_error(cmd, "bad option");
         }
@@ -234,6 +270,8 @@ static int serve(const char *cmd, int argc, char **argv)
                               .tokens = tokens,
                               .tls_cert_pem = tls.cert_pem, .tls_key_pem = tls.key_pem,
                               .unix_socket = use_sock ? sock : NULL,
+                              .watch_cache_bytes = watch_cache_bytes,
+                              .watch_queue_bytes = watch_queue_bytes,
                               .toleration_seconds_set = 1,
                               .not_ready_toleration_s = tol_not_ready,
                               .unreachable_toleration_s = tol_unreachable};

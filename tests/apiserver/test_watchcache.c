@@ -388,8 +388,8 @@ static void test_watch_events(void **state)
     put(f->s, "ns1", "before", "x"); /* not seen: before the watch */
     open_cache(f, 0);
     wc_watcher_t *all, *ns1;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &all), 0);
-    assert_int_equal(wc_watch(f->wc, PFX "ns1/", -1, 0, &ns1), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &all), 0);
+    assert_int_equal(wc_watch(f->wc, PFX "ns1/", -1, NULL, &ns1), 0);
 
     int64_t r1 = put(f->s, "ns1", "a", "one");
     int64_t r2 = put(f->s, "ns2", "b", "bee");
@@ -451,9 +451,9 @@ static void test_watch_from_past(void **state)
     int64_t r0 = wc_revision(f->wc);
     wc_watcher_t *w;
     /* The ring starts complete at the cache's revision. */
-    assert_int_equal(wc_watch(f->wc, PFX, r0, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r0, NULL, &w), 0);
     wc_watcher_t *w0;
-    assert_int_equal(wc_watch(f->wc, PFX, r0 - 1, 0, &w0), KP_ECOMPACTED);
+    assert_int_equal(wc_watch(f->wc, PFX, r0 - 1, NULL, &w0), KP_ECOMPACTED);
     assert_null(w0);
 
     int64_t r[10];
@@ -463,9 +463,9 @@ static void test_watch_from_past(void **state)
         r[i] = put(f->s, "ns", name, "v");
     }
     assert_int_equal(wc_wait(f->wc, r[9], 5000), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, r0, 0, &w0), KP_ECOMPACTED); /* evicted */
-    assert_int_equal(wc_watch(f->wc, PFX, r[3], 0, &w0), KP_ECOMPACTED);
-    assert_int_equal(wc_watch(f->wc, PFX, r[4], 0, &w0), 0); /* ring: r[5..9] */
+    assert_int_equal(wc_watch(f->wc, PFX, r0, NULL, &w0), KP_ECOMPACTED); /* evicted */
+    assert_int_equal(wc_watch(f->wc, PFX, r[3], NULL, &w0), KP_ECOMPACTED);
+    assert_int_equal(wc_watch(f->wc, PFX, r[4], NULL, &w0), 0); /* ring: r[5..9] */
     for (int i = 5; i < 10; i++) {
         char key[64];
         snprintf(key, sizeof key, PFX "ns/k%d", i);
@@ -489,21 +489,21 @@ static void test_watch_from_past(void **state)
     wc_watcher_close(w);
 
     /* From the cache's revision: nothing to replay. From now: only later events. */
-    assert_int_equal(wc_watch(f->wc, PFX, r10, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r10, NULL, &w), 0);
     assert_int_equal(wc_watcher_next(w, 0, &ev), KP_ETIMEDOUT);
     wc_watcher_close(w);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
     int64_t r11 = put(f->s, "ns", "k6", "again");
     expect_event(w, WC_MODIFIED, r11, PFX "ns/k6");
     wc_watcher_close(w);
 
     /* The future: beyond the store at once; caught up with a write elsewhere. */
     int64_t t0 = clock_mono_ns();
-    assert_int_equal(wc_watch(f->wc, PFX, store_rev(f->s) + 5, 0, &w), KP_EFUTURE);
+    assert_int_equal(wc_watch(f->wc, PFX, store_rev(f->s) + 5, NULL, &w), KP_EFUTURE);
     assert_true(clock_mono_ns() - t0 < 1000000000);
     int64_t r12;
     assert_int_equal(store_create(f->s, "/registry/secrets/s", "{}", 2, &r12), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, r12, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r12, NULL, &w), 0);
     assert_true(wc_revision(f->wc) >= r12);
     int64_t r13 = put(f->s, "ns", "k7", "again");
     expect_event(w, WC_MODIFIED, r13, PFX "ns/k7");
@@ -520,7 +520,7 @@ static void test_watch_after_store_compaction(void **state)
     assert_int_equal(store_compact(f->s, r[3]), 0);
     /* The ring still holds everything above r[0]: served from memory. */
     wc_watcher_t *w;
-    assert_int_equal(wc_watch(f->wc, PFX, r[1], 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r[1], NULL, &w), 0);
     for (int i = 2; i < 6; i++) expect_event(w, WC_MODIFIED, r[i], PFX "ns/a");
     wc_watcher_close(w);
     /* A cache opened after the compaction starts at the store's newest
@@ -528,8 +528,8 @@ static void test_watch_after_store_compaction(void **state)
     wc_t *late;
     assert_int_equal(wc_open(f->s, PFX, NULL, &late), 0);
     assert_int_equal(wc_revision(late), r[5]);
-    assert_int_equal(wc_watch(late, PFX, r[2], 0, &w), KP_ECOMPACTED);
-    assert_int_equal(wc_watch(late, PFX, r[5], 0, &w), 0);
+    assert_int_equal(wc_watch(late, PFX, r[2], NULL, &w), KP_ECOMPACTED);
+    assert_int_equal(wc_watch(late, PFX, r[5], NULL, &w), 0);
     int64_t r6 = put(f->s, "ns", "a", "six");
     expect_event(w, WC_MODIFIED, r6, PFX "ns/a");
     wc_watcher_close(w);
@@ -574,7 +574,7 @@ static void test_watch_seam_concurrent(void **state)
         int64_t rev = wc_revision(f->wc);
         int back = rand_r(&seed) % 8;
         from[nw] = back == 7 ? -1 : rev - back > 0 ? rev - back : 0;
-        assert_int_equal(wc_watch(f->wc, PFX, from[nw], 100000, &ws[nw]), 0);
+        assert_int_equal(wc_watch(f->wc, PFX, from[nw], &(wc_watch_opts_t){.backlog = 100000}, &ws[nw]), 0);
         nw++;
         usleep(1000 + rand_r(&seed) % 3000);
     }
@@ -615,9 +615,9 @@ static void test_slow_watcher(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     wc_watcher_t *slow, *fast1, *fast2;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 10, &slow), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &fast1), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 50, &fast2), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &(wc_watch_opts_t){.backlog = 10}, &slow), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &fast1), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &(wc_watch_opts_t){.backlog = 50}, &fast2), 0);
     int64_t r[50];
     int64_t t0 = clock_mono_ns();
     for (int i = 0; i < 50; i++) {
@@ -647,7 +647,7 @@ static void test_slow_watcher(void **state)
     wc_watcher_close(slow);
 
     /* A replay does not count against the backlog; live events do. */
-    assert_int_equal(wc_watch(f->wc, PFX, r[29], 5, &slow), 0); /* replays 20 */
+    assert_int_equal(wc_watch(f->wc, PFX, r[29], &(wc_watch_opts_t){.backlog = 5}, &slow), 0); /* replays 20 */
     int64_t more[6];
     for (int i = 0; i < 6; i++) more[i] = put(f->s, "ns", "k0", "w");
     assert_int_equal(wc_wait(f->wc, more[5], 5000), 0);
@@ -674,8 +674,8 @@ static void test_encode_once(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     wc_watcher_t *w1, *w2;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w1), 0);
-    assert_int_equal(wc_watch(f->wc, PFX "ns/", -1, 0, &w2), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w1), 0);
+    assert_int_equal(wc_watch(f->wc, PFX "ns/", -1, NULL, &w2), 0);
     int64_t rev = put(f->s, "ns", "a", "v");
     wc_event_t e1, e2;
     next_ok(w1, &e1);
@@ -691,7 +691,7 @@ static void test_encode_once(void **state)
     /* A late watcher replaying from the ring gets it too. */
     wc_watcher_t *w3;
     wc_event_t e3;
-    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &w3), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, NULL, &w3), 0);
     next_ok(w3, &e3);
     assert_ptr_equal(e3.obj, o);
     /* References outlive the cache's own use of the version. */
@@ -771,7 +771,7 @@ static void test_offer_published(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     wc_watcher_t *w;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
     const char *key = PFX "ns/a";
     put(f->s, "ns", "a", "old");
 
@@ -1036,7 +1036,7 @@ static void test_offer_concurrent_writers(void **state)
     enum { W = 4, N = 200 };
     open_cache(f, 0);
     wc_watcher_t *w;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 2 * W * N, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &(wc_watch_opts_t){.backlog = 2 * W * N}, &w), 0);
     pthread_t t[W];
     offer_writer_t ow[W];
     for (int i = 0; i < W; i++) {
@@ -1102,7 +1102,7 @@ static void test_cancel(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     blocked_t b = {0};
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &b.w), 0);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, blocked_next, &b), 0);
     usleep(100 * 1000);
@@ -1125,8 +1125,8 @@ static void test_end(void **state)
     assert_int_equal(wc_wait(f->wc, rev, 5000), 0);
     blocked_t b = {0};
     wc_watcher_t *queued;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &queued), 0); /* holds an event */
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &b.w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, NULL, &queued), 0); /* holds an event */
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, blocked_next, &b), 0);
     while (!atomic_load(&b.started)) usleep(1000);
@@ -1137,7 +1137,7 @@ static void test_end(void **state)
     wc_event_t ev;
     assert_int_equal(wc_watcher_next(queued, 0, &ev), KP_ECLOSED);
     wc_watcher_t *late = NULL;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &late), KP_ECLOSED);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &late), KP_ECLOSED);
     assert_null(late);
     /* The cache still follows the store and answers reads. */
     int64_t rev2 = put(f->s, "ns", "b", "v");
@@ -1161,9 +1161,9 @@ static void test_close_with_watchers(void **state)
 
     blocked_t b = {0}, bw = {.wc = f->wc, .wait_rev = rev + 1000};
     wc_watcher_t *idle, *queued;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &idle), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &queued), 0); /* holds an event */
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &b.w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &idle), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, NULL, &queued), 0); /* holds an event */
     pthread_t t1, t2;
     assert_int_equal(pthread_create(&t1, NULL, blocked_next, &b), 0);
     assert_int_equal(pthread_create(&t2, NULL, blocked_wait, &bw), 0);
@@ -1196,7 +1196,7 @@ static void test_corrupt_value_stops(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     wc_watcher_t *w;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
     int64_t good = put(f->s, "ns", "good", "v");
     int64_t bad;
     assert_int_equal(store_create(f->s, PFX "ns/bad", "{not json", 9, &bad), 0);
@@ -1217,7 +1217,7 @@ static void test_corrupt_value_stops(void **state)
     assert_int_equal(wc_list(f->wc, PFX, NULL, 0, 0, 0, &l), 0); /* what it has */
     assert_int_equal(l->count, 1);
     wc_list_free(l);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), KP_ECORRUPT);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), KP_ECORRUPT);
 }
 
 int main(void)
