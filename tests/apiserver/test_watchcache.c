@@ -4,7 +4,8 @@
  * with paging, following the store, watches (types, prev, DELETED's version,
  * prefix filters), watches from the past (replay, the replay/live seam under
  * concurrent writes, KP_ECOMPACTED, KP_EFUTURE), slow watchers, encode-once
- * sharing, writers' offers (taken, too late, never taken, bounded, racing the
+ * sharing, budgets in bytes (history eviction, a watcher's queue, the
+ * deadline the cache enforces, on_end), writers' offers (taken, too late, never taken, bounded, racing the
  * cache), cancel and close, and a corrupt stored value.
  */
 #include <setjmp.h>
@@ -1070,6 +1071,204 @@ static void test_offer_concurrent_writers(void **state)
     }
 }
 
+/* ---- budgets in bytes ---- */
+
+/* ns/name with data.v of `len` bytes of `fill`; returns the revision. */
+static int64_t put_big(store_t *s, const char *ns, const char *name, size_t len, char fill)
+{
+    char *val = malloc(len + 1);
+    memset(val, fill, len);
+    val[len] = '\0';
+    json_t *doc = cm_doc(ns, name, "");
+    json_object_set_new(json_object_get(doc, "data"), "v", json_string(val));
+    free(val);
+    char key[256];
+    int64_t rev = write_doc(s, key_of(key, sizeof key, ns, name), doc);
+    json_decref(doc);
+    return rev;
+}
+
+static void open_cache_bytes(fixture_t *f, size_t history_bytes)
+{
+    wc_config_t cfg = {.history_bytes = history_bytes};
+    assert_int_equal(wc_open(f->s, PFX, &cfg, &f->wc), 0);
+}
+
+static void test_history_bytes(void **state)
+{
+    fixture_t *f = *state;
+    open_cache_bytes(f, 256 << 10);
+    int64_t r0 = wc_revision(f->wc);
+    assert_int_equal(wc_oldest(f->wc), r0);
+
+    /* Twelve versions of a 20 KB object: an event costs its version and the
+     * one before (each about twice 20 KB, text and parsed), so the budget
+     * holds a few of the newest; the oldest went first. */
+    int64_t r[12];
+    for (int i = 0; i < 12; i++) r[i] = put_big(f->s, "ns", "big", 20000, (char)('a' + i));
+    assert_int_equal(wc_wait(f->wc, r[11], 5000), 0);
+    size_t bytes, events;
+    wc_history_usage(f->wc, &bytes, &events);
+    print_message("history of 12 x 20 KB versions in 256 KiB: %zu events, %zu bytes\n",
+                  events, bytes);
+    assert_true(bytes <= 256 << 10);
+    assert_true(bytes >= 160000); /* counted: well above the 20 KB texts alone */
+    assert_true(events >= 2 && events < 12);
+    int64_t oldest = wc_oldest(f->wc);
+    assert_int_equal(oldest, r[11 - events]); /* the newest `events` are kept */
+
+    /* From the oldest revision kept: every kept event, oldest first. */
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, oldest, NULL, &w), 0);
+    for (size_t i = 12 - events; i < 12; i++) {
+        wc_event_t ev;
+        next_ok(w, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        assert_int_equal(data_v(ev.obj)[0], 'a' + (int)i);
+        wc_event_clear(&ev);
+    }
+    wc_watcher_close(w);
+    /* One below: Expired (the API's 410 "too old resource version"). */
+    assert_int_equal(wc_watch(f->wc, PFX, oldest - 1, NULL, &w), KP_ECOMPACTED);
+    assert_null(w);
+
+    /* Deleted, then small writes: the big versions leave the history and
+     * with it their memory (ASan's leak check at exit sees the rest). */
+    int64_t rd = del(f->s, "ns", "big");
+    int64_t rs = 0;
+    for (int i = 0; i < 200; i++) rs = put(f->s, "ns", "small", "v");
+    assert_int_equal(wc_wait(f->wc, rs, 5000), 0);
+    assert_true(wc_oldest(f->wc) >= rd);
+    wc_history_usage(f->wc, &bytes, &events);
+    assert_true(bytes <= 256 << 10);
+    const wc_obj_t *o;
+    assert_int_equal(wc_get(f->wc, PFX "ns/big", &o), KP_ENOTFOUND);
+
+    /* An event over the whole budget alone: kept, and everything before it
+     * evicted (the newest event is always there). */
+    int64_t rh = put_big(f->s, "ns", "huge", 300000, 'h');
+    assert_int_equal(wc_wait(f->wc, rh, 5000), 0);
+    wc_history_usage(f->wc, &bytes, &events);
+    assert_int_equal(events, 1);
+    assert_int_equal(wc_oldest(f->wc), rs);
+    assert_int_equal(wc_watch(f->wc, PFX, rs, NULL, &w), 0);
+    expect_event(w, WC_ADDED, rh, PFX "ns/huge");
+    wc_watcher_close(w);
+}
+
+/* on_end's counter. */
+static void count_end(void *arg)
+{
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static void test_slow_watcher_bytes(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    atomic_int ended = 0, fast_ended = 0;
+    wc_watch_opts_t slow_o = {.backlog_bytes = 64 << 10, .on_end = count_end,
+                              .on_end_arg = &ended};
+    wc_watch_opts_t fast_o = {.on_end = count_end, .on_end_arg = &fast_ended};
+    wc_watcher_t *slow, *fast;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &slow_o, &slow), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &fast_o, &fast), 0);
+    /* Ten 10 KB events: six fit 64 KiB of queue, the seventh ends it. */
+    int64_t r[10];
+    for (int i = 0; i < 10; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "k%d", i);
+        r[i] = put_big(f->s, "ns", name, 10000, 'x');
+    }
+    assert_int_equal(wc_wait(f->wc, r[9], 5000), 0);
+    assert_int_equal(atomic_load(&ended), 1); /* told once, at once */
+    assert_int_equal(atomic_load(&fast_ended), 0);
+    wc_event_t ev;
+    size_t got = 0, sent = 0;
+    while (wc_watcher_next(slow, 0, &ev) == 0) {
+        assert_int_equal(ev.rev, r[got]);
+        sent += ev.obj->json_len;
+        got++;
+        wc_event_clear(&ev);
+    }
+    print_message("a watcher with a 64 KiB queue took %zu of 10 events (%zu bytes)\n", got,
+                  sent);
+    assert_true(got >= 5 && got <= 6);
+    assert_true(sent <= 64 << 10);
+    assert_int_equal(wc_watcher_next(slow, 0, &ev), KP_ETOOLARGE);
+    wc_watcher_close(slow);
+    for (int i = 0; i < 10; i++) {
+        next_ok(fast, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+    }
+
+    /* One event larger than the budget, to an empty queue: delivered. */
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &slow_o, &slow), 0);
+    int64_t rb = put_big(f->s, "ns", "big", 100000, 'y');
+    next_ok(slow, &ev);
+    assert_int_equal(ev.rev, rb);
+    wc_event_clear(&ev);
+    assert_int_equal(atomic_load(&ended), 1);
+    /* A replay does not count: from r[0], eleven events (1 MB) queue. */
+    wc_watcher_t *replayed;
+    assert_int_equal(wc_watch(f->wc, PFX, r[0] - 1, &slow_o, &replayed), 0);
+    for (int i = 0; i < 10; i++) {
+        next_ok(replayed, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+    }
+    next_ok(replayed, &ev);
+    assert_int_equal(ev.rev, rb);
+    wc_event_clear(&ev);
+    wc_watcher_close(replayed);
+    wc_watcher_close(slow);
+    wc_watcher_close(fast);
+    assert_int_equal(atomic_load(&ended), 1);
+    assert_int_equal(atomic_load(&fast_ended), 0);
+}
+
+static void test_watcher_deadline(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    atomic_int ended = 0, cancelled_ended = 0, later_ended = 0;
+    int64_t t0 = clock_mono_ns();
+    wc_watch_opts_t o = {.deadline_ns = t0 + 300 * 1000000ll, .on_end = count_end,
+                         .on_end_arg = &ended};
+    wc_watch_opts_t oc = o, ol = o;
+    oc.on_end_arg = &cancelled_ended;
+    ol.on_end_arg = &later_ended;
+    ol.deadline_ns = t0 + 60 * 1000000000ll;
+    wc_watcher_t *w, *wcan, *wlater;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &o, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &oc, &wcan), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &ol, &wlater), 0);
+    wc_watcher_cancel(wcan); /* its owner knows: never told */
+    int64_t rev = put(f->s, "ns", "a", "v");
+    assert_int_equal(wc_wait(f->wc, rev, 5000), 0);
+    /* Nobody calls wc_watcher_next(): the cache ends it by itself. */
+    while (!atomic_load(&ended) && clock_mono_ns() - t0 < 5000 * 1000000ll) usleep(10000);
+    double ms = (clock_mono_ns() - t0) / 1e6;
+    print_message("a deadline of 300 ms was enforced after %.0f ms\n", ms);
+    assert_int_equal(atomic_load(&ended), 1);
+    assert_true(ms >= 300 && ms < 1500);
+    wc_event_t ev;
+    next_ok(w, &ev); /* what was queued still comes, then the end */
+    assert_int_equal(ev.rev, rev);
+    wc_event_clear(&ev);
+    assert_int_equal(wc_watcher_next(w, -1, &ev), KP_ETIMEDOUT);
+    wc_watcher_close(w);
+    wc_watcher_close(wcan);
+    assert_int_equal(atomic_load(&cancelled_ended), 0);
+    /* wc_end() tells the owners too (their stream may be stuck elsewhere). */
+    assert_int_equal(atomic_load(&later_ended), 0);
+    wc_end(f->wc);
+    assert_int_equal(atomic_load(&later_ended), 1);
+    assert_int_equal(wc_watcher_next(wlater, -1, &ev), KP_ECLOSED);
+    wc_watcher_close(wlater);
+}
+
 /* ---- cancel and close ---- */
 
 typedef struct blocked {
@@ -1240,6 +1439,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offer_bounded_and_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_concurrent_writers, setup, teardown),
         cmocka_unit_test(test_offer_spliced),
+        cmocka_unit_test_setup_teardown(test_history_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_watcher_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watcher_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_watchers, setup, teardown),
