@@ -17,6 +17,11 @@
  * thread wakes, the connection closes, and the client watches again, as
  * from Kubernetes' cacheWatcher dropped for unresponsiveness.
  *
+ * A quiet watch waits for events on its connection's thread, where
+ * libmicrohttpd cannot notice a client that hung up; watch_next() looks at
+ * the socket every PEER_CHECK_MS (peer_gone) and ends the stream then, as
+ * Kubernetes ends a watch when its request's context is cancelled.
+ *
  * Open watches count against cfg.max_watches, or cfg.max_watches_local for
  * the Unix socket of the in-process components.
  *
@@ -24,6 +29,7 @@
  * of one row, the first with the column definitions. Those are rendered per
  * watcher: only the plain JSON is encoded once for all.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +48,10 @@
 #define WATCH_MAX_SECONDS 1800
 #define BOOKMARK_EVERY_MS 10000
 #define WATCH_GRACE_MS 2000
+/* Synthetic ADDED events go out in slices of about this many bytes: a
+ * client that does not read holds one slice in its stream's buffer. */
+#define WATCH_SLICE (64u << 10)
+#define PEER_CHECK_MS 1000 /* how often a quiet watch looks for its client gone */
 
 typedef struct watch_stream {
     apiserver_t *srv;
@@ -60,6 +70,7 @@ typedef struct watch_stream {
     int table_columns_sent;
     int local;          /* counted in srv->watches_local */
     int fd;             /* the connection's socket (api_req_socket), or -1 */
+    int64_t bookmark_ns; /* when the next BOOKMARK is due while quiet; 0: unset */
 } watch_stream_t;
 
 static int emit(buf_t *out, const char *type, const char *json, size_t len)
@@ -108,6 +119,14 @@ static const char *event_type(const watch_stream_t *ws, const wc_event_t *ev)
     return NULL;
 }
 
+/* Whether the client closed its side (FIN or reset): it sends nothing more
+ * on a watch's connection. */
+static int peer_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static int watch_next(void *arg, buf_t *out)
 {
     watch_stream_t *ws = arg;
@@ -123,7 +142,7 @@ static int watch_next(void *arg, buf_t *out)
 
     /* Synthetic ADDED events, in slices so that a huge snapshot streams. */
     if (ws->initial) {
-        while (ws->next_initial < ws->initial->count && out->len < (256u << 10)) {
+        while (ws->next_initial < ws->initial->count && out->len < WATCH_SLICE) {
             const wc_obj_t *o = ws->initial->objs[ws->next_initial++];
             if (rest_filter_match(&ws->filter, o->doc) && emit_obj(ws, out, "ADDED", o))
                 return KP_ENOMEM;
@@ -138,12 +157,18 @@ static int watch_next(void *arg, buf_t *out)
     for (;;) {
         int64_t now = clock_mono_ns();
         if (now >= ws->deadline_ns) return KP_ETIMEDOUT;
-        int64_t wait_ms = (ws->deadline_ns - now) / 1000000 + 1;
-        if (ws->bookmarks && wait_ms > BOOKMARK_EVERY_MS) wait_ms = BOOKMARK_EVERY_MS;
+        if (!ws->bookmark_ns) ws->bookmark_ns = now + (int64_t)BOOKMARK_EVERY_MS * 1000000;
+        int64_t until = ws->deadline_ns;
+        if (ws->bookmarks && ws->bookmark_ns < until) until = ws->bookmark_ns;
+        int64_t wait_ms = (until - now) / 1000000 + 1;
+        if (wait_ms > PEER_CHECK_MS) wait_ms = PEER_CHECK_MS;
         wc_event_t ev;
         int rc = wc_watcher_next(ws->w, (int)wait_ms, &ev);
         if (rc == KP_ETIMEDOUT) {
-            if (!ws->bookmarks || clock_mono_ns() >= ws->deadline_ns) continue;
+            if (peer_gone(ws->fd)) return KP_ECLOSED;
+            now = clock_mono_ns();
+            if (!ws->bookmarks || now >= ws->deadline_ns || now < ws->bookmark_ns) continue;
+            ws->bookmark_ns = 0;
             char bm[256];
             int n = snprintf(bm, sizeof bm,
                              "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{"
@@ -155,6 +180,7 @@ static int watch_next(void *arg, buf_t *out)
         }
         if (rc) return rc; /* closed, or fell behind: end the stream */
         ws->last_rev = ev.rev;
+        ws->bookmark_ns = 0; /* an event resets the quiet period */
         const char *type = event_type(ws, &ev);
         if (type) rc = emit_obj(ws, out, type, ev.obj);
         wc_event_clear(&ev);
