@@ -222,21 +222,29 @@ def wait_watches(target, limit_s):
 
 
 def closed_by_server(socks, limit_s):
-    """Drain every socket; count those that end (EOF or reset) in time."""
+    """Drain every socket; count the streams that end in time: the
+    connection closed (EOF or reset), or the chunked reply's last chunk
+    (a watch that ended at its timeoutSeconds keeps its connection, as
+    HTTP/1.1 does)."""
     sel = selectors.DefaultSelector()
+    tails = {}
     for s in socks:
         s.setblocking(False)
         sel.register(s, selectors.EVENT_READ)
+        tails[s] = b""
     closed, deadline = 0, time.monotonic() + limit_s
     while sel.get_map() and time.monotonic() < deadline:
         for key, _ in sel.select(0.5):
             s = key.fileobj
             try:
-                while s.recv(65536):
-                    pass
-                end = True
+                while True:
+                    b = s.recv(65536)
+                    if not b:
+                        end = True
+                        break
+                    tails[s] = (tails[s] + b)[-7:]
             except (ssl.SSLWantReadError, BlockingIOError):
-                end = False
+                end = tails[s].endswith(b"\r\n0\r\n\r\n")
             except (ssl.SSLError, OSError):
                 end = True
             if end:
