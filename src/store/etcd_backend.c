@@ -204,18 +204,52 @@ static int etcd_status(store_t *s, store_status_t *out)
 
 /* One count-only range of a single key: its header carries the revision, and
  * the range is linearizable (etcd's default), so it is current. */
-static int etcd_revision(store_t *s, int64_t *out)
+static int revision_within(etcd_store_t *es, int timeout_ms, int64_t *out)
 {
-    etcd_store_t *es = (etcd_store_t *)s;
     json_t *req = json_pack("{s:s,s:b}", "key", "AA==", "count_only", 1);
     json_t *resp = NULL;
-    int rc = req ? etcd__call(es, "/v3/kv/range", req, ETCD__READ, ETCD__TIMEOUT_MS, &resp)
+    int rc = req ? etcd__call(es, "/v3/kv/range", req, ETCD__READ, timeout_ms, &resp)
                  : KP_ENOMEM;
     json_decref(req);
     if (rc) return rc;
     *out = etcd__header_rev(resp) - ETCD__REV_OFFSET;
     json_decref(resp);
     return 0;
+}
+
+static int etcd_revision(store_t *s, int64_t *out)
+{
+    return revision_within((etcd_store_t *)s, ETCD__TIMEOUT_MS, out);
+}
+
+/* store_health(): a revision read within ETCD__HEALTH_TIMEOUT_MS, as
+ * kube-apiserver's etcd check. Its result serves every caller for
+ * ETCD__HEALTH_CACHE_MS, and callers that come while one read is under way
+ * get the last result: a flood of unauthenticated /readyz requests costs
+ * etcd one read a second. */
+static int etcd_health(store_t *s, char *why, size_t len)
+{
+    etcd_store_t *es = (etcd_store_t *)s;
+    int64_t now = clock_mono_ns();
+    pthread_mutex_lock(&es->mu);
+    int check = !es->health_busy && (es->health_at_ns == 0 ||
+                                     now - es->health_at_ns >= ETCD__HEALTH_CACHE_MS * 1000000ll);
+    if (check) es->health_busy = 1;
+    pthread_mutex_unlock(&es->mu);
+    if (check) {
+        int64_t rev;
+        int rc = revision_within(es, ETCD__HEALTH_TIMEOUT_MS, &rev);
+        pthread_mutex_lock(&es->mu);
+        es->health_rc = rc;
+        es->health_at_ns = clock_mono_ns();
+        es->health_busy = 0;
+        pthread_mutex_unlock(&es->mu);
+    }
+    pthread_mutex_lock(&es->mu);
+    int rc = es->health_rc;
+    pthread_mutex_unlock(&es->mu);
+    if (why && len) snprintf(why, len, "%s", rc ? err_str(rc) : "ok");
+    return rc;
 }
 
 static const store_ops_t etcd_ops = {
@@ -226,6 +260,7 @@ static const store_ops_t etcd_ops = {
     .range = etcd__range,
     .status = etcd_status,
     .revision = etcd_revision,
+    .health = etcd_health,
     .watch_open = etcd__watch_open,
     .compact = etcd__compact,
     .backup = etcd__backup,

@@ -75,6 +75,8 @@
 #define ETCD__CONNECT_MS 2000        /* per endpoint */
 #define ETCD__TIMEOUT_MS 10000       /* a request; well under Kubernetes' 60 s request timeout */
 #define ETCD__COMPACT_TIMEOUT_MS 60000
+#define ETCD__HEALTH_TIMEOUT_MS 2000 /* store_health(): kube-apiserver's --etcd-healthcheck-timeout */
+#define ETCD__HEALTH_CACHE_MS 1000   /* one health read serves callers this long */
 #define ETCD__POOL 32                /* idle curl handles kept for reuse */
 #define ETCD__WATCH_QUEUE_BYTES (8u << 20)  /* events queued before the stream pauses */
 #define ETCD__WATCH_LINE_MAX (256u << 20)   /* one JSON response (fragments are smaller) */
@@ -101,6 +103,9 @@ typedef struct etcd_store {
     uint64_t writes;          /* acknowledged since open */
     int closing;
     int warned_progress;      /* logged that etcd sends no progress notifications */
+    int health_busy;          /* a store_health() read is under way */
+    int health_rc;            /* the last one's result */
+    int64_t health_at_ns;     /* CLOCK_MONOTONIC when it ended (0: never) */
 
     /* the automatic compactor */
     pthread_t compactor;

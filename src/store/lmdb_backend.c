@@ -94,8 +94,8 @@ void lmdb__poison_locked(lmdb_store_t *ls, int rc)
 {
     if (ls->poisoned) return;
     ls->poisoned = rc ? rc : KP_EIO;
-    log_error("store", "commit failed (%s): refusing writes until the store is reopened",
-              err_str(rc));
+    log_error("store", "%s: commit failed (%s): refusing writes until the store is reopened",
+              ls->dir, err_str(rc));
 }
 
 static int mkdir_p(const char *dir)
@@ -177,6 +177,7 @@ int store__lmdb_open(const char *dir, const store_options_t *opt, store_t **out)
     }
     pthread_mutex_init(&ls->mu, NULL);
     pthread_mutex_init(&ls->compact_mu, NULL);
+    pthread_mutex_init(&ls->space_mu, NULL);
     if ((rc = clock_cond_init(&ls->compactor_cv)) || (rc = clock_cond_init(&ls->gather_cv)))
         goto fail_sync;
 
@@ -207,6 +208,7 @@ fail_env:
 fail_sync:
     pthread_cond_destroy(&ls->gather_cv);
     pthread_cond_destroy(&ls->compactor_cv);
+    pthread_mutex_destroy(&ls->space_mu);
     pthread_mutex_destroy(&ls->compact_mu);
     pthread_mutex_destroy(&ls->mu);
 fail_alloc:
@@ -226,6 +228,7 @@ static void lmdb_close(store_t *s)
     mdb_env_close(ls->env);
     pthread_cond_destroy(&ls->gather_cv);
     pthread_cond_destroy(&ls->compactor_cv);
+    pthread_mutex_destroy(&ls->space_mu);
     pthread_mutex_destroy(&ls->compact_mu);
     pthread_mutex_destroy(&ls->mu);
     free(ls->dir);
@@ -412,4 +415,5 @@ static const store_ops_t lmdb_ops = {
     .watch_open = lmdb__watch_open,
     .compact = lmdb__compact,
     .backup = lmdb_backup,
+    .health = lmdb__health,
 };

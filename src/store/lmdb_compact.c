@@ -35,8 +35,14 @@ static int compact_step(lmdb_store_t *ls, int64_t target, int first, int *done)
 {
     MDB_txn *txn;
     int64_t cur, compact;
-    int rc = lmdb__rc(mdb_txn_begin(ls->env, NULL, 0, &txn));
-    if (rc) return rc;
+    lmdb__fail_t f = {.phase = LMDB__FAIL_CLEAN};
+    int rc = mdb_txn_begin(ls->env, NULL, 0, &txn);
+    if (rc) {
+        f.mdb_rc = rc;
+        if (rc == MDB_PANIC) f.phase = LMDB__FAIL_FATAL;
+        rc = lmdb__rc(rc);
+        goto failed;
+    }
     if ((rc = lmdb__meta_get(txn, ls, "rev", &cur)) ||
         (rc = lmdb__meta_get(txn, ls, "compact", &compact)))
         goto abort;
@@ -63,23 +69,33 @@ static int compact_step(lmdb_store_t *ls, int64_t target, int first, int *done)
         if (rec.prev_rev) mrc = drop_record(txn, ls, rec.prev_rev, kbuf, rec.key_len);
         if (!mrc && rec.type == LMDB__DEL) mrc = drop_record(txn, ls, r, kbuf, rec.key_len);
         if (mrc) {
+            f.mdb_rc = mrc;
             rc = lmdb__rc(mrc);
             if (rc == KP_ENOTFOUND) rc = KP_ECORRUPT;
             goto abort;
         }
     }
     if ((rc = lmdb__meta_put(txn, ls, "compact", end))) goto abort;
-    if ((rc = lmdb__rc(mdb_txn_commit(txn)))) goto poison;
+    if ((rc = mdb_txn_commit(txn))) {
+        /* No sync of our own follows: the next write's makes it durable. */
+        f.mdb_rc = rc;
+        rc = lmdb__rc(rc);
+        if (lmdb__env_panicked(ls)) f.phase = LMDB__FAIL_FATAL;
+        goto failed;
+    }
     *done = end == target;
     return 0;
 
 abort:
     mdb_txn_abort(txn);
     if (rc == KP_ECOMPACTED || rc == KP_EFUTURE || rc == KP_ECORRUPT) return rc;
-poison:
-    /* An LMDB failure inside a write transaction: same rule as for writes. */
+failed:
+    /* An LMDB failure inside a write transaction: same rules as for writes
+     * (SPACE in lmdb_int.h). */
+    f.rc = rc;
+    rc = lmdb__fail_classify(ls, &f, LMDB__RESERVE_MIN);
     pthread_mutex_lock(&ls->mu);
-    lmdb__poison_locked(ls, rc);
+    lmdb__fail_locked(ls, &f);
     pthread_mutex_unlock(&ls->mu);
     return rc;
 }
@@ -91,7 +107,10 @@ int lmdb__compact(store_t *s, int64_t rev)
     pthread_mutex_lock(&ls->compact_mu);
     for (int first = 1; !rc && !done; first = 0) {
         pthread_mutex_lock(&ls->mu);
-        rc = ls->poisoned ? KP_EPOISONED : 0;
+        /* Not while UNSYNCED: a compaction commit does not sync, and the
+         * next commit must be one that does (SPACE c). While out of space
+         * it may run: it frees pages inside the file for the next trial. */
+        rc = ls->poisoned ? KP_EPOISONED : ls->unsynced ? KP_ENOSPC : 0;
         pthread_mutex_unlock(&ls->mu);
         if (!rc) rc = compact_step(ls, rev, first, &done);
     }
@@ -151,7 +170,7 @@ static void *compactor_main(void *arg)
     while (!ls->closing) {
         struct timespec ts = clock_deadline_ms(interval);
         pthread_cond_timedwait(&ls->compactor_cv, &ls->mu, &ts);
-        if (ls->closing || ls->poisoned) continue;
+        if (ls->closing || ls->poisoned || ls->unsynced) continue;
         pthread_mutex_unlock(&ls->mu);
 
         int64_t target = auto_target(ls);

@@ -24,10 +24,62 @@
  *      PUT, and drops every other record <= C (and its idx entry). So the state
  *      at any revision >= C is complete, and every record above C is kept.
  *   5. A write becomes visible to readers only by mdb_txn_commit(), which
- *      writes and syncs the data pages, then the meta page (O_DSYNC). So what a
- *      reader sees is durable; the writer is told 0 only after that commit.
- *   6. After a failed commit the store is poisoned: no later write starts
+ *      writes and syncs the data pages, then writes the meta page; the
+ *      writer's fdatasync then makes that meta page durable, and the writer
+ *      is told 0 only after it. So what a reader sees is durable, except in
+ *      state UNSYNCED below (a sync that failed after the commit).
+ *   6. A failed commit acknowledges nothing. If it lacked space (SPACE below)
+ *      the store refuses writes with KP_ENOSPC until space returns, then goes
+ *      on by itself; any other failure poisons it: no later write starts
  *      until the store is reopened (the on-disk state is LMDB's last good one).
+ *   7. Revisions come from meta.rev read inside each write transaction, never
+ *      from memory: after any failure the next batch continues from what
+ *      LMDB shows, so a revision that readers may have seen is never reused
+ *      by this process (see S3 for the one case a crash can undo).
+ *
+ * SPACE (lmdb_space.c). Where a commit can fail, and what LMDB is left with:
+ *
+ *   a. applying the batch (mdb_put: MDB_MAP_FULL, ...), writing or syncing
+ *      its data pages (ENOSPC, EDQUOT, EIO; LMDB says EIO for a short write):
+ *      LMDB aborts the transaction. The pages it wrote were free pages, which
+ *      no durable meta page references (LMDB reuses only pages freed before
+ *      the older of its two meta pages), so the store is exactly its last
+ *      commit, durable. Retrying is safe, as often as needed.
+ *   b. writing the meta page (only on a copy-on-write filesystem can that
+ *      lack space): LMDB marks the environment fatal (MDB_PANIC); only a
+ *      reopen helps: poisoned.
+ *   c. our fdatasync after a successful mdb_txn_commit: the batch is visible
+ *      but its meta page may not be on disk, and after a failed sync Linux
+ *      may never write it (the page is marked clean). Its data pages were
+ *      synced in (a). One later commit whose sync succeeds makes a complete,
+ *      durable state (it keeps the trees of both earlier meta pages intact
+ *      while it writes); two failures in a row could let LMDB reuse the pages
+ *      of the last durable tree, so the second one poisons.
+ *
+ *   States (guarded by mu): OK; NOSPACE (nospace != 0: writes fail at once
+ *   with KP_ENOSPC, except one trial batch per backoff interval, 50 ms
+ *   doubling to 1 s); UNSYNCED (unsynced: case c happened, nothing since
+ *   synced); POISONED.
+ *
+ *     OK --(a, c lacking space; lmdb__fail_locked)--> NOSPACE
+ *     NOSPACE --(a trial batch commits and syncs, or lmdb__health()
+ *               reserves room; lmdb__recovered_locked)--> OK
+ *     any --(b; c while UNSYNCED; any failure not for space)--> POISONED
+ *
+ *   S1. A failure is "no space" if LMDB or the reservation said ENOSPC or
+ *       EDQUOT, LMDB said MDB_MAP_FULL, or LMDB said EIO while the disk has
+ *       less room than the batch needed (lmdb__fail_classify()).
+ *   S2. While UNSYNCED, notify_rev stays below the unsynced batch: watches
+ *       deliver it only after a later sync made it durable, and reads may
+ *       show it meanwhile (its writers were told it failed: its outcome is
+ *       unknown to them, as for a timed-out etcd write).
+ *   S3. If the process dies while UNSYNCED, the restarted store may lack
+ *       that batch and give its revisions again; nothing acknowledged or
+ *       delivered to a watch is lost or changed by that.
+ *   S4. The leader reserves room for each batch past the end of the file
+ *       (fallocate, KEEP_SIZE) before it commits; a failed reservation is
+ *       only evidence for S1, never a reason to fail a batch by itself (free
+ *       pages inside the file may still hold it).
  *
  * WRITE PATH (lmdb_write.c), leader/follower group commit:
  *
@@ -46,8 +98,8 @@
  * writers: it reads records above its revision in a read transaction, so it is
  * exact, in order, durable and resumable for free; a slow watcher costs no
  * memory. It delivers nothing above notify_rev, the newest revision whose
- * commit returned 0 (a commit that fails after LMDB made it visible is never
- * delivered). A commit wakes only the watches whose prefix one of its keys
+ * commit and sync returned 0 (a commit whose sync failed after LMDB made it
+ * visible is delivered only once a later sync made it durable, S2). A commit wakes only the watches whose prefix one of its keys
  * has (each watch sleeps on its own condition variable), so that N watches
  * on N resources cost one wakeup per write, not N; the others read past
  * unrelated revisions within LMDB__WATCH_POLL_MS, as they notice a writer in
@@ -71,6 +123,23 @@
 #define LMDB__WATCH_BYTES (4u << 20)        /* event bytes buffered per read txn */
 #define LMDB__WATCH_POLL_MS 250
 #define LMDB__COMPACT_STEP 4096             /* revisions per compaction txn */
+#define LMDB__RESERVE_CHUNK (8ull << 20)    /* room reserved past the file's end at once */
+#define LMDB__RESERVE_MIN (1ull << 20)      /* slack added to every batch's estimate */
+#define LMDB__PROBE_MIN_NS 50000000ll       /* first trial 50 ms after running out */
+#define LMDB__PROBE_MAX_NS 1000000000ll     /* then doubling up to 1 s */
+#define LMDB__NOSPACE_QUIET_NS 60000000000ll /* an episode this soon after the last is not logged */
+
+enum { LMDB__NOSPACE_DISK = 1, LMDB__NOSPACE_MAP = 2 };
+enum { LMDB__FAIL_CLEAN = 1, LMDB__FAIL_FATAL = 2, LMDB__FAIL_UNSYNCED = 3 };
+
+/* A failed commit: where it failed (SPACE a/b/c) and why. */
+typedef struct lmdb__fail {
+    int rc;         /* KP_* code given to the batch's writers */
+    int mdb_rc;     /* LMDB's or errno's code, 0 if not from LMDB */
+    int reserve_rc; /* what the reservation before it said */
+    int phase;      /* LMDB__FAIL_* */
+    int space;      /* LMDB__NOSPACE_* if it lacked space (S1), else 0 */
+} lmdb__fail_t;
 
 enum { LMDB__PUT = 1, LMDB__DEL = 2 };
 
@@ -113,9 +182,21 @@ typedef struct lmdb_store {
     pthread_cond_t gather_cv;   /* a write was queued; CLOCK_MONOTONIC */
     uint64_t commit_seq;        /* bumped as each batch starts */
     int poisoned;               /* rc of the failed commit, 0 if none */
+    int nospace;                /* LMDB__NOSPACE_*: out of space (SPACE), else 0 */
+    int unsynced;               /* a commit is visible whose sync failed (SPACE c) */
+    int nospace_logged;         /* this episode was logged */
+    int64_t probe_ns;           /* CLOCK_MONOTONIC: the next trial may start */
+    int64_t backoff_ns;         /* the interval after the next failed trial */
+    int64_t nospace_since_ns;   /* the episode began */
+    int64_t nospace_quiet_ns;   /* episodes starting before this are not logged */
+    uint64_t refused;           /* writes refused in this episode */
     int closing;
     int64_t notify_rev;         /* newest revision announced to watches */
     uint64_t writes, commits;   /* acknowledged since open, for store_status() */
+
+    pthread_mutex_t space_mu;   /* guards the two below */
+    uint64_t reserved_end;      /* the file has room allocated up to here */
+    int reserve_off;            /* the filesystem has no fallocate */
 
     pthread_mutex_t compact_mu; /* one compaction at a time */
     pthread_t compactor;
@@ -152,6 +233,29 @@ int lmdb__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_wa
 void lmdb__watch_wake_locked(lmdb_store_t *ls, const char *key, size_t klen);
 /* Wake every watch (closing). ls->mu held. */
 void lmdb__watch_wake_all_locked(lmdb_store_t *ls);
+
+/* lmdb_space.c */
+/* Room a batch of `n` writes with `bytes` of keys and values may take. */
+uint64_t lmdb__space_need(size_t bytes, size_t n);
+/* Make sure `need` bytes past the file's end are allocated (S4): 0, or
+ * KP_ENOSPC (no space or over quota), KP_EIO. */
+int lmdb__reserve(lmdb_store_t *ls, uint64_t need);
+/* Bytes free to us on the store's filesystem (UINT64_MAX if unknown). */
+uint64_t lmdb__disk_free(lmdb_store_t *ls);
+/* Fill f->space and turn f->rc into KP_ENOSPC per S1; returns f->rc. */
+int lmdb__fail_classify(lmdb_store_t *ls, lmdb__fail_t *f, uint64_t need);
+/* 1 if LMDB marked the environment fatal (SPACE b). */
+int lmdb__env_panicked(lmdb_store_t *ls);
+/* The state transition for a failed commit; logs once per episode. mu held. */
+void lmdb__fail_locked(lmdb_store_t *ls, const lmdb__fail_t *f);
+/* A commit synced (`synced`; also ends UNSYNCED) or room was reserved: end
+ * NOSPACE, logging `how` if the episode was logged. mu held. */
+void lmdb__recovered_locked(lmdb_store_t *ls, int synced, const char *how);
+/* May a batch start? 0, KP_EPOISONED, or KP_ENOSPC (refused: no trial is
+ * due). With `trial`, a batch admitted in NOSPACE becomes the trial. mu held. */
+int lmdb__admit_locked(lmdb_store_t *ls, int trial);
+/* store_health(). */
+int lmdb__health(store_t *s, char *why, size_t len);
 
 /* lmdb_compact.c */
 int lmdb__compact(store_t *s, int64_t rev);

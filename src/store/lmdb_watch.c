@@ -117,7 +117,8 @@ static int64_t durable_limit(lmdb_store_t *ls, uint64_t seq_before, int busy_bef
                              int64_t visible)
 {
     pthread_mutex_lock(&ls->mu);
-    if (!busy_before && !ls->committing && ls->commit_seq == seq_before &&
+    /* Not while UNSYNCED: what is visible then may not be durable (S2). */
+    if (!busy_before && !ls->committing && ls->commit_seq == seq_before && !ls->unsynced &&
         visible > ls->notify_rev)
         ls->notify_rev = visible;
     int64_t limit = ls->notify_rev;

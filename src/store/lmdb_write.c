@@ -8,7 +8,9 @@
  * variable) saves a thundering herd on ls->mu per batch. Each request
  * in a batch is checked and applied on its own: a conflict fails one request,
  * not the batch. An LMDB error fails the whole batch (the transaction is then
- * unusable), acknowledges nothing, and poisons the store.
+ * unusable) and acknowledges nothing; then the store is out of space (it
+ * refuses writes at once, but for a trial batch now and then, until one
+ * commits) or poisoned: see SPACE in lmdb_int.h.
  */
 #include <errno.h>
 #include <semaphore.h>
@@ -35,9 +37,9 @@ struct lmdb__wreq {
 
 /* Apply one request in `txn`; *rev is the newest revision so far.
  * Returns 0, a per-request error (KP_EEXIST, KP_ENOTFOUND, KP_ECONFLICT), or
- * an LMDB failure that dooms the transaction. */
+ * an LMDB failure that dooms the transaction (*fatal set, *mdb_rc its code). */
 static int apply_one(lmdb_store_t *ls, MDB_txn *txn, lmdb__wreq_t *r, int64_t *rev,
-                     int64_t now_ns, int *fatal)
+                     int64_t now_ns, int *fatal, int *mdb_rc)
 {
     MDB_val k = {r->klen, (void *)r->key}, v;
     lmdb__kvrec_t cur = {0};
@@ -94,20 +96,32 @@ static int apply_one(lmdb_store_t *ls, MDB_txn *txn, lmdb__wreq_t *r, int64_t *r
 
 mdb_fail:
     *fatal = 1;
+    *mdb_rc = mrc;
     return lmdb__rc(mrc);
 }
 
 /* Apply `batch` in one transaction and commit it. Sets each request's rc and
- * rev; returns 0, or the LMDB failure that failed them all. *last gets the
- * newest revision committed (0 if none). */
-static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, int64_t *last)
+ * rev; returns 0, or the failure that failed them all, described in *f (see
+ * SPACE in lmdb_int.h). *last gets the newest revision committed (0 if none).
+ * `need` is the room the batch may take (lmdb__space_need()). */
+static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, uint64_t need, int64_t *last,
+                        lmdb__fail_t *f)
 {
     MDB_txn *txn;
     int64_t rev = 0, start;
-    int fatal = 0, rc;
+    int fatal = 0, rc, mrc;
     *last = 0;
+    *f = (lmdb__fail_t){.phase = LMDB__FAIL_CLEAN};
 
-    if ((rc = lmdb__rc(mdb_txn_begin(ls->env, NULL, 0, &txn)))) goto fail_all;
+    /* S4: room past the end of the file first, so a full disk is reported
+     * with its errno; the batch is tried either way. */
+    f->reserve_rc = lmdb__reserve(ls, need);
+    if ((mrc = mdb_txn_begin(ls->env, NULL, 0, &txn))) {
+        f->mdb_rc = mrc;
+        if (mrc == MDB_PANIC) f->phase = LMDB__FAIL_FATAL;
+        rc = lmdb__rc(mrc);
+        goto fail_all;
+    }
     if ((rc = lmdb__meta_get(txn, ls, "rev", &rev))) {
         mdb_txn_abort(txn);
         goto fail_all;
@@ -115,7 +129,7 @@ static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, int64_t *last)
     start = rev;
     int64_t now = clock_wall_ns();
     for (lmdb__wreq_t *r = batch; r; r = r->next) {
-        r->rc = apply_one(ls, txn, r, &rev, now, &fatal);
+        r->rc = apply_one(ls, txn, r, &rev, now, &fatal, &f->mdb_rc);
         if (fatal) {
             rc = r->rc;
             mdb_txn_abort(txn);
@@ -134,15 +148,27 @@ static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, int64_t *last)
      * and writes the meta page that points to them; one more fdatasync makes
      * that meta page durable (the environment is MDB_NOMETASYNC: LMDB's own
      * O_DSYNC meta write cost 4 ms here, an fdatasync 0.6 ms). A failure
-     * after the commit leaves the batch visible but not durable: it is
-     * failed and the store poisoned, so it is never acknowledged nor
-     * delivered to watches. */
-    if ((rc = lmdb__rc(mdb_txn_commit(txn)))) goto fail_all;
-    if ((rc = lmdb__rc(mdb_env_sync(ls->env, 1)))) goto fail_all;
+     * after the commit leaves the batch visible but not durable (SPACE c):
+     * it is failed, so it is never acknowledged, and delivered to watches
+     * only once a later sync made it durable. */
+    if ((mrc = mdb_txn_commit(txn))) {
+        f->mdb_rc = mrc;
+        rc = lmdb__rc(mrc);
+        if (lmdb__env_panicked(ls)) f->phase = LMDB__FAIL_FATAL;
+        goto fail_all;
+    }
+    if ((mrc = mdb_env_sync(ls->env, 1))) {
+        f->mdb_rc = mrc;
+        f->phase = LMDB__FAIL_UNSYNCED;
+        rc = lmdb__rc(mrc);
+        goto fail_all;
+    }
     *last = rev;
     return 0;
 
 fail_all:
+    f->rc = rc;
+    rc = lmdb__fail_classify(ls, f, need);
     for (lmdb__wreq_t *r = batch; r; r = r->next) r->rc = rc;
     return rc;
 }
@@ -169,8 +195,9 @@ static void gather(lmdb_store_t *ls)
 }
 
 /* Detach up to LMDB__BATCH_MAX requests (and LMDB__BATCH_BYTES of values)
- * from the pending queue; *n gets their number. Called with ls->mu held. */
-static lmdb__wreq_t *take_batch(lmdb_store_t *ls, size_t *count)
+ * from the pending queue; *count gets their number, *kv_bytes the bytes of
+ * their keys and values. Called with ls->mu held. */
+static lmdb__wreq_t *take_batch(lmdb_store_t *ls, size_t *count, size_t *kv_bytes)
 {
     lmdb__wreq_t *head = ls->pending, **tail = &ls->pending;
     size_t n = 0, bytes = 0;
@@ -184,6 +211,8 @@ static lmdb__wreq_t *take_batch(lmdb_store_t *ls, size_t *count)
     *tail = NULL;
     ls->pending_n -= n;
     *count = n;
+    *kv_bytes = bytes;
+    for (lmdb__wreq_t *r = head; r; r = r->next) *kv_bytes += r->klen;
     return head;
 }
 
@@ -203,10 +232,12 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
     if (sem_init(&req.wake, 0, 0)) return KP_EIO;
 
     pthread_mutex_lock(&ls->mu);
-    if (ls->poisoned) {
+    int refuse = lmdb__admit_locked(ls, 0);
+    if (refuse) {
+        if (refuse == KP_ENOSPC) ls->refused++;
         pthread_mutex_unlock(&ls->mu);
         sem_destroy(&req.wake);
-        return KP_EPOISONED;
+        return refuse;
     }
     *ls->pending_tail = &req;
     ls->pending_tail = &req.next;
@@ -228,28 +259,33 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
             continue;
         }
         /* Lead: commit everything queued so far (ours included, unless the
-         * queue is longer than one batch). */
+         * queue is longer than one batch), unless the store refuses writes
+         * (poisoned, or out of space with no trial due). */
         ls->committing = 1;
         ls->commit_seq++;
-        if (!ls->poisoned) gather(ls);
-        size_t n;
-        lmdb__wreq_t *batch = take_batch(ls, &n);
-        int poisoned = ls->poisoned;
+        refuse = lmdb__admit_locked(ls, 1);
+        if (!refuse && !ls->nospace) gather(ls);
+        size_t n, bytes;
+        lmdb__wreq_t *batch = take_batch(ls, &n, &bytes);
+        if (refuse == KP_ENOSPC) ls->refused += n;
         int64_t last = 0;
+        lmdb__fail_t fail = {0};
         pthread_mutex_unlock(&ls->mu);
 
         int rc = 0;
-        if (poisoned) {
-            for (lmdb__wreq_t *r = batch; r; r = r->next) r->rc = KP_EPOISONED;
+        if (refuse) {
+            for (lmdb__wreq_t *r = batch; r; r = r->next) r->rc = refuse;
         } else {
-            rc = commit_batch(ls, batch, &last);
+            rc = commit_batch(ls, batch, lmdb__space_need(bytes, n), &last, &fail);
         }
 
         pthread_mutex_lock(&ls->mu);
         ls->committing = 0;
         /* Everyone now waiting, plus this batch's writers who will be back. */
         ls->gather_target = n + ls->pending_n;
-        if (rc) lmdb__poison_locked(ls, rc);
+        if (rc) lmdb__fail_locked(ls, &fail);
+        else if (last && (ls->nospace || ls->unsynced))
+            lmdb__recovered_locked(ls, 1, "a write committed");
         if (last) {
             ls->commits++;
             for (lmdb__wreq_t *r = batch; r; r = r->next) ls->writes += r->rc == 0;

@@ -5,6 +5,7 @@
  * value cap, and which revisions make sense. Backends implement the contract
  * of store.h behind store_ops_t (store_int.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,16 @@ int store_revision(store_t *s, int64_t *out)
     store_status_t st;
     int rc = store_status(s, &st);
     if (!rc) *out = st.revision;
+    return rc;
+}
+
+int store_health(store_t *s, char *why, size_t len)
+{
+    if (why && len) why[0] = '\0';
+    if (s->ops->health) return s->ops->health(s, why, len);
+    int64_t rev;
+    int rc = store_revision(s, &rev);
+    if (why && len) snprintf(why, len, "%s", rc ? err_str(rc) : "ok");
     return rc;
 }
 

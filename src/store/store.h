@@ -11,9 +11,14 @@
  *  - A call that returns 0 for a write has been made durable (fsynced by the
  *    embedded backend) before it returned. Concurrent writers share one commit
  *    and one fsync (group commit); none of them skips it.
- *  - A commit that fails (I/O error, disk or map full) acknowledges none of its
- *    writes, and every later write fails with KP_EPOISONED until the store is
- *    closed and opened again. Reads keep working where the backend can serve them.
+ *  - A commit that fails acknowledges none of its writes. If it failed for lack
+ *    of space (disk full, over quota, or the map full), later writes fail at
+ *    once with KP_ENOSPC while the store retries by itself now and then (at
+ *    most a second apart, or when store_health() is called); the first commit
+ *    that succeeds ends that, with no reopen. After any other failure (an I/O
+ *    error) every later write fails with KP_EPOISONED until the store is closed
+ *    and opened again. Reads and watches keep working meanwhile where the
+ *    backend can serve them.
  *  - Compaction to revision C drops the history below C; the state as of C and
  *    every later revision stays readable. Reads at, and watches from, a revision
  *    below C fail with KP_ECOMPACTED; nothing is silently skipped.
@@ -44,7 +49,7 @@ typedef struct store_watch store_watch_t;
 
 typedef struct store_options {
     /* lmdb: the largest the data file may grow to; 0 means 8 GiB. Writes past
-     * it fail with KP_ENOSPC (and poison the store, see above). */
+     * it fail with KP_ENOSPC (see above: until compaction frees pages). */
     uint64_t map_size;
     /* Automatic compaction. Each check compacts to the newest revision that
      * keeps at least `keep_revisions` revisions of history and all history
@@ -162,6 +167,15 @@ int store_status(store_t *s, store_status_t *out);
  * before the call began is at or below it (what a consistent read waits
  * for). Cheaper than store_status() on a remote backend: one round trip. */
 int store_revision(store_t *s, int64_t *out);
+
+/* Can the store take writes? 0 if so; KP_ENOSPC while it refuses writes for
+ * lack of space (this call also checks whether space has returned, when a
+ * retry is due), KP_EPOISONED when only a reopen helps; for etcd, the error
+ * of a revision read within 2 s (KP_EUNAVAILABLE, KP_ETIMEDOUT, ...), whose
+ * result serves every caller for a second. `why` (may be NULL) gets one
+ * line for a log or a health check: "ok" or the reason. Cheap: no I/O for
+ * lmdb unless a retry is due; at most one round trip a second for etcd. */
+int store_health(store_t *s, char *why, size_t len);
 
 /* ---- watches ---- */
 

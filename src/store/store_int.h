@@ -26,6 +26,8 @@ typedef struct store_ops {
     int (*watch_open)(store_t *s, const char *prefix, int64_t after_rev, store_watch_t **out);
     int (*compact)(store_t *s, int64_t rev);
     int (*backup)(store_t *s, const char *path, int64_t *out_rev);
+    /* store_health(); NULL: a revision read (store_revision()). */
+    int (*health)(store_t *s, char *why, size_t len);
 } store_ops_t;
 
 typedef struct store_watch_ops {

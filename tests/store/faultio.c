@@ -13,6 +13,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/statvfs.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,18 @@ static atomic_uint g_kinds; /* armed kinds; 0 when disarmed */
 static atomic_long g_nth;
 static atomic_long g_count;
 static atomic_int g_err;
+static atomic_int g_full;
+static atomic_long g_full_hits;
+
+void faultio_full(int on)
+{
+    atomic_store(&g_full, on);
+}
+
+long faultio_full_hits(void)
+{
+    return atomic_load(&g_full_hits);
+}
 
 void faultio_arm(unsigned kinds, long nth, int err)
 {
@@ -76,9 +91,57 @@ static int should_fail(unsigned kind, int fd, int *err)
     return 1;
 }
 
+/* Full-disk mode: how many of `n` bytes at `off` fit (the file may not
+ * grow); n when the mode is off or fd is not a regular file. */
+static size_t full_fits(int fd, off_t off, size_t n)
+{
+    struct stat st;
+    if (!atomic_load(&g_full) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return n;
+    if ((off_t)(off + (off_t)n) <= st.st_size) return n;
+    atomic_fetch_add(&g_full_hits, 1);
+    return off < st.st_size ? (size_t)(st.st_size - off) : 0;
+}
+
+static size_t iov_len(const struct iovec *iov, int cnt)
+{
+    size_t n = 0;
+    for (int i = 0; i < cnt; i++) n += iov[i].iov_len;
+    return n;
+}
+
 #define REAL(name) ((__typeof__(&name))real(&real_##name, #name))
 static void *_Atomic real_pwrite, *_Atomic real_pwrite64, *_Atomic real_write, *_Atomic real_writev,
-    *_Atomic real_pwritev, *_Atomic real_fsync, *_Atomic real_fdatasync, *_Atomic real_msync;
+    *_Atomic real_pwritev, *_Atomic real_fsync, *_Atomic real_fdatasync, *_Atomic real_msync,
+    *_Atomic real_fallocate, *_Atomic real_fallocate64, *_Atomic real_fstatvfs,
+    *_Atomic real_fstatvfs64;
+
+/* Write the first `n` bytes of iov at `off` with the real pwrite (a write
+ * that full-disk mode cuts short). */
+static ssize_t pwrite_prefix(int fd, const struct iovec *iov, int cnt, off_t off, size_t n)
+{
+    size_t done = 0;
+    for (int i = 0; i < cnt && done < n; i++) {
+        size_t len = iov[i].iov_len < n - done ? iov[i].iov_len : n - done;
+        ssize_t w = REAL(pwrite)(fd, iov[i].iov_base, len, off + (off_t)done);
+        if (w < 0) return done ? (ssize_t)done : -1;
+        done += (size_t)w;
+        if ((size_t)w < len) break;
+    }
+    return (ssize_t)done;
+}
+
+/* A write cut by full-disk mode: ENOSPC if nothing fits, else the prefix
+ * (moving the file offset when `seek`, as write/writev do). */
+static ssize_t cut_write(int fd, const struct iovec *iov, int cnt, off_t off, size_t fits, int seek)
+{
+    if (fits == 0) {
+        errno = ENOSPC;
+        return -1;
+    }
+    ssize_t w = pwrite_prefix(fd, iov, cnt, off, fits);
+    if (w > 0 && seek) lseek(fd, off + w, SEEK_SET);
+    return w;
+}
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
@@ -86,6 +149,11 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
     if (should_fail(FAULTIO_WRITE, fd, &err)) {
         errno = err;
         return -1;
+    }
+    size_t fits = full_fits(fd, off, n);
+    if (fits < n) {
+        struct iovec v = {(void *)buf, n};
+        return cut_write(fd, &v, 1, off, fits, 0);
     }
     return REAL(pwrite)(fd, buf, n, off);
 }
@@ -97,6 +165,11 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
         errno = err;
         return -1;
     }
+    size_t fits = full_fits(fd, (off_t)off, n);
+    if (fits < n) {
+        struct iovec v = {(void *)buf, n};
+        return cut_write(fd, &v, 1, (off_t)off, fits, 0);
+    }
     return REAL(pwrite64)(fd, buf, n, off);
 }
 
@@ -106,6 +179,14 @@ ssize_t write(int fd, const void *buf, size_t n)
     if (should_fail(FAULTIO_WRITE, fd, &err)) {
         errno = err;
         return -1;
+    }
+    if (atomic_load(&g_full)) {
+        off_t off = lseek(fd, 0, SEEK_CUR);
+        size_t fits = off < 0 ? n : full_fits(fd, off, n);
+        if (fits < n) {
+            struct iovec v = {(void *)buf, n};
+            return cut_write(fd, &v, 1, off, fits, 1);
+        }
     }
     return REAL(write)(fd, buf, n);
 }
@@ -117,6 +198,11 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
         errno = err;
         return -1;
     }
+    if (atomic_load(&g_full)) {
+        off_t off = lseek(fd, 0, SEEK_CUR);
+        size_t n = iov_len(iov, cnt), fits = off < 0 ? n : full_fits(fd, off, n);
+        if (fits < n) return cut_write(fd, iov, cnt, off, fits, 1);
+    }
     return REAL(writev)(fd, iov, cnt);
 }
 
@@ -127,6 +213,8 @@ ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
         errno = err;
         return -1;
     }
+    size_t n = iov_len(iov, cnt), fits = full_fits(fd, off, n);
+    if (fits < n) return cut_write(fd, iov, cnt, off, fits, 0);
     return REAL(pwritev)(fd, iov, cnt, off);
 }
 
@@ -158,4 +246,36 @@ int msync(void *addr, size_t len, int flags)
         return -1;
     }
     return REAL(msync)(addr, len, flags);
+}
+
+int fallocate(int fd, int mode, off_t off, off_t len)
+{
+    if (atomic_load(&g_full)) {
+        errno = ENOSPC;
+        return -1;
+    }
+    return REAL(fallocate)(fd, mode, off, len);
+}
+
+int fallocate64(int fd, int mode, off64_t off, off64_t len)
+{
+    if (atomic_load(&g_full)) {
+        errno = ENOSPC;
+        return -1;
+    }
+    return REAL(fallocate64)(fd, mode, off, len);
+}
+
+int fstatvfs(int fd, struct statvfs *buf)
+{
+    int rc = REAL(fstatvfs)(fd, buf);
+    if (rc == 0 && atomic_load(&g_full)) buf->f_bavail = buf->f_bfree = 0;
+    return rc;
+}
+
+int fstatvfs64(int fd, struct statvfs64 *buf)
+{
+    int rc = REAL(fstatvfs64)(fd, buf);
+    if (rc == 0 && atomic_load(&g_full)) buf->f_bavail = buf->f_bfree = 0;
+    return rc;
 }

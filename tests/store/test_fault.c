@@ -26,8 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "faultio.h"
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "store/store.h"
 #include "testutil.h"
@@ -184,9 +186,29 @@ static void reopen_and_check(const char *dir, uint64_t map_size, const struct ac
     store_close(s);
 }
 
+/* Writes after a failure for lack of space: refused with KP_ENOSPC until a
+ * trial goes through; the store takes writes again within 5 s, without a
+ * reopen, at the next revision (the failed write took none). */
+static void assert_recovers(store_t *s, struct acks *a, const char *key)
+{
+    int64_t deadline = (clock_mono_ns() / 1000000) + 5000, rev = 0;
+    int rc, tries = 0;
+    while ((rc = store_create(s, key, "back", 4, &rev)) == KP_ENOSPC &&
+           (clock_mono_ns() / 1000000) < deadline) {
+        tries++;
+        usleep(1000); /* refused writes return at once: do not spin */
+    }
+    if (rc != 0) fail_msg("write after the space returned: %s after %d tries", err_str(rc), tries);
+    acks_add(a, OP_CREATE, key, "back", 4, rev);
+    char why[256];
+    assert_int_equal(store_health(s, why, sizeof why), 0);
+    assert_string_equal(why, "ok");
+}
+
 /* One write fails with errno `err` on the first call of `kinds` it makes:
- * the write returns `want` (or `want2`), and the store is poisoned. */
-static void one_fault(unsigned kinds, int err, int want, int want2)
+ * the write returns `want` (or `want2`); the store is poisoned (`poisons`),
+ * or out of space and recovers by itself. */
+static void one_fault(unsigned kinds, int err, int want, int want2, int poisons)
 {
     char *dir = tu_tmpdir("fault");
     store_t *s = open_store(dir, 0);
@@ -210,7 +232,12 @@ static void one_fault(unsigned kinds, int err, int want, int want2)
     if (rc != want && rc != want2)
         fail_msg("failed commit returned %d (%s), want %s", rc, err_str(rc), err_str(want));
 
-    assert_poisoned(s, &a);
+    if (poisons) {
+        assert_poisoned(s, &a);
+    } else {
+        assert_recovers(s, &a, "/registry/test/fault/recovered");
+        verify_acks(s, &a, fkey);
+    }
     store_close(s);
 
     reopen_and_check(dir, 0, &a, fkey);
@@ -236,13 +263,13 @@ static void one_fault(unsigned kinds, int err, int want, int want2)
 static void test_fdatasync_fails(void **state)
 {
     (void)state;
-    one_fault(FAULTIO_SYNC, EIO, KP_EIO, KP_EIO);
+    one_fault(FAULTIO_SYNC, EIO, KP_EIO, KP_EIO, 1);
 }
 
 static void test_write_enospc(void **state)
 {
     (void)state;
-    one_fault(FAULTIO_WRITE, ENOSPC, KP_ENOSPC, KP_EIO);
+    one_fault(FAULTIO_WRITE, ENOSPC, KP_ENOSPC, KP_ENOSPC, 0);
 }
 
 /* The write sequence of the ioerr loop: 20 writes over 6 keys; a key that does
@@ -362,7 +389,15 @@ static void test_map_full(void **state)
                  rc ? err_str(rc) : "no error");
     assert_true(a.n > 0);
     print_message("map full after %zu writes of 4 KiB\n", a.n);
-    assert_poisoned(s, &a);
+    /* Out of space, not poisoned: writes fail with KP_ENOSPC (refused, or a
+     * trial that finds the map still full), reads go on. */
+    int64_t rev = -1;
+    assert_int_equal(store_create(s, "/registry/test/mapfull/after", val, sizeof val, &rev),
+                     KP_ENOSPC);
+    char why[256];
+    assert_int_equal(store_health(s, why, sizeof why), KP_ENOSPC);
+    if (!strstr(why, "map is full")) fail_msg("health: %s", why);
+    verify_acks(s, &a, key);
     store_close(s);
 
     /* A bigger map: everything acknowledged is there and there is room again. */
@@ -483,12 +518,175 @@ static void test_group_commit_fault(void **state)
     free(dir);
 }
 
+/* Open a store in `dir`, create PREFIX"first" (acknowledged into `a`) and
+ * open a watch on PREFIX: from before that write (`with_first`) or after. */
+static store_t *open_first_watch(const char *dir, struct acks *a, const char *prefix,
+                                 int with_first, store_watch_t **w)
+{
+    store_t *s = open_store(dir, 0);
+    char key[64];
+    snprintf(key, sizeof key, "%sfirst", prefix);
+    int64_t rev = 0;
+    assert_int_equal(store_create(s, key, "1", 1, &rev), 0);
+    acks_add(a, OP_CREATE, key, "1", 1, rev);
+    assert_int_equal(store_watch_open(s, prefix, with_first ? rev - 1 : rev, w), 0);
+    return s;
+}
+
+/* Fill the store (4 KiB values) with the disk full until a write fails;
+ * the values that were acknowledged before are added to `a`. Returns the
+ * number written in full mode. */
+static int fill_until_full(store_t *s, struct acks *a, const char *tag, int *first)
+{
+    static char val[4096];
+    char key[64];
+    int rc = 0, i;
+    for (i = 0; i < 4000; i++) {
+        snprintf(key, sizeof key, "/registry/test/full/%s%05d", tag, i);
+        memset(val, 'a' + i % 26, sizeof val);
+        int64_t rev = 0;
+        rc = store_create(s, key, val, sizeof val, &rev);
+        if (rc != 0) break;
+        acks_add(a, OP_CREATE, key, val, sizeof val, rev);
+    }
+    if (rc != KP_ENOSPC)
+        fail_msg("%d writes into a full disk: %s, want KP_ENOSPC", i, rc ? err_str(rc) : "no error");
+    *first = i;
+    return i;
+}
+
+/* The disk fills (faultio_full: no file may grow; LMDB sees ENOSPC or a
+ * short write, which it reports as EIO): writes fail with KP_ENOSPC, the
+ * health check says why, reads and a watch go on; when space returns the
+ * store takes writes again by itself, first found by the health check, the
+ * second time by a write; every acknowledged write is there, also after a
+ * reopen, and the watch saw exactly the acknowledged writes, in order. */
+static void test_disk_full(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("diskfull");
+    struct acks a = {0};
+    store_watch_t *w = NULL;
+    store_t *s = open_first_watch(dir, &a, "/registry/test/full/", 1, &w);
+    int64_t rev = 0;
+
+    for (int round = 0; round < 2; round++) {
+        faultio_full(1);
+        long hits = faultio_full_hits();
+        int n;
+        fill_until_full(s, &a, round ? "b" : "a", &n);
+        assert_true(faultio_full_hits() > hits); /* a write really was cut */
+        print_message("round %d: disk full after %d more writes\n", round, n);
+        char why[256];
+        assert_int_equal(store_health(s, why, sizeof why), KP_ENOSPC);
+        if (!strstr(why, "disk is full")) fail_msg("health: %s", why);
+        /* Refused at once (or a trial that fails): never acknowledged. */
+        for (int i = 0; i < 20; i++)
+            assert_int_equal(store_create(s, "/registry/test/full/refused", "x", 1, &rev),
+                             KP_ENOSPC);
+        verify_acks(s, &a, NULL);
+        faultio_full(0);
+        if (round == 0) {
+            /* No write: the health check finds the space (within 1 s, the
+             * longest backoff). */
+            int64_t deadline = clock_mono_ns() + 3000000000ll;
+            int rc;
+            while ((rc = store_health(s, why, sizeof why)) == KP_ENOSPC &&
+                   clock_mono_ns() < deadline)
+                usleep(1000);
+            if (rc != 0) fail_msg("health after space returned: %s", why);
+        }
+        assert_recovers(s, &a, round ? "/registry/test/full/back1" : "/registry/test/full/back0");
+    }
+    verify_acks(s, &a, NULL);
+    assert_int_equal(store_get(s, "/registry/test/full/refused", 0, &(store_kv_t *){NULL}),
+                     KP_ENOTFOUND);
+
+    /* The watch: every acknowledged write, in order, nothing else. */
+    for (size_t i = 0; i < a.n; i++) {
+        const store_event_t *ev;
+        int rc = store_watch_next(w, 5000, &ev);
+        if (rc) fail_msg("watch event %zu of %zu: %s", i, a.n, err_str(rc));
+        assert_int_equal(ev->kv.mod_rev, a.v[i].rev);
+        assert_string_equal(ev->kv.key, a.v[i].key);
+    }
+    const store_event_t *ev;
+    assert_int_equal(store_watch_next(w, 100, &ev), KP_ETIMEDOUT);
+    store_watch_close(w);
+    store_close(s);
+    reopen_and_check(dir, 0, &a, NULL);
+    free(a.v);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* ENOSPC from the sync after a successful commit (SPACE c in lmdb_int.h):
+ * the write fails, the store is out of space, a watch does not deliver the
+ * unsynced write until a later commit synced it; the next write continues
+ * the revisions. A second such failure in a row poisons the store. */
+static void test_unsynced(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("unsynced");
+    struct acks a = {0};
+    store_watch_t *w = NULL;
+    store_t *s = open_first_watch(dir, &a, "/registry/test/uns/", 0, &w);
+    int64_t rev = 0;
+
+    /* Sync 1 is LMDB's (data pages), sync 2 ours (the meta page). */
+    faultio_arm(FAULTIO_SYNC, 2, ENOSPC);
+    int rc = store_create(s, "/registry/test/uns/b", "b", 1, &rev);
+    long calls = faultio_count();
+    faultio_disarm();
+    assert_true(calls >= 2);
+    assert_int_equal(rc, KP_ENOSPC);
+    char why[256];
+    assert_int_equal(store_health(s, why, sizeof why), KP_ENOSPC);
+    /* Visible to reads (its outcome is unknown to its writer), but not
+     * delivered: not durable yet. */
+    store_kv_t *kv = NULL;
+    assert_int_equal(store_get(s, "/registry/test/uns/b", 0, &kv), 0);
+    int64_t b_rev = kv->mod_rev;
+    assert_true(b_rev == a.max_rev + 1);
+    free(kv);
+    const store_event_t *ev;
+    assert_int_equal(store_watch_next(w, 600, &ev), KP_ETIMEDOUT);
+
+    assert_recovers(s, &a, "/registry/test/uns/c");
+    assert_int_equal(a.max_rev, b_rev + 1); /* no revision given twice */
+    assert_int_equal(store_watch_next(w, 5000, &ev), 0);
+    assert_int_equal(ev->kv.mod_rev, b_rev);
+    assert_int_equal(store_watch_next(w, 5000, &ev), 0);
+    assert_int_equal(ev->kv.mod_rev, a.max_rev);
+
+    /* Twice in a row: the second can not be undone in place. */
+    faultio_arm(FAULTIO_SYNC, 2, ENOSPC);
+    assert_int_equal(store_create(s, "/registry/test/uns/d", "d", 1, &rev), KP_ENOSPC);
+    faultio_disarm();
+    faultio_arm(FAULTIO_SYNC, 2, ENOSPC);
+    int64_t deadline = clock_mono_ns() + 5000000000ll;
+    while ((rc = store_create(s, "/registry/test/uns/e", "e", 1, &rev)) == KP_ENOSPC &&
+           faultio_count() < 2 && clock_mono_ns() < deadline)
+        usleep(1000);
+    faultio_disarm();
+    assert_int_equal(rc, KP_ENOSPC);
+    assert_int_equal(store_create(s, "/registry/test/uns/f", "f", 1, &rev), KP_EPOISONED);
+    assert_int_equal(store_health(s, why, sizeof why), KP_EPOISONED);
+    store_watch_close(w);
+    store_close(s);
+    reopen_and_check(dir, 0, &a, NULL);
+    free(a.v);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fdatasync_fails),    cmocka_unit_test(test_write_enospc),
         cmocka_unit_test(test_ioerr_loop),         cmocka_unit_test(test_map_full),
-        cmocka_unit_test(test_group_commit_fault),
+        cmocka_unit_test(test_group_commit_fault), cmocka_unit_test(test_disk_full),
+        cmocka_unit_test(test_unsynced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,6 +142,12 @@ static void test_crud_and_revisions(void **state)
     assert_int_equal(kv->value_len, 0);
     assert_string_equal(kv->value, "");
     free(kv);
+
+    /* A store that takes writes is healthy (for etcd: a revision read). */
+    char why[128];
+    assert_int_equal(store_health(s, why, sizeof why), 0);
+    assert_string_equal(why, "ok");
+    assert_int_equal(store_health(s, NULL, 0), 0);
 }
 
 static void test_limits(void **state)
