@@ -37,7 +37,7 @@ typedef struct apiserver_config {
      * (--watch-cache-bytes; 64 MiB). A watch from a revision older than
      * what fits gets 410 Gone (Expired). */
     size_t watch_cache_bytes;
-    /* A watcher's send queue in bytes of JSON (--watch-queue-bytes; 8 MiB):
+    /* A watcher's send queue in bytes of JSON (--watch-queue-bytes; 1 MiB):
      * a watcher that falls further behind is closed and must watch again,
      * as Kubernetes closes a watcher whose channel stays full. */
     size_t watch_queue_bytes;

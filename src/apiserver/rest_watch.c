@@ -237,9 +237,9 @@ int rest_watch(api_req_t *r)
 
     int local = api_req_local(r);
     pthread_mutex_lock(&s->mu);
-    size_t *open = local ? &s->watches_local : &s->watches;
-    int full = *open >= (local ? s->cfg.max_watches_local : s->cfg.max_watches);
-    if (!full) ++*open;
+    size_t *n_open = local ? &s->watches_local : &s->watches;
+    int full = *n_open >= (local ? s->cfg.max_watches_local : s->cfg.max_watches);
+    if (!full) ++*n_open;
     pthread_mutex_unlock(&s->mu);
     if (full)
         return api_reply_status(r, 429, "TooManyRequests", NULL,

@@ -81,7 +81,7 @@ typedef struct wc_config {
 } wc_config_t;
 
 #define WC_HISTORY_BYTES ((size_t)64 << 20) /* history per resource, default */
-#define WC_QUEUE_BYTES ((size_t)8 << 20)    /* a watcher's queue, default */
+#define WC_QUEUE_BYTES ((size_t)1 << 20)    /* a watcher's queue, default */
 
 /* Load every object under `prefix` from `store` (borrowed; it must outlive the
  * cache) at its newest revision, then follow it with a store watch on a thread

@@ -93,7 +93,7 @@ static void usage(FILE *out, const char *cmd)
           "                     (suffix Ki, Mi or Gi; default 64Mi); a watch from an older\n"
           "                     resourceVersion gets 410 Gone\n"
           "  --watch-queue-bytes N  events queued for one watcher, in bytes of JSON (default\n"
-          "                     8Mi); a watcher further behind is closed and must re-watch\n",
+          "                     1Mi); a watcher further behind is closed and must re-watch\n",
           out);
 }
 
