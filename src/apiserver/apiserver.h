@@ -29,7 +29,18 @@ typedef struct apiserver_config {
      * a request gets 429 with Retry-After (watches are not counted). */
     size_t max_inflight;          /* read-only requests in flight (400) */
     size_t max_mutating_inflight; /* mutating requests in flight (200) */
-    size_t max_watches;           /* open watches (10000) */
+    size_t max_watches;           /* open watches over `listen` (10000) */
+    /* Open watches over unix_socket (10000): the in-process components'
+     * own budget, which clients of `listen` cannot take. */
+    size_t max_watches_local;
+    /* Watch cache history per resource, in bytes of memory it keeps alive
+     * (--watch-cache-bytes; 64 MiB). A watch from a revision older than
+     * what fits gets 410 Gone (Expired). */
+    size_t watch_cache_bytes;
+    /* A watcher's send queue in bytes of JSON (--watch-queue-bytes; 1 MiB):
+     * a watcher that falls further behind is closed and must watch again,
+     * as Kubernetes closes a watcher whose channel stays full. */
+    size_t watch_queue_bytes;
     /* The TCP listener (not the Unix socket): connections beyond
      * max_connections are closed at accept; connections with no
      * authenticated request yet are at most max_unauth_connections (the

@@ -221,7 +221,8 @@ struct apiserver {
     pthread_mutex_t mu;
     size_t inflight;        /* read-only requests being served (watches not counted) */
     size_t inflight_mutating;
-    size_t watches;
+    size_t watches;         /* open over `listen` (cfg.max_watches) */
+    size_t watches_local;   /* open over unix_socket (cfg.max_watches_local) */
     int stopping;
     wc_t **caches;          /* one per built-in resource, same index */
     api_view_t *view;       /* the current view (guarded by mu), a reference */
@@ -283,6 +284,13 @@ int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *d
  * ends the stream. `free_fn` releases `arg` when the connection is done. */
 int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
                      void (*free_fn)(void *arg));
+/* Whether r came in on the Unix socket (the in-process components). */
+int api_req_local(api_req_t *r);
+/* The socket of r's connection, or -1. It stays open at least until the
+ * free_fn of r's stream reply has returned: until then, shutdown() of it
+ * from any thread closes a stream whose client stopped reading (its thread
+ * waits in libmicrohttpd for the socket then, where no reader runs). */
+int api_req_socket(api_req_t *r);
 
 /* status.c: the one table from KP_* codes to HTTP code + reason. */
 int api_status_code(int rc, const char **reason);

@@ -640,7 +640,9 @@ int api_crd_start(apiserver_t *s)
     c->srv = s;
     c->cache = cache;
     pthread_mutex_init(&c->mu, NULL);
-    int rc = wc_watch(cache, "", -1, 100000, &c->w);
+    /* In-process and prompt: bounded by count as before, not by bytes. */
+    wc_watch_opts_t wo = {.backlog = 100000, .backlog_bytes = SIZE_MAX};
+    int rc = wc_watch(cache, "", -1, &wo, &c->w);
     if (rc) goto fail;
     if (pthread_create(&c->thread, NULL, crd_run, c)) {
         rc = KP_ENOMEM;

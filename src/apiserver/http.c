@@ -10,7 +10,10 @@
  *
  * Limits: a body over API_BODY_MAX gets 413 (the rest of it is discarded);
  * more than max_inflight concurrent non-watch requests get 429; more than
- * max_watches open watches get 429.
+ * max_watches open watches get 429, counted apart for the Unix socket
+ * (max_watches_local) so that outside clients cannot take the in-process
+ * components' watches. rest_watch.c closes a watch whose client stopped
+ * reading through api_req_socket().
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -208,6 +211,25 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
      * watch at its timeoutSeconds or when it falls behind). */
     MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     return queue(r, 200, resp, "application/json");
+}
+
+int api_req_local(api_req_t *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_DAEMON);
+    pthread_mutex_lock(&r->srv->mu);
+    int local = ci && r->srv->unix_daemon && ci->daemon == r->srv->unix_daemon;
+    pthread_mutex_unlock(&r->srv->mu);
+    return local;
+}
+
+int api_req_socket(api_req_t *r)
+{
+    /* libmicrohttpd closes it after the response's free callback (in
+     * MHD_connection_close_, on the connection's thread). */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
 }
 
 /* ---- intake ---- */
@@ -493,14 +515,18 @@ static int start_unix(apiserver_t *s)
 {
     int fd = unix_listen(s->cfg.unix_socket);
     if (fd < 0) return fd;
-    s->unix_daemon = MHD_start_daemon(
+    struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ERROR_LOG,
         0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(s->cfg.max_watches + s->cfg.max_inflight + 64),
+        MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(s->cfg.max_watches_local + s->cfg.max_inflight + 64),
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
-    if (!s->unix_daemon) {
+    pthread_mutex_lock(&s->mu); /* api_req_local() reads it */
+    s->unix_daemon = d;
+    pthread_mutex_unlock(&s->mu);
+    if (!d) {
         close(fd);
         unlink(s->cfg.unix_socket);
         return KP_EIO;
@@ -521,6 +547,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     if (!s->cfg.max_inflight) s->cfg.max_inflight = 400;
     if (!s->cfg.max_mutating_inflight) s->cfg.max_mutating_inflight = 200;
     if (!s->cfg.max_watches) s->cfg.max_watches = 10000;
+    if (!s->cfg.max_watches_local) s->cfg.max_watches_local = 10000;
     if (!s->cfg.max_connections) s->cfg.max_connections = 16384;
     if (!s->cfg.max_unauth_connections) s->cfg.max_unauth_connections = 256;
     if (s->cfg.header_timeout_s <= 0) s->cfg.header_timeout_s = 32;
@@ -546,7 +573,8 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     for (size_t i = 0; i < nres; i++) {
         char prefix[128];
         api_key_prefix(api_registry_at(i), prefix, sizeof prefix);
-        if ((rc = wc_open(cfg->store, prefix, NULL, &s->caches[i]))) {
+        wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes};
+        if ((rc = wc_open(cfg->store, prefix, &wcc, &s->caches[i]))) {
             log_error("apiserver", "watch cache for %s: %s", prefix, err_str(rc));
             goto fail;
         }

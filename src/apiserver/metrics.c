@@ -132,7 +132,7 @@ int api_serve_metrics(api_req_t *r)
         }
     }
     pthread_mutex_lock(&r->srv->mu);
-    size_t watches = r->srv->watches;
+    size_t watches = r->srv->watches + r->srv->watches_local;
     pthread_mutex_unlock(&r->srv->mu);
     store_status_t st = {0};
     store_status(r->srv->cfg.store, &st);

@@ -136,7 +136,8 @@ int api_dyn_new(apiserver_t *s, const api_resource_t *res, json_t *owner, api_dy
     d->owner = json_incref(owner);
     char prefix[STORE_KEY_MAX + 1];
     int rc = api_key_prefix(&d->res, prefix, sizeof prefix);
-    if (!rc) rc = wc_open(s->cfg.store, prefix, NULL, &d->cache);
+    wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes};
+    if (!rc) rc = wc_open(s->cfg.store, prefix, &wcc, &d->cache);
     if (rc) {
         json_decref(d->owner);
         free(d);

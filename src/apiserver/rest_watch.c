@@ -6,15 +6,34 @@
  * when N is older than the cache's history). Selectors apply to both sides of
  * a change: an object that starts matching arrives as ADDED, one that stops
  * matching as DELETED. The stream ends at timeoutSeconds, when the watcher
- * falls behind its backlog, or when the server stops.
+ * falls behind its backlog (WATCH_BACKLOG events or cfg.watch_queue_bytes of
+ * JSON queued), or when the server stops.
+ *
+ * A client that stops reading leaves the connection's thread waiting in
+ * libmicrohttpd for the socket, where watch_next() never runs. So the watch
+ * cache ends the watcher itself, when its queue is full or at the deadline
+ * (plus WATCH_GRACE_MS, so that a reading client gets its clean end from
+ * watch_next() first), and watch_abort() then shuts the socket down: the
+ * thread wakes, the connection closes, and the client watches again, as
+ * from Kubernetes' cacheWatcher dropped for unresponsiveness.
+ *
+ * A quiet watch waits for events on its connection's thread, where
+ * libmicrohttpd cannot notice a client that hung up; watch_next() looks at
+ * the socket every PEER_CHECK_MS (peer_gone) and ends the stream then, as
+ * Kubernetes ends a watch when its request's context is cancelled.
+ *
+ * Open watches count against cfg.max_watches, or cfg.max_watches_local for
+ * the Unix socket of the in-process components.
  *
  * For Accept ...;as=Table (kubectl get -w), each event's object is a Table
  * of one row, the first with the column definitions. Those are rendered per
  * watcher: only the plain JSON is encoded once for all.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "apiserver_int.h"
@@ -28,6 +47,11 @@
 #define WATCH_BACKLOG 10000
 #define WATCH_MAX_SECONDS 1800
 #define BOOKMARK_EVERY_MS 10000
+#define WATCH_GRACE_MS 2000
+/* Synthetic ADDED events go out in slices of about this many bytes: a
+ * client that does not read holds one slice in its stream's buffer. */
+#define WATCH_SLICE (64u << 10)
+#define PEER_CHECK_MS 1000 /* how often a quiet watch looks for its client gone */
 
 typedef struct watch_stream {
     apiserver_t *srv;
@@ -44,6 +68,9 @@ typedef struct watch_stream {
     const api_resource_t *table_res; /* non-NULL: events carry Tables */
     int table_include;
     int table_columns_sent;
+    int local;          /* counted in srv->watches_local */
+    int fd;             /* the connection's socket (api_req_socket), or -1 */
+    int64_t bookmark_ns; /* when the next BOOKMARK is due while quiet; 0: unset */
 } watch_stream_t;
 
 static int emit(buf_t *out, const char *type, const char *json, size_t len)
@@ -92,6 +119,14 @@ static const char *event_type(const watch_stream_t *ws, const wc_event_t *ev)
     return NULL;
 }
 
+/* Whether the client closed its side (FIN or reset): it sends nothing more
+ * on a watch's connection. */
+static int peer_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static int watch_next(void *arg, buf_t *out)
 {
     watch_stream_t *ws = arg;
@@ -107,7 +142,7 @@ static int watch_next(void *arg, buf_t *out)
 
     /* Synthetic ADDED events, in slices so that a huge snapshot streams. */
     if (ws->initial) {
-        while (ws->next_initial < ws->initial->count && out->len < (256u << 10)) {
+        while (ws->next_initial < ws->initial->count && out->len < WATCH_SLICE) {
             const wc_obj_t *o = ws->initial->objs[ws->next_initial++];
             if (rest_filter_match(&ws->filter, o->doc) && emit_obj(ws, out, "ADDED", o))
                 return KP_ENOMEM;
@@ -122,12 +157,18 @@ static int watch_next(void *arg, buf_t *out)
     for (;;) {
         int64_t now = clock_mono_ns();
         if (now >= ws->deadline_ns) return KP_ETIMEDOUT;
-        int64_t wait_ms = (ws->deadline_ns - now) / 1000000 + 1;
-        if (ws->bookmarks && wait_ms > BOOKMARK_EVERY_MS) wait_ms = BOOKMARK_EVERY_MS;
+        if (!ws->bookmark_ns) ws->bookmark_ns = now + (int64_t)BOOKMARK_EVERY_MS * 1000000;
+        int64_t until = ws->deadline_ns;
+        if (ws->bookmarks && ws->bookmark_ns < until) until = ws->bookmark_ns;
+        int64_t wait_ms = (until - now) / 1000000 + 1;
+        if (wait_ms > PEER_CHECK_MS) wait_ms = PEER_CHECK_MS;
         wc_event_t ev;
         int rc = wc_watcher_next(ws->w, (int)wait_ms, &ev);
         if (rc == KP_ETIMEDOUT) {
-            if (!ws->bookmarks || clock_mono_ns() >= ws->deadline_ns) continue;
+            if (peer_gone(ws->fd)) return KP_ECLOSED;
+            now = clock_mono_ns();
+            if (!ws->bookmarks || now >= ws->deadline_ns || now < ws->bookmark_ns) continue;
+            ws->bookmark_ns = 0;
             char bm[256];
             int n = snprintf(bm, sizeof bm,
                              "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{"
@@ -139,6 +180,7 @@ static int watch_next(void *arg, buf_t *out)
         }
         if (rc) return rc; /* closed, or fell behind: end the stream */
         ws->last_rev = ev.rev;
+        ws->bookmark_ns = 0; /* an event resets the quiet period */
         const char *type = event_type(ws, &ev);
         if (type) rc = emit_obj(ws, out, type, ev.obj);
         wc_event_clear(&ev);
@@ -147,16 +189,32 @@ static int watch_next(void *arg, buf_t *out)
     }
 }
 
+/* The cache ended the watcher on its own (wc_watch_opts_t.on_end, with the
+ * cache's lock held): the watcher is still open, so the socket is too. */
+static void watch_abort(void *arg)
+{
+    watch_stream_t *ws = arg;
+    if (ws->fd >= 0) shutdown(ws->fd, SHUT_RDWR);
+}
+
+static void watch_count(apiserver_t *s, int local, int delta)
+{
+    pthread_mutex_lock(&s->mu);
+    if (local)
+        s->watches_local += (size_t)delta;
+    else
+        s->watches += (size_t)delta;
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void watch_free(void *arg)
 {
     watch_stream_t *ws = arg;
-    if (ws->w) wc_watcher_close(ws->w);
+    if (ws->w) wc_watcher_close(ws->w); /* no watch_abort() from here on */
     if (ws->initial) wc_list_free(ws->initial);
     json_decref(ws->error);
     rest_filter_free(&ws->filter);
-    pthread_mutex_lock(&ws->srv->mu);
-    ws->srv->watches--;
-    pthread_mutex_unlock(&ws->srv->mu);
+    watch_count(ws->srv, ws->local, -1);
     free(ws);
 }
 
@@ -177,9 +235,11 @@ int rest_watch(api_req_t *r)
         if (timeout == 0 || timeout > WATCH_MAX_SECONDS) timeout = WATCH_MAX_SECONDS;
     }
 
+    int local = api_req_local(r);
     pthread_mutex_lock(&s->mu);
-    int full = s->watches >= s->cfg.max_watches;
-    if (!full) s->watches++;
+    size_t *n_open = local ? &s->watches_local : &s->watches;
+    int full = *n_open >= (local ? s->cfg.max_watches_local : s->cfg.max_watches);
+    if (!full) ++*n_open;
     pthread_mutex_unlock(&s->mu);
     if (full)
         return api_reply_status(r, 429, "TooManyRequests", NULL,
@@ -187,12 +247,12 @@ int rest_watch(api_req_t *r)
 
     watch_stream_t *ws = calloc(1, sizeof *ws);
     if (!ws) {
-        pthread_mutex_lock(&s->mu);
-        s->watches--;
-        pthread_mutex_unlock(&s->mu);
+        watch_count(s, local, -1);
         return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
     }
     ws->srv = s;
+    ws->local = local;
+    ws->fd = api_req_socket(r);
     ws->wc = rest_cache(r);
     ws->deadline_ns = clock_mono_ns() + (int64_t)timeout * 1000000000;
     ws->bookmarks = rest_query_bool(r, "allowWatchBookmarks");
@@ -223,11 +283,17 @@ int rest_watch(api_req_t *r)
         }
         after = ws->initial->rev;
     }
-    rc = wc_watch(ws->wc, prefix, after, WATCH_BACKLOG, &ws->w);
+    wc_watch_opts_t wo = {.backlog = WATCH_BACKLOG,
+                          .backlog_bytes = s->cfg.watch_queue_bytes,
+                          .deadline_ns = ws->deadline_ns + (int64_t)WATCH_GRACE_MS * 1000000,
+                          .on_end = watch_abort,
+                          .on_end_arg = ws};
+    rc = wc_watch(ws->wc, prefix, after, &wo, &ws->w);
     if (rc == KP_ECOMPACTED) {
+        /* Kubernetes names the oldest revision a watch may start from. */
         char msg[128];
         snprintf(msg, sizeof msg, "too old resource version: %lld (%lld)", (long long)rv,
-                 (long long)wc_revision(ws->wc));
+                 (long long)wc_oldest(ws->wc));
         ws->error = api_status_new(410, "Expired", msg, NULL);
     } else if (rc) {
         watch_free(ws);

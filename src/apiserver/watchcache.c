@@ -5,8 +5,10 @@
  *
  *   map      the current object of every key under the prefix: a skip list
  *            ordered by key (O(log n) get, insert, delete; lists walk level 0);
- *   ring     the last `history` events, oldest first, in revision order;
- *   watchers each with a bounded queue of events not yet taken.
+ *   ring     the newest events, oldest first, in revision order: at most
+ *            `history` of them and `ring_budget` bytes (event_cost());
+ *   watchers each with a queue of events not yet taken, bounded in events
+ *            and bytes.
  *
  * One thread per cache (cache_run) reads the cache's single store watch,
  * turns each store event into a wc_event_t outside the lock (prepare: parse,
@@ -24,6 +26,8 @@
  *     (ring_floor, rev] is in the ring, once, in revision order. The ring
  *     starts empty with ring_floor == rev == the revision of the initial
  *     range; evicting the oldest event moves ring_floor up to its revision.
+ *     ring_bytes is the sum of event_cost() over the ring; ring_push()
+ *     evicts until the new event fits the budget, but keeps the newest.
  *     So a watch from after_rev >= ring_floor can be served from memory;
  *     after_rev < ring_floor is KP_ECOMPACTED.
  *  2. Exactly-once seam. wc_watch() replays ring events above after_rev and
@@ -50,9 +54,15 @@
  *     it becomes the store watch's revision, which also counts the revisions
  *     of writes outside the prefix (the watch reports progress past them).
  *  6. Slow watchers never block. A watcher's queue holds at most `backlog`
- *     live events (plus whatever its replay put there). apply() only enqueues;
- *     a watcher it cannot enqueue to is ended with KP_ETOOLARGE and keeps its
- *     queue, which it drains before seeing the error.
+ *     live events and `backlog_bytes` of their JSON (plus whatever its replay
+ *     put there; a single live event may exceed the bytes alone). apply()
+ *     only enqueues; a watcher it cannot enqueue to is ended with
+ *     KP_ETOOLARGE and keeps its queue, which it drains before seeing the
+ *     error. qbytes and replay_bytes are the sums of q_cost() over the queue
+ *     and over its replayed part. Every end the cache decides on its own
+ *     (full, deadline, failure, wc_end, wc_close) goes through
+ *     watcher_end(), which tells the owner (on_end) once; an owner's
+ *     wc_watcher_cancel() silences it.
  *  7. Lifetime. The cache struct is reference counted: one reference for the
  *     owner (dropped by wc_close), one per open watcher, one per call blocked
  *     in a wait. wc_close ends the thread and frees map, ring and offers; the
@@ -76,7 +86,8 @@
  *
  * States of a watcher (w->end, w->cancelled):
  *
- *   ACTIVE --queue full (deliver) / cache failed (cache_fail)--> ENDED(end)
+ *   ACTIVE --queue full (deliver) / deadline (reap) / cache failed
+ *           (cache_fail)--> ENDED(end), owner told (watcher_end)
  *   ENDED  --queue drained--> next() returns end
  *   ACTIVE, ENDED --wc_watcher_cancel / wc_close--> next() returns KP_ECLOSED
  */
@@ -103,6 +114,7 @@
 #define WC__FUTURE_WAIT_MS 3000 /* wc_watch: how long to wait for the cache */
 #define WC__SKIP_MAX 24        /* skip list levels; p = 1/4 */
 #define WC__OFFERS_MAX 4096    /* offers waiting for their event (invariant 8) */
+#define WC__EVENT_BYTES 64     /* a queued event's own cost beyond its JSON */
 
 /* A published object version: the public part, then its own memory. */
 typedef struct wc__obj {
@@ -110,6 +122,7 @@ typedef struct wc__obj {
     atomic_long refs;
     json_t *doc;
     char *json;   /* from json_dumps */
+    size_t mem;   /* what this version holds in memory, estimated (obj_mem) */
     char str[];   /* key, ns, name, each NUL-terminated */
 } wc__obj_t;
 
@@ -127,6 +140,12 @@ struct wc_watcher {
     size_t qmax;       /* backlog + events of the replay */
     size_t backlog;
     size_t replay_left; /* replayed events still in q */
+    size_t qbytes, replay_bytes; /* q_cost() of q, and of its replayed part */
+    size_t backlog_bytes;
+    int64_t deadline_ns; /* 0: none */
+    void (*on_end)(void *arg);
+    void *on_end_arg;
+    int told;          /* on_end was called, or must not be (cancelled by its owner) */
     int end;           /* 0, or the error next() returns once q is empty */
     int cancelled;
     pthread_cond_t cv; /* with wc->mu */
@@ -153,7 +172,9 @@ struct wc {
 
     wc_event_t *ring;
     size_t ring_cap, ring_head, ring_n;
+    size_t ring_bytes, ring_budget; /* invariant 1 */
     int64_t ring_floor;
+    int64_t reaped_ns;  /* cache thread only: the last reap() */
 
     wc_watcher_t *watchers;
 
@@ -187,6 +208,25 @@ void wc_event_clear(wc_event_t *ev)
     wc_obj_unref(ev->obj);
     wc_obj_unref(ev->prev);
     memset(ev, 0, sizeof *ev);
+}
+
+static size_t obj_mem(const wc_obj_t *o)
+{
+    return o ? ((const wc__obj_t *)o)->mem : 0;
+}
+
+/* What an event in the history keeps alive: its object and the state
+ * before it (shared with the previous event of that key, or with the map,
+ * so this counts high rather than low). */
+static size_t event_cost(const wc_event_t *ev)
+{
+    return sizeof *ev + obj_mem(ev->obj) + obj_mem(ev->prev);
+}
+
+/* What a queued event weighs against its watcher's budget: what it sends. */
+static size_t q_cost(const wc_event_t *ev)
+{
+    return WC__EVENT_BYTES + ev->obj->json_len;
 }
 
 static wc_event_t event_ref(const wc_event_t *ev)
@@ -290,6 +330,36 @@ static char *splice_rv(const char *text, size_t len, const char *rv, size_t *out
     }
 }
 
+/* Memory a parsed JSON value holds, estimated from jansson 2.14's layout
+ * (its structs, hashtable pairs and buckets, string copies) plus malloc's
+ * overhead per block. The history's budget counts it: a 1 MiB string costs
+ * its JSON text and its parsed copy, a tree of small fields far more than
+ * its text. */
+static size_t doc_mem(const json_t *v)
+{
+    size_t n = 0;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *x;
+        n = 96 + 16 * json_object_size(v);
+        json_object_foreach((json_t *)v, k, x) n += 64 + strlen(k) + doc_mem(x);
+        return n;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *x;
+        n = 48 + 8 * json_array_size(v);
+        json_array_foreach(v, i, x) n += doc_mem(x);
+        return n;
+    }
+    case JSON_STRING: return 48 + json_string_length(v);
+    case JSON_INTEGER:
+    case JSON_REAL: return 32;
+    default: return 0; /* true, false and null are shared singletons */
+    }
+}
+
 /* Publish `doc` (owned; consumed on every path) as the version `rev` of
  * `key`: set metadata.resourceVersion, encode once (invariant 3). `stored`
  * (may be NULL) is doc's encoding as stored, which holds no resourceVersion;
@@ -332,6 +402,7 @@ static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev, co
     atomic_init(&o->refs, 1);
     o->doc = doc;
     o->json = json;
+    o->mem = sizeof *o + key_len + nslen + namelen + 3 + json_len + 1 + 32 + doc_mem(doc);
     o->pub = (wc_obj_t){.rev = rev, .key = p, .ns = p + key_len + 1,
                         .name = p + key_len + 1 + nslen + 1, .doc = doc, .json = json,
                         .json_len = json_len};
@@ -555,17 +626,22 @@ static wc_event_t *ring_at(wc_t *wc, size_t i)
     return &wc->ring[(wc->ring_head + i) % wc->ring_cap];
 }
 
-/* Append `ev` (its references move to the ring), evicting the oldest. */
+/* Append `ev` (its references move to the ring), evicting the oldest until
+ * it fits the count and the budget (invariant 1). */
 static void ring_push(wc_t *wc, const wc_event_t *ev)
 {
-    if (wc->ring_n == wc->ring_cap) {
+    size_t cost = event_cost(ev);
+    while (wc->ring_n &&
+           (wc->ring_n == wc->ring_cap || wc->ring_bytes + cost > wc->ring_budget)) {
         wc_event_t *old = ring_at(wc, 0);
-        wc->ring_floor = old->rev; /* invariant 1 */
+        wc->ring_floor = old->rev;
+        wc->ring_bytes -= event_cost(old);
         wc_event_clear(old);
         wc->ring_head = (wc->ring_head + 1) % wc->ring_cap;
         wc->ring_n--;
     }
     *ring_at(wc, wc->ring_n++) = *ev;
+    wc->ring_bytes += cost;
 }
 
 /* Index of the first ring event with rev > after_rev. */
@@ -586,6 +662,8 @@ static size_t ring_search(wc_t *wc, int64_t after_rev)
 static int wc_check(wc_t *wc)
 {
     if (wc->ring_n > wc->ring_cap || wc->ring_floor > wc->rev) return 0;
+    if (wc->ring_n > 1 && wc->ring_bytes > wc->ring_budget) return 0;
+    if (!wc->ring_n && wc->ring_bytes) return 0;
     if (wc->ring_n && (ring_at(wc, 0)->rev <= wc->ring_floor ||
                        ring_at(wc, wc->ring_n - 1)->rev > wc->rev))
         return 0;
@@ -615,24 +693,41 @@ static int q_push(wc_watcher_t *w, const wc_event_t *ev)
         w->qhead = 0;
     }
     w->q[(w->qhead + w->qn++) % w->qcap] = *ev;
+    w->qbytes += q_cost(ev);
     return 0;
+}
+
+/* The cache ends `w` (if it is not ended already) and tells its owner, once
+ * (invariant 6). Needs wc->mu. */
+static void watcher_end(wc_watcher_t *w, int rc)
+{
+    if (!w->end) w->end = rc;
+    if (!w->told) {
+        w->told = 1;
+        if (w->on_end) w->on_end(w->on_end_arg);
+    }
+    pthread_cond_signal(&w->cv);
 }
 
 /* Give `ev` to `w` if it is under its prefix; never blocks (invariant 6). */
 static void deliver(wc_watcher_t *w, const wc_event_t *ev)
 {
     if (w->end || w->cancelled || !key_matches(ev->obj->key, w->prefix, w->plen)) return;
-    if (w->qn >= w->backlog + w->replay_left) {
-        w->end = KP_ETOOLARGE;
-        log_debug("watchcache", "watcher on %s ended at revision %" PRId64 ": too slow",
-                  w->prefix, ev->rev);
-    } else {
-        wc_event_t c = event_ref(ev);
-        int rc = q_push(w, &c);
-        if (rc) {
-            w->end = rc; /* out of memory: end it like a slow one */
-            wc_event_clear(&c);
-        }
+    size_t live = w->qn - w->replay_left;
+    if (live >= w->backlog ||
+        (live && w->qbytes - w->replay_bytes + q_cost(ev) > w->backlog_bytes)) {
+        log_debug("watchcache", "watcher on %s ended at revision %" PRId64 ": too slow (%zu "
+                  "events, %zu bytes queued)", w->prefix, ev->rev, live,
+                  w->qbytes - w->replay_bytes);
+        watcher_end(w, KP_ETOOLARGE);
+        return;
+    }
+    wc_event_t c = event_ref(ev);
+    int rc = q_push(w, &c);
+    if (rc) {
+        wc_event_clear(&c);
+        watcher_end(w, rc); /* out of memory: end it like a slow one */
+        return;
     }
     pthread_cond_signal(&w->cv);
 }
@@ -755,6 +850,20 @@ static int apply(wc_t *wc, wc_event_t *ev, int64_t rev)
     return rc;
 }
 
+/* End the watchers past their deadline, at most every WC__POLL_MS: their
+ * owners may be blocked where wc_watcher_next() never runs. */
+static void reap(wc_t *wc)
+{
+    int64_t now = clock_mono_ns();
+    if (now - wc->reaped_ns < (int64_t)WC__POLL_MS * 1000000) return;
+    wc->reaped_ns = now;
+    pthread_mutex_lock(&wc->mu);
+    for (wc_watcher_t *w = wc->watchers; w; w = w->next_w)
+        if (w->deadline_ns && now >= w->deadline_ns && !w->end && !w->cancelled)
+            watcher_end(w, KP_ETIMEDOUT);
+    pthread_mutex_unlock(&wc->mu);
+}
+
 static void advance(wc_t *wc, int64_t rev)
 {
     offers_take(wc, NULL, rev); /* events up to rev came: what is left never will */
@@ -775,10 +884,7 @@ static void cache_fail(wc_t *wc, int rc)
         log_error("watchcache", "%s: stopped following the store at revision %" PRId64 ": %s",
                   wc->prefix, wc->rev, err_str(rc));
     wc->err = rc;
-    for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) {
-        if (!w->end) w->end = rc;
-        pthread_cond_signal(&w->cv);
-    }
+    for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) watcher_end(w, rc);
     pthread_cond_broadcast(&wc->cv);
     pthread_mutex_unlock(&wc->mu);
 }
@@ -789,7 +895,7 @@ void wc_end(wc_t *wc)
     wc->ended = 1;
     for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) {
         w->cancelled = 1;
-        pthread_cond_signal(&w->cv);
+        watcher_end(w, KP_ECLOSED);
     }
     pthread_mutex_unlock(&wc->mu);
 }
@@ -807,6 +913,7 @@ static void *cache_run(void *arg)
         log_thread_name("wc", last);
     }
     for (;;) {
+        reap(wc);
         const store_event_t *sev;
         int rc = store_watch_next(wc->sw, WC__POLL_MS, &sev);
         if (rc == KP_ETIMEDOUT) {
@@ -863,6 +970,7 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
     *out = NULL;
     if (!store || !prefix) return KP_EINVAL;
     size_t history = cfg && cfg->history ? cfg->history : WC__HISTORY_DEFAULT;
+    size_t history_bytes = cfg && cfg->history_bytes ? cfg->history_bytes : WC_HISTORY_BYTES;
     int rc = KP_ENOMEM;
     wc_t *wc = calloc(1, sizeof *wc);
     if (!wc) return KP_ENOMEM;
@@ -871,6 +979,7 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
     wc->height = 1;
     wc->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)wc;
     wc->ring_cap = history;
+    wc->ring_budget = history_bytes;
     if (pthread_mutex_init(&wc->mu, NULL)) {
         free(wc);
         return KP_ENOMEM;
@@ -922,11 +1031,12 @@ void wc_close(wc_t *wc)
 
     pthread_mutex_lock(&wc->mu);
     wc->closed = 1;
-    for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) pthread_cond_signal(&w->cv);
+    for (wc_watcher_t *w = wc->watchers; w; w = w->next_w) watcher_end(w, KP_ECLOSED);
     pthread_cond_broadcast(&wc->cv);
     map_clear(wc);
     for (size_t i = 0; i < wc->ring_n; i++) wc_event_clear(ring_at(wc, i));
     wc->ring_n = 0;
+    wc->ring_bytes = 0;
     wc_unref_unlock(wc);
 }
 
@@ -936,6 +1046,22 @@ int64_t wc_revision(wc_t *wc)
     int64_t rev = wc->rev;
     pthread_mutex_unlock(&wc->mu);
     return rev;
+}
+
+int64_t wc_oldest(wc_t *wc)
+{
+    pthread_mutex_lock(&wc->mu);
+    int64_t rev = wc->ring_floor;
+    pthread_mutex_unlock(&wc->mu);
+    return rev;
+}
+
+void wc_history_usage(wc_t *wc, size_t *bytes, size_t *events)
+{
+    pthread_mutex_lock(&wc->mu);
+    if (bytes) *bytes = wc->ring_bytes;
+    if (events) *events = wc->ring_n;
+    pthread_mutex_unlock(&wc->mu);
 }
 
 int wc_wait(wc_t *wc, int64_t rev, int timeout_ms)
@@ -1031,6 +1157,7 @@ static int replay(wc_t *wc, wc_watcher_t *w, int64_t after_rev)
             wc_event_clear(&c);
             return rc;
         }
+        w->replay_bytes += q_cost(&c);
     }
     return 0;
 }
@@ -1044,7 +1171,7 @@ static void watcher_free(wc_watcher_t *w)
     free(w);
 }
 
-int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, size_t backlog,
+int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, const wc_watch_opts_t *opts,
              wc_watcher_t **out)
 {
     *out = NULL;
@@ -1058,8 +1185,14 @@ int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, size_t backlog
     }
     w->wc = wc;
     w->plen = strlen(key_prefix);
-    w->backlog = backlog ? backlog : WC__BACKLOG_DEFAULT;
+    w->backlog = opts && opts->backlog ? opts->backlog : WC__BACKLOG_DEFAULT;
+    w->backlog_bytes = opts && opts->backlog_bytes ? opts->backlog_bytes : WC_QUEUE_BYTES;
     w->qmax = w->backlog;
+    if (opts) {
+        w->deadline_ns = opts->deadline_ns;
+        w->on_end = opts->on_end;
+        w->on_end_arg = opts->on_end_arg;
+    }
 
     /* A revision the store has not reached is not worth waiting for. The
      * store's compaction point does not matter: the ring is complete above
@@ -1117,7 +1250,11 @@ int wc_watcher_next(wc_watcher_t *w, int timeout_ms, wc_event_t *ev)
             *ev = w->q[w->qhead];
             w->qhead = (w->qhead + 1) % w->qcap;
             w->qn--;
-            if (w->replay_left) w->replay_left--;
+            w->qbytes -= q_cost(ev);
+            if (w->replay_left) {
+                w->replay_left--;
+                w->replay_bytes -= q_cost(ev);
+            }
             rc = 0;
             break;
         }
@@ -1136,6 +1273,7 @@ void wc_watcher_cancel(wc_watcher_t *w)
 {
     pthread_mutex_lock(&w->wc->mu);
     w->cancelled = 1;
+    w->told = 1; /* its owner knows */
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->wc->mu);
 }

@@ -13,15 +13,23 @@
  * A DELETED event carries the object's last state with resourceVersion set to
  * the revision of the delete, as Kubernetes does.
  *
- * History: the cache keeps the last `history` events (a ring). A watch from a
- * revision older than the ring's start (which is never older than the store's
- * compaction point was when the cache loaded) fails with KP_ECOMPACTED (the API
- * answers 410 Gone).
+ * History: the cache keeps the newest events within a budget in bytes
+ * (wc_config_t.history_bytes; an event costs the memory of its object and of
+ * its previous state, so the budget bounds what the history keeps alive) and
+ * at most `history` of them, evicting the oldest first; the newest event is
+ * always kept. A watch from a revision older than the history's start (which
+ * is never older than the store's compaction point was when the cache
+ * loaded) fails with KP_ECOMPACTED (the API answers 410 Gone "too old
+ * resource version"); wc_oldest() reports that start.
  *
- * Slow watchers: each watcher has a queue of at most `backlog` events. A
- * watcher whose queue is full is ended (wc_watcher_next() then returns
- * KP_ETOOLARGE once its queue is drained); it never blocks the cache, writers,
- * or other watchers.
+ * Slow watchers: each watcher has a queue bounded in events and in bytes (the
+ * JSON it would send; wc_watch_opts_t). A watcher whose queue is full is
+ * ended (wc_watcher_next() then returns KP_ETOOLARGE once its queue is
+ * drained), as is one past its deadline (KP_ETIMEDOUT); it never blocks the
+ * cache, writers, or other watchers. Its owner learns of the end through
+ * on_end, which may be blocked elsewhere (a socket nobody reads) and needs
+ * waking there: Kubernetes' cacheWatcher is dropped the same way when its
+ * channel stays full, and the client must watch again.
  *
  * Threads: all calls are safe from any thread; one wc_watcher_t is used by one
  * thread at a time (wc_watcher_cancel() excepted). Errors are KP_* (lib/err.h).
@@ -68,8 +76,12 @@ typedef struct wc_event {
 void wc_event_clear(wc_event_t *ev);
 
 typedef struct wc_config {
-    size_t history; /* events kept for watches from the past; 0 means 10000 */
+    size_t history;       /* events kept for watches from the past; 0: 10000 */
+    size_t history_bytes; /* and their memory at most (see above); 0: WC_HISTORY_BYTES */
 } wc_config_t;
+
+#define WC_HISTORY_BYTES ((size_t)64 << 20) /* history per resource, default */
+#define WC_QUEUE_BYTES ((size_t)1 << 20)    /* a watcher's queue, default */
 
 /* Load every object under `prefix` from `store` (borrowed; it must outlive the
  * cache) at its newest revision, then follow it with a store watch on a thread
@@ -93,6 +105,13 @@ void wc_end(wc_t *wc);
 
 /* The revision the cache reflects: every store change up to it is applied. */
 int64_t wc_revision(wc_t *wc);
+
+/* The history's start: a watch from a revision below it is KP_ECOMPACTED. */
+int64_t wc_oldest(wc_t *wc);
+
+/* Memory the history holds now (bytes, as counted against history_bytes)
+ * and its event count; either may be NULL. */
+void wc_history_usage(wc_t *wc, size_t *bytes, size_t *events);
 
 /* Offer the version `rev` of `key` that the caller has just written: call it
  * right after a store create or update of `key` committed at `rev`, so that
@@ -151,23 +170,40 @@ void wc_list_free(wc_list_t *l);
  * Errors: KP_ENOTFOUND. */
 int wc_get(wc_t *wc, const char *key, const wc_obj_t **out);
 
+/* How a watcher may fall behind, and who to tell when the cache ends it. */
+typedef struct wc_watch_opts {
+    size_t backlog;       /* live events queued at most; 0: 1000 */
+    size_t backlog_bytes; /* and their JSON bytes at most; 0: WC_QUEUE_BYTES */
+    /* clock_mono_ns() at which the cache ends the watcher with KP_ETIMEDOUT
+     * whether or not its owner is waiting in wc_watcher_next() (checked
+     * every quarter second); 0: never. */
+    int64_t deadline_ns;
+    /* Called once when the cache ends the watcher on its own (queue full,
+     * deadline, the cache failed, wc_end(), wc_close()), not after
+     * wc_watcher_cancel(). It runs on a cache thread with the cache's lock
+     * held: it must not block or call into the cache. NULL: none. */
+    void (*on_end)(void *arg);
+    void *on_end_arg;
+} wc_watch_opts_t;
+
 /* Watch changes under `key_prefix` with a revision above `after_rev`.
- * `after_rev` < 0: from now. `backlog` 0 means 1000; events replayed from
- * the history do not count against it. *out is the caller's until
- * wc_watcher_close(). Errors: KP_ECOMPACTED (older than the history
- * ring; a revision the ring covers is served even if the store has been
- * compacted past it, as Kubernetes does), KP_EFUTURE (after wc_revision(),
- * once a short wait for the cache to catch up has not helped), the error that
- * stopped the cache. */
-int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, size_t backlog,
+ * `after_rev` < 0: from now. `opts` NULL: the defaults; events replayed from
+ * the history do not count against the backlog. *out is the caller's until
+ * wc_watcher_close(). Errors: KP_ECOMPACTED (older than the history, see
+ * wc_oldest(); a revision the history covers is served even if the store has
+ * been compacted past it, as Kubernetes does), KP_EFUTURE (after
+ * wc_revision(), once a short wait for the cache to catch up has not helped),
+ * the error that stopped the cache. */
+int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, const wc_watch_opts_t *opts,
              wc_watcher_t **out);
 
 /* Wait up to `timeout_ms` (negative: forever) for the next event; on 0, *ev
  * holds references the caller drops with wc_event_clear().
- * Errors: KP_ETIMEDOUT; KP_ETOOLARGE (the watcher fell behind by more than its
- * backlog and was ended); KP_ECLOSED (cancelled, or the cache closed); the
- * error that stopped the cache. KP_ETOOLARGE and a stop error come once the
- * events queued before them are taken; KP_ECLOSED comes at once. */
+ * Errors: KP_ETIMEDOUT (timeout_ms passed; or, once the queue is drained,
+ * the watcher's deadline); KP_ETOOLARGE (the watcher fell behind by more
+ * than its backlog and was ended); KP_ECLOSED (cancelled, or the cache closed); the
+ * error that stopped the cache. KP_ETOOLARGE, the deadline and a stop error
+ * come once the events queued before them are taken; KP_ECLOSED comes at once. */
 int wc_watcher_next(wc_watcher_t *w, int timeout_ms, wc_event_t *ev);
 
 /* Make a blocked or later wc_watcher_next() return KP_ECLOSED; any thread. */

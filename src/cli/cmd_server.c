@@ -14,6 +14,7 @@
  *                    [--max-requests-inflight N] [--max-mutating-requests-inflight N]
  *                    [--max-connections N] [--max-unauthenticated-connections N]
  *                    [--read-header-timeout D] [--idle-timeout D] [--request-body-timeout D]
+ *                    [--watch-cache-bytes N] [--watch-queue-bytes N]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin token in DIR/admin-token (created on first start), print how to point
@@ -88,6 +89,27 @@ static void usage(FILE *out, const char *cmd)
           "  --idle-timeout D   a connection quiet for D is closed (default 90s)\n"
           "  --request-body-timeout D  a request body must arrive within D (default 60s)\n",
           out);
+    fputs("  --watch-cache-bytes N  watch history kept per resource, in bytes of memory\n"
+          "                     (suffix Ki, Mi or Gi; default 64Mi); a watch from an older\n"
+          "                     resourceVersion gets 410 Gone\n"
+          "  --watch-queue-bytes N  events queued for one watcher, in bytes of JSON (default\n"
+          "                     1Mi); a watcher further behind is closed and must re-watch\n",
+          out);
+}
+
+/* "N", "NKi", "NMi" or "NGi": at least 64 KiB, at most 64 GiB. */
+static int parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long n = strtoull(s, &end, 10);
+    if (end == s || *s == '-') return KP_EINVAL;
+    unsigned shift = !strcmp(end, "Ki") ? 10 : !strcmp(end, "Mi") ? 20 : !strcmp(end, "Gi") ? 30
+                     : *end ? 99 : 0;
+    if (shift == 99 || n > (64ull << 30) >> shift) return KP_EINVAL;
+    n <<= shift;
+    if (n < (64u << 10)) return KP_EINVAL;
+    *out = (size_t)n;
+    return 0;
 }
 
 static int components_metrics(void *arg, char **text)
@@ -98,7 +120,8 @@ static int components_metrics(void *arg, char **text)
 /* Long options without a short letter (node lifecycle and admission). */
 enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_TOL_NOT_READY,
        OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE, OPT_MAX_INFLIGHT, OPT_MAX_MUTATING, OPT_MAX_CONNS,
-       OPT_MAX_UNAUTH, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_BODY_TIMEOUT };
+       OPT_MAX_UNAUTH, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_BODY_TIMEOUT,
+       OPT_WATCH_CACHE_BYTES, OPT_WATCH_QUEUE_BYTES };
 
 static int serve(const char *cmd, int argc, char **argv)
 {
@@ -137,10 +160,15 @@ static int serve(const char *cmd, int argc, char **argv)
                                           OPT_IDLE_TIMEOUT},
                                          {"request-body-timeout", required_argument, NULL,
                                           OPT_BODY_TIMEOUT},
+                                         {"watch-cache-bytes", required_argument, NULL,
+                                          OPT_WATCH_CACHE_BYTES},
+                                         {"watch-queue-bytes", required_argument, NULL,
+                                          OPT_WATCH_QUEUE_BYTES},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
     const char *token_file = NULL;
+    size_t watch_cache_bytes = 0, watch_queue_bytes = 0; /* 0: the API server's defaults */
     int all = !strcmp(cmd, "server");
     cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
     double qps = 0;
@@ -217,6 +245,15 @@ static int serve(const char *cmd, int argc, char **argv)
             else if (c == OPT_IDLE_TIMEOUT) lim.idle_timeout_s = (int)(ms / 1000);
             else lim.body_timeout_s = (int)(ms / 1000);
             break;
+        case OPT_WATCH_CACHE_BYTES:
+        case OPT_WATCH_QUEUE_BYTES:
+            if (parse_bytes(optarg, c == OPT_WATCH_CACHE_BYTES ? &watch_cache_bytes
+                                                               : &watch_queue_bytes))
+                return cli_usage_error(cmd, "bad --%s '%s' (bytes, 64Ki to 64Gi)",
+                                       c == OPT_WATCH_CACHE_BYTES ? "watch-cache-bytes"
+                                                                  : "watch-queue-bytes",
+                                       optarg);
+            break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_usage_error(cmd, "bad option");
         }
@@ -287,6 +324,8 @@ static int serve(const char *cmd, int argc, char **argv)
                               .tokens = tokens,
                               .tls_cert_pem = tls.cert_pem, .tls_key_pem = tls.key_pem,
                               .unix_socket = use_sock ? sock : NULL,
+                              .watch_cache_bytes = watch_cache_bytes,
+                              .watch_queue_bytes = watch_queue_bytes,
                               .toleration_seconds_set = 1,
                               .not_ready_toleration_s = tol_not_ready,
                               .unreachable_toleration_s = tol_unreachable,

@@ -4,7 +4,8 @@
  * with paging, following the store, watches (types, prev, DELETED's version,
  * prefix filters), watches from the past (replay, the replay/live seam under
  * concurrent writes, KP_ECOMPACTED, KP_EFUTURE), slow watchers, encode-once
- * sharing, writers' offers (taken, too late, never taken, bounded, racing the
+ * sharing, budgets in bytes (history eviction, a watcher's queue, the
+ * deadline the cache enforces, on_end), writers' offers (taken, too late, never taken, bounded, racing the
  * cache), cancel and close, and a corrupt stored value.
  */
 #include <setjmp.h>
@@ -388,8 +389,8 @@ static void test_watch_events(void **state)
     put(f->s, "ns1", "before", "x"); /* not seen: before the watch */
     open_cache(f, 0);
     wc_watcher_t *all, *ns1;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &all), 0);
-    assert_int_equal(wc_watch(f->wc, PFX "ns1/", -1, 0, &ns1), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &all), 0);
+    assert_int_equal(wc_watch(f->wc, PFX "ns1/", -1, NULL, &ns1), 0);
 
     int64_t r1 = put(f->s, "ns1", "a", "one");
     int64_t r2 = put(f->s, "ns2", "b", "bee");
@@ -451,9 +452,9 @@ static void test_watch_from_past(void **state)
     int64_t r0 = wc_revision(f->wc);
     wc_watcher_t *w;
     /* The ring starts complete at the cache's revision. */
-    assert_int_equal(wc_watch(f->wc, PFX, r0, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r0, NULL, &w), 0);
     wc_watcher_t *w0;
-    assert_int_equal(wc_watch(f->wc, PFX, r0 - 1, 0, &w0), KP_ECOMPACTED);
+    assert_int_equal(wc_watch(f->wc, PFX, r0 - 1, NULL, &w0), KP_ECOMPACTED);
     assert_null(w0);
 
     int64_t r[10];
@@ -463,9 +464,9 @@ static void test_watch_from_past(void **state)
         r[i] = put(f->s, "ns", name, "v");
     }
     assert_int_equal(wc_wait(f->wc, r[9], 5000), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, r0, 0, &w0), KP_ECOMPACTED); /* evicted */
-    assert_int_equal(wc_watch(f->wc, PFX, r[3], 0, &w0), KP_ECOMPACTED);
-    assert_int_equal(wc_watch(f->wc, PFX, r[4], 0, &w0), 0); /* ring: r[5..9] */
+    assert_int_equal(wc_watch(f->wc, PFX, r0, NULL, &w0), KP_ECOMPACTED); /* evicted */
+    assert_int_equal(wc_watch(f->wc, PFX, r[3], NULL, &w0), KP_ECOMPACTED);
+    assert_int_equal(wc_watch(f->wc, PFX, r[4], NULL, &w0), 0); /* ring: r[5..9] */
     for (int i = 5; i < 10; i++) {
         char key[64];
         snprintf(key, sizeof key, PFX "ns/k%d", i);
@@ -489,21 +490,21 @@ static void test_watch_from_past(void **state)
     wc_watcher_close(w);
 
     /* From the cache's revision: nothing to replay. From now: only later events. */
-    assert_int_equal(wc_watch(f->wc, PFX, r10, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r10, NULL, &w), 0);
     assert_int_equal(wc_watcher_next(w, 0, &ev), KP_ETIMEDOUT);
     wc_watcher_close(w);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
     int64_t r11 = put(f->s, "ns", "k6", "again");
     expect_event(w, WC_MODIFIED, r11, PFX "ns/k6");
     wc_watcher_close(w);
 
     /* The future: beyond the store at once; caught up with a write elsewhere. */
     int64_t t0 = clock_mono_ns();
-    assert_int_equal(wc_watch(f->wc, PFX, store_rev(f->s) + 5, 0, &w), KP_EFUTURE);
+    assert_int_equal(wc_watch(f->wc, PFX, store_rev(f->s) + 5, NULL, &w), KP_EFUTURE);
     assert_true(clock_mono_ns() - t0 < 1000000000);
     int64_t r12;
     assert_int_equal(store_create(f->s, "/registry/secrets/s", "{}", 2, &r12), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, r12, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r12, NULL, &w), 0);
     assert_true(wc_revision(f->wc) >= r12);
     int64_t r13 = put(f->s, "ns", "k7", "again");
     expect_event(w, WC_MODIFIED, r13, PFX "ns/k7");
@@ -520,7 +521,7 @@ static void test_watch_after_store_compaction(void **state)
     assert_int_equal(store_compact(f->s, r[3]), 0);
     /* The ring still holds everything above r[0]: served from memory. */
     wc_watcher_t *w;
-    assert_int_equal(wc_watch(f->wc, PFX, r[1], 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, r[1], NULL, &w), 0);
     for (int i = 2; i < 6; i++) expect_event(w, WC_MODIFIED, r[i], PFX "ns/a");
     wc_watcher_close(w);
     /* A cache opened after the compaction starts at the store's newest
@@ -528,8 +529,8 @@ static void test_watch_after_store_compaction(void **state)
     wc_t *late;
     assert_int_equal(wc_open(f->s, PFX, NULL, &late), 0);
     assert_int_equal(wc_revision(late), r[5]);
-    assert_int_equal(wc_watch(late, PFX, r[2], 0, &w), KP_ECOMPACTED);
-    assert_int_equal(wc_watch(late, PFX, r[5], 0, &w), 0);
+    assert_int_equal(wc_watch(late, PFX, r[2], NULL, &w), KP_ECOMPACTED);
+    assert_int_equal(wc_watch(late, PFX, r[5], NULL, &w), 0);
     int64_t r6 = put(f->s, "ns", "a", "six");
     expect_event(w, WC_MODIFIED, r6, PFX "ns/a");
     wc_watcher_close(w);
@@ -574,7 +575,7 @@ static void test_watch_seam_concurrent(void **state)
         int64_t rev = wc_revision(f->wc);
         int back = rand_r(&seed) % 8;
         from[nw] = back == 7 ? -1 : rev - back > 0 ? rev - back : 0;
-        assert_int_equal(wc_watch(f->wc, PFX, from[nw], 100000, &ws[nw]), 0);
+        assert_int_equal(wc_watch(f->wc, PFX, from[nw], &(wc_watch_opts_t){.backlog = 100000}, &ws[nw]), 0);
         nw++;
         usleep(1000 + rand_r(&seed) % 3000);
     }
@@ -615,9 +616,9 @@ static void test_slow_watcher(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     wc_watcher_t *slow, *fast1, *fast2;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 10, &slow), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &fast1), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 50, &fast2), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &(wc_watch_opts_t){.backlog = 10}, &slow), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &fast1), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &(wc_watch_opts_t){.backlog = 50}, &fast2), 0);
     int64_t r[50];
     int64_t t0 = clock_mono_ns();
     for (int i = 0; i < 50; i++) {
@@ -647,7 +648,7 @@ static void test_slow_watcher(void **state)
     wc_watcher_close(slow);
 
     /* A replay does not count against the backlog; live events do. */
-    assert_int_equal(wc_watch(f->wc, PFX, r[29], 5, &slow), 0); /* replays 20 */
+    assert_int_equal(wc_watch(f->wc, PFX, r[29], &(wc_watch_opts_t){.backlog = 5}, &slow), 0); /* replays 20 */
     int64_t more[6];
     for (int i = 0; i < 6; i++) more[i] = put(f->s, "ns", "k0", "w");
     assert_int_equal(wc_wait(f->wc, more[5], 5000), 0);
@@ -674,8 +675,8 @@ static void test_encode_once(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     wc_watcher_t *w1, *w2;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w1), 0);
-    assert_int_equal(wc_watch(f->wc, PFX "ns/", -1, 0, &w2), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w1), 0);
+    assert_int_equal(wc_watch(f->wc, PFX "ns/", -1, NULL, &w2), 0);
     int64_t rev = put(f->s, "ns", "a", "v");
     wc_event_t e1, e2;
     next_ok(w1, &e1);
@@ -691,7 +692,7 @@ static void test_encode_once(void **state)
     /* A late watcher replaying from the ring gets it too. */
     wc_watcher_t *w3;
     wc_event_t e3;
-    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &w3), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, NULL, &w3), 0);
     next_ok(w3, &e3);
     assert_ptr_equal(e3.obj, o);
     /* References outlive the cache's own use of the version. */
@@ -771,7 +772,7 @@ static void test_offer_published(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     wc_watcher_t *w;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
     const char *key = PFX "ns/a";
     put(f->s, "ns", "a", "old");
 
@@ -1036,7 +1037,7 @@ static void test_offer_concurrent_writers(void **state)
     enum { W = 4, N = 200 };
     open_cache(f, 0);
     wc_watcher_t *w;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 2 * W * N, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &(wc_watch_opts_t){.backlog = 2 * W * N}, &w), 0);
     pthread_t t[W];
     offer_writer_t ow[W];
     for (int i = 0; i < W; i++) {
@@ -1068,6 +1069,204 @@ static void test_offer_concurrent_writers(void **state)
             wc_obj_unref(ow[i].mine[k]);
         free(ow[i].mine);
     }
+}
+
+/* ---- budgets in bytes ---- */
+
+/* ns/name with data.v of `len` bytes of `fill`; returns the revision. */
+static int64_t put_big(store_t *s, const char *ns, const char *name, size_t len, char fill)
+{
+    char *val = malloc(len + 1);
+    memset(val, fill, len);
+    val[len] = '\0';
+    json_t *doc = cm_doc(ns, name, "");
+    json_object_set_new(json_object_get(doc, "data"), "v", json_string(val));
+    free(val);
+    char key[256];
+    int64_t rev = write_doc(s, key_of(key, sizeof key, ns, name), doc);
+    json_decref(doc);
+    return rev;
+}
+
+static void open_cache_bytes(fixture_t *f, size_t history_bytes)
+{
+    wc_config_t cfg = {.history_bytes = history_bytes};
+    assert_int_equal(wc_open(f->s, PFX, &cfg, &f->wc), 0);
+}
+
+static void test_history_bytes(void **state)
+{
+    fixture_t *f = *state;
+    open_cache_bytes(f, 256 << 10);
+    int64_t r0 = wc_revision(f->wc);
+    assert_int_equal(wc_oldest(f->wc), r0);
+
+    /* Twelve versions of a 20 KB object: an event costs its version and the
+     * one before (each about twice 20 KB, text and parsed), so the budget
+     * holds a few of the newest; the oldest went first. */
+    int64_t r[12];
+    for (int i = 0; i < 12; i++) r[i] = put_big(f->s, "ns", "big", 20000, (char)('a' + i));
+    assert_int_equal(wc_wait(f->wc, r[11], 5000), 0);
+    size_t bytes, events;
+    wc_history_usage(f->wc, &bytes, &events);
+    print_message("history of 12 x 20 KB versions in 256 KiB: %zu events, %zu bytes\n",
+                  events, bytes);
+    assert_true(bytes <= 256 << 10);
+    assert_true(bytes >= 160000); /* counted: well above the 20 KB texts alone */
+    assert_true(events >= 2 && events < 12);
+    int64_t oldest = wc_oldest(f->wc);
+    assert_int_equal(oldest, r[11 - events]); /* the newest `events` are kept */
+
+    /* From the oldest revision kept: every kept event, oldest first. */
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, oldest, NULL, &w), 0);
+    for (size_t i = 12 - events; i < 12; i++) {
+        wc_event_t ev;
+        next_ok(w, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        assert_int_equal(data_v(ev.obj)[0], 'a' + (int)i);
+        wc_event_clear(&ev);
+    }
+    wc_watcher_close(w);
+    /* One below: Expired (the API's 410 "too old resource version"). */
+    assert_int_equal(wc_watch(f->wc, PFX, oldest - 1, NULL, &w), KP_ECOMPACTED);
+    assert_null(w);
+
+    /* Deleted, then small writes: the big versions leave the history and
+     * with it their memory (ASan's leak check at exit sees the rest). */
+    int64_t rd = del(f->s, "ns", "big");
+    int64_t rs = 0;
+    for (int i = 0; i < 200; i++) rs = put(f->s, "ns", "small", "v");
+    assert_int_equal(wc_wait(f->wc, rs, 5000), 0);
+    assert_true(wc_oldest(f->wc) >= rd);
+    wc_history_usage(f->wc, &bytes, &events);
+    assert_true(bytes <= 256 << 10);
+    const wc_obj_t *o;
+    assert_int_equal(wc_get(f->wc, PFX "ns/big", &o), KP_ENOTFOUND);
+
+    /* An event over the whole budget alone: kept, and everything before it
+     * evicted (the newest event is always there). */
+    int64_t rh = put_big(f->s, "ns", "huge", 300000, 'h');
+    assert_int_equal(wc_wait(f->wc, rh, 5000), 0);
+    wc_history_usage(f->wc, &bytes, &events);
+    assert_int_equal(events, 1);
+    assert_int_equal(wc_oldest(f->wc), rs);
+    assert_int_equal(wc_watch(f->wc, PFX, rs, NULL, &w), 0);
+    expect_event(w, WC_ADDED, rh, PFX "ns/huge");
+    wc_watcher_close(w);
+}
+
+/* on_end's counter. */
+static void count_end(void *arg)
+{
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static void test_slow_watcher_bytes(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    atomic_int ended = 0, fast_ended = 0;
+    wc_watch_opts_t slow_o = {.backlog_bytes = 64 << 10, .on_end = count_end,
+                              .on_end_arg = &ended};
+    wc_watch_opts_t fast_o = {.on_end = count_end, .on_end_arg = &fast_ended};
+    wc_watcher_t *slow, *fast;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &slow_o, &slow), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &fast_o, &fast), 0);
+    /* Ten 10 KB events: six fit 64 KiB of queue, the seventh ends it. */
+    int64_t r[10];
+    for (int i = 0; i < 10; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "k%d", i);
+        r[i] = put_big(f->s, "ns", name, 10000, 'x');
+    }
+    assert_int_equal(wc_wait(f->wc, r[9], 5000), 0);
+    assert_int_equal(atomic_load(&ended), 1); /* told once, at once */
+    assert_int_equal(atomic_load(&fast_ended), 0);
+    wc_event_t ev;
+    size_t got = 0, sent = 0;
+    while (wc_watcher_next(slow, 0, &ev) == 0) {
+        assert_int_equal(ev.rev, r[got]);
+        sent += ev.obj->json_len;
+        got++;
+        wc_event_clear(&ev);
+    }
+    print_message("a watcher with a 64 KiB queue took %zu of 10 events (%zu bytes)\n", got,
+                  sent);
+    assert_true(got >= 5 && got <= 6);
+    assert_true(sent <= 64 << 10);
+    assert_int_equal(wc_watcher_next(slow, 0, &ev), KP_ETOOLARGE);
+    wc_watcher_close(slow);
+    for (int i = 0; i < 10; i++) {
+        next_ok(fast, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+    }
+
+    /* One event larger than the budget, to an empty queue: delivered. */
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &slow_o, &slow), 0);
+    int64_t rb = put_big(f->s, "ns", "big", 100000, 'y');
+    next_ok(slow, &ev);
+    assert_int_equal(ev.rev, rb);
+    wc_event_clear(&ev);
+    assert_int_equal(atomic_load(&ended), 1);
+    /* A replay does not count: from r[0], eleven events (1 MB) queue. */
+    wc_watcher_t *replayed;
+    assert_int_equal(wc_watch(f->wc, PFX, r[0] - 1, &slow_o, &replayed), 0);
+    for (int i = 0; i < 10; i++) {
+        next_ok(replayed, &ev);
+        assert_int_equal(ev.rev, r[i]);
+        wc_event_clear(&ev);
+    }
+    next_ok(replayed, &ev);
+    assert_int_equal(ev.rev, rb);
+    wc_event_clear(&ev);
+    wc_watcher_close(replayed);
+    wc_watcher_close(slow);
+    wc_watcher_close(fast);
+    assert_int_equal(atomic_load(&ended), 1);
+    assert_int_equal(atomic_load(&fast_ended), 0);
+}
+
+static void test_watcher_deadline(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    atomic_int ended = 0, cancelled_ended = 0, later_ended = 0;
+    int64_t t0 = clock_mono_ns();
+    wc_watch_opts_t o = {.deadline_ns = t0 + 300 * 1000000ll, .on_end = count_end,
+                         .on_end_arg = &ended};
+    wc_watch_opts_t oc = o, ol = o;
+    oc.on_end_arg = &cancelled_ended;
+    ol.on_end_arg = &later_ended;
+    ol.deadline_ns = t0 + 60 * 1000000000ll;
+    wc_watcher_t *w, *wcan, *wlater;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &o, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &oc, &wcan), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, &ol, &wlater), 0);
+    wc_watcher_cancel(wcan); /* its owner knows: never told */
+    int64_t rev = put(f->s, "ns", "a", "v");
+    assert_int_equal(wc_wait(f->wc, rev, 5000), 0);
+    /* Nobody calls wc_watcher_next(): the cache ends it by itself. */
+    while (!atomic_load(&ended) && clock_mono_ns() - t0 < 5000 * 1000000ll) usleep(10000);
+    double ms = (clock_mono_ns() - t0) / 1e6;
+    print_message("a deadline of 300 ms was enforced after %.0f ms\n", ms);
+    assert_int_equal(atomic_load(&ended), 1);
+    assert_true(ms >= 300 && ms < 1500);
+    wc_event_t ev;
+    next_ok(w, &ev); /* what was queued still comes, then the end */
+    assert_int_equal(ev.rev, rev);
+    wc_event_clear(&ev);
+    assert_int_equal(wc_watcher_next(w, -1, &ev), KP_ETIMEDOUT);
+    wc_watcher_close(w);
+    wc_watcher_close(wcan);
+    assert_int_equal(atomic_load(&cancelled_ended), 0);
+    /* wc_end() tells the owners too (their stream may be stuck elsewhere). */
+    assert_int_equal(atomic_load(&later_ended), 0);
+    wc_end(f->wc);
+    assert_int_equal(atomic_load(&later_ended), 1);
+    assert_int_equal(wc_watcher_next(wlater, -1, &ev), KP_ECLOSED);
+    wc_watcher_close(wlater);
 }
 
 /* ---- cancel and close ---- */
@@ -1102,7 +1301,7 @@ static void test_cancel(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     blocked_t b = {0};
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &b.w), 0);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, blocked_next, &b), 0);
     usleep(100 * 1000);
@@ -1125,8 +1324,8 @@ static void test_end(void **state)
     assert_int_equal(wc_wait(f->wc, rev, 5000), 0);
     blocked_t b = {0};
     wc_watcher_t *queued;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &queued), 0); /* holds an event */
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &b.w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, NULL, &queued), 0); /* holds an event */
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, blocked_next, &b), 0);
     while (!atomic_load(&b.started)) usleep(1000);
@@ -1137,7 +1336,7 @@ static void test_end(void **state)
     wc_event_t ev;
     assert_int_equal(wc_watcher_next(queued, 0, &ev), KP_ECLOSED);
     wc_watcher_t *late = NULL;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &late), KP_ECLOSED);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &late), KP_ECLOSED);
     assert_null(late);
     /* The cache still follows the store and answers reads. */
     int64_t rev2 = put(f->s, "ns", "b", "v");
@@ -1161,9 +1360,9 @@ static void test_close_with_watchers(void **state)
 
     blocked_t b = {0}, bw = {.wc = f->wc, .wait_rev = rev + 1000};
     wc_watcher_t *idle, *queued;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &b.w), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &idle), 0);
-    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, 0, &queued), 0); /* holds an event */
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &b.w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &idle), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, rev - 1, NULL, &queued), 0); /* holds an event */
     pthread_t t1, t2;
     assert_int_equal(pthread_create(&t1, NULL, blocked_next, &b), 0);
     assert_int_equal(pthread_create(&t2, NULL, blocked_wait, &bw), 0);
@@ -1196,7 +1395,7 @@ static void test_corrupt_value_stops(void **state)
     fixture_t *f = *state;
     open_cache(f, 0);
     wc_watcher_t *w;
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), 0);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
     int64_t good = put(f->s, "ns", "good", "v");
     int64_t bad;
     assert_int_equal(store_create(f->s, PFX "ns/bad", "{not json", 9, &bad), 0);
@@ -1217,7 +1416,7 @@ static void test_corrupt_value_stops(void **state)
     assert_int_equal(wc_list(f->wc, PFX, NULL, 0, 0, 0, &l), 0); /* what it has */
     assert_int_equal(l->count, 1);
     wc_list_free(l);
-    assert_int_equal(wc_watch(f->wc, PFX, -1, 0, &w), KP_ECORRUPT);
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), KP_ECORRUPT);
 }
 
 int main(void)
@@ -1240,6 +1439,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offer_bounded_and_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_concurrent_writers, setup, teardown),
         cmocka_unit_test(test_offer_spliced),
+        cmocka_unit_test_setup_teardown(test_history_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_watcher_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watcher_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_watchers, setup, teardown),
