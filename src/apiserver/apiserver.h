@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct sockaddr_in;
 typedef struct store store_t;
 typedef struct apiserver apiserver_t;
 
@@ -68,6 +69,11 @@ typedef struct apiserver_config {
     int toleration_seconds_set;
     int64_t not_ready_toleration_s, unreachable_toleration_s;
 } apiserver_config_t;
+
+/* The IPv4 address of a listen string "ADDR:PORT" (ADDR empty or
+ * "localhost": 127.0.0.1; PORT 0: any free port), as apiserver_start reads
+ * cfg->listen. Errors: KP_EINVAL (not ADDR:PORT). */
+int apiserver_listen_addr(const char *listen, struct sockaddr_in *sa);
 
 /* Start serving. Creates the default namespaces (default, kube-system,
  * kube-public, kube-node-lease) if missing. *out is owned by the caller until

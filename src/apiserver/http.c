@@ -414,7 +414,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-static int parse_listen(const char *listen, struct sockaddr_in *sa)
+int apiserver_listen_addr(const char *listen, struct sockaddr_in *sa)
 {
     char host[64];
     const char *colon = strrchr(listen, ':');
@@ -537,7 +537,7 @@ static int start_unix(apiserver_t *s)
 int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
 {
     struct sockaddr_in sa;
-    int rc = parse_listen(cfg->listen ? cfg->listen : "127.0.0.1:6443", &sa);
+    int rc = apiserver_listen_addr(cfg->listen ? cfg->listen : "127.0.0.1:6443", &sa);
     if (rc) return rc;
     if (!cfg->store || !cfg->admin_token || !*cfg->admin_token) return KP_EINVAL;
 

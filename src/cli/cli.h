@@ -29,6 +29,26 @@ int cli_data_dir(const char *flag, char *out, size_t size);
  * `mkdir -p`. Errors: KP_EIO (errno says why), KP_EINVAL (path too long). */
 int cli_mkdir_p(const char *path);
 
+/* Make `dir` the data dir of a server: create it (and missing parents) with
+ * mode 0700; or check an existing one as etcd checks its data dir, but
+ * stricter: group or other write permission is refused, read permission
+ * warned about. Messages name the path, the mode and the fix (chmod 700)
+ * on stderr. Returns 0, or CLI_EXIT_FAIL. */
+int cli_data_dir_prepare(const char *dir);
+
+/* Check that a server can listen on `listen` ("ADDR:PORT"), given with
+ * option `flag` ("--listen"): binds a probe socket and lets it go. Returns
+ * 0; CLI_EXIT_USAGE for a string that is no ADDR:PORT; CLI_EXIT_FAIL when
+ * the address is in use (or not ours, or privileged), with a message that
+ * names it and how to choose another. A port taken after the check still
+ * fails the server's own start. */
+int cli_listen_check(const char *cmd, const char *flag, const char *listen);
+
+/* The usage error for what getopt_long returned as `c` ('?' or ':'; the
+ * options string must start with ':' and opterr be 0): "unknown option
+ * --bogus" or "option --listen needs a value". Returns CLI_EXIT_USAGE. */
+int cli_option_error(const char *cmd, int c, char **argv);
+
 /* Print "kplane: <what>: <err_str(rc)>" to stderr; returns CLI_EXIT_FAIL. */
 int cli_fail(int rc, const char *what_fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -26,9 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiserver/apiserver.h"
 #include "cli/cli.h"
 #include "cli/components.h"
 #include "client/client.h"
+#include "controllers/controller.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -39,10 +41,25 @@ static const char *const names[] = {"controller-manager", "scheduler", "node"};
 static void usage(FILE *out, int which)
 {
     fprintf(out, "Usage: kplane %s --kubeconfig FILE [options]\n\n", names[which]);
+    if (which == COMP_CM) {
+        /* The names come from the table the manager starts them from. */
+        fputs("  --controllers a,b     the controllers to run (default: all):", out);
+        int col = 78; /* full: the first name starts a line */
+        for (size_t i = 0; ctrl_manager_controller_name(i); i++) {
+            const char *n = ctrl_manager_controller_name(i);
+            int last = !ctrl_manager_controller_name(i + 1);
+            if (col + 1 + (int)strlen(n) + !last > 78) {
+                fprintf(out, "\n%24s", "");
+                col = 24;
+            } else {
+                col += fprintf(out, " ");
+            }
+            col += fprintf(out, "%s%s", n, last ? "" : ",");
+        }
+        fputc('\n', out);
+    }
     if (which == COMP_CM)
-        fputs("  --controllers a,b     the controllers to run (default: all: "
-              "replicaset,deployment)\n"
-              "  --workers N           workers per controller (default 5)\n"
+        fputs("  --workers N           workers per controller (default 5)\n"
               "  --node-monitor-grace-period D  a node silent this long goes Ready Unknown\n"
               "                        and is tainted unreachable (default 40s)\n"
               "  --node-monitor-period D         how often node health is checked (default 5s)\n",
@@ -105,13 +122,8 @@ static enum MHD_Result on_health(void *cls, struct MHD_Connection *conn, const c
 
 static struct MHD_Daemon *health_start(const char *listen, health_t *h)
 {
-    const char *colon = strrchr(listen, ':');
-    if (!colon) return NULL;
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)strtol(colon + 1, NULL, 10))};
-    char host[64];
-    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
-    if (inet_pton(AF_INET, *host ? host : "127.0.0.1", &sa.sin_addr) != 1) return NULL;
+    struct sockaddr_in sa;
+    if (apiserver_listen_addr(listen, &sa)) return NULL;
     return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
                             on_health, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                             MHD_OPTION_END);
@@ -126,6 +138,14 @@ static const char *const *split_list(char *s, const char **store, size_t n)
         store[k++] = t;
     store[k] = NULL;
     return store;
+}
+
+/* Is `n` a controller the manager has (its table)? */
+static int known_controller(const char *n)
+{
+    for (size_t i = 0; ctrl_manager_controller_name(i); i++)
+        if (!strcmp(n, ctrl_manager_controller_name(i))) return 1;
+    return 0;
 }
 
 /* Long options without a short letter. */
@@ -162,8 +182,9 @@ static int run(int which, int argc, char **argv)
     double qps = 0;
     long burst = 0;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    opterr = 0;
+    optind = 0; /* 0: full reinitialisation in glibc */
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         long ms;
         char *end;
         switch (c) {
@@ -172,6 +193,9 @@ static int run(int which, int argc, char **argv)
             break;
         case 'c':
             o.enabled = split_list(optarg, enabled, 32);
+            for (const char *const *e = o.enabled; *e; e++)
+                if (!known_controller(*e))
+                    return cli_usage_error(name, "--controllers: unknown controller '%s'", *e);
             break;
         case 'w':
             o.workers = (int)strtol(optarg, &end, 10);
@@ -247,7 +271,7 @@ static int run(int which, int argc, char **argv)
             usage(stdout, which);
             return CLI_EXIT_OK;
         default:
-            return cli_usage_error(name, "bad option");
+            return cli_option_error(name, c, argv);
         }
     }
     if (optind != argc) return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
@@ -262,6 +286,8 @@ static int run(int which, int argc, char **argv)
     }
     if (which == COMP_NODE && !o.nodes && !proc)
         return cli_usage_error(name, "--simulate N or --runtime process is required");
+    int rc;
+    if (metrics && (rc = cli_listen_check(name, "--metrics-listen", metrics))) return rc;
 
     sigset_t stop;
     sigemptyset(&stop);
@@ -273,7 +299,7 @@ static int run(int which, int argc, char **argv)
     kc_config_t cfg;
     json_t *storage = NULL;
     char err[512];
-    int rc = kc_config_load(kubeconfig, &cfg, &storage, err, sizeof err);
+    rc = kc_config_load(kubeconfig, &cfg, &storage, err, sizeof err);
     if (rc) {
         fprintf(stderr, "kplane: %s: reading %s: %s\n", name, kubeconfig,
                 rc == KP_EINVAL ? err : err_str(rc));

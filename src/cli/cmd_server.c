@@ -177,8 +177,9 @@ static int serve(const char *cmd, int argc, char **argv)
     apiserver_config_t lim = {0}; /* the listener's limits; 0: the server's defaults */
     char *end;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    opterr = 0;
+    optind = 0; /* 0: full reinitialisation in glibc */
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'd': data_flag = optarg; break;
         case 'l': listen = optarg; break;
@@ -255,15 +256,17 @@ static int serve(const char *cmd, int argc, char **argv)
                                        optarg);
             break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
-        default: return cli_usage_error(cmd, "bad option");
+        default: return cli_option_error(cmd, c, argv);
         }
     }
     if (optind != argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!all && !url_flag) return cli_usage_error(cmd, "--store URL is required");
+    int rc = cli_listen_check(cmd, "--listen", listen);
+    if (rc) return rc;
 
     char dir[CLI_PATH_MAX], url[CLI_PATH_MAX + 16];
-    int rc = cli_data_dir(data_flag, dir, sizeof dir);
-    if (rc) return cli_fail(rc, "data dir");
-    if ((rc = cli_mkdir_p(dir))) return cli_fail(rc, "creating %s", dir);
+    if ((rc = cli_data_dir(data_flag, dir, sizeof dir))) return cli_fail(rc, "data dir");
+    if ((rc = cli_data_dir_prepare(dir))) return rc;
     if (url_flag) snprintf(url, sizeof url, "%s", url_flag);
     else snprintf(url, sizeof url, "lmdb:%s/store", dir);
 
@@ -342,6 +345,9 @@ static int serve(const char *cmd, int argc, char **argv)
         store_close(store);
         free(token);
         apiserver_tokens_free(tokens);
+        /* Taken since the check above? Then say so as the check does. */
+        int code = rc == KP_EBUSY ? cli_listen_check(cmd, "--listen", listen) : 0;
+        if (code) return code;
         return cli_fail(rc, "starting the API server on %s", listen);
     }
     int port = apiserver_port(api);
@@ -409,11 +415,4 @@ static int serve(const char *cmd, int argc, char **argv)
 
 int cmd_server(int argc, char **argv) { return serve("server", argc, argv); }
 
-int cmd_apiserver(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], "--store", 7) || !strcmp(argv[i], "--help") ||
-            !strcmp(argv[i], "-h"))
-            return serve("apiserver", argc, argv);
-    return cli_usage_error("apiserver", "--store URL is required");
-}
+int cmd_apiserver(int argc, char **argv) { return serve("apiserver", argc, argv); }

@@ -669,20 +669,9 @@ static int parse_args(int argc, char **argv, store_args_t *a)
         case 'h':
             a->seen |= OPT_HELP;
             break;
-        /* glibc: an unknown short option is optopt (it may sit inside a
-         * cluster); an unknown long one has optopt 0 and is the argument just
-         * stepped over, as is any option missing its value (it ends argv). */
         case ':':
-        default: {
-            const char *arg = argv[optind - 1];
-            char name[64];
-            if (c == ':' ? !strncmp(arg, "--", 2) : optopt == 0)
-                snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
-            else
-                snprintf(name, sizeof name, "-%c", optopt);
-            if (c == ':') return cli_usage_error("store", "option '%s' needs a value", name);
-            return cli_usage_error("store", "unknown option '%s'", name);
-        }
+        default:
+            return cli_option_error("store", c, argv);
         }
     }
     a->pos = argv + optind;

@@ -19,6 +19,7 @@
 #ifndef KP_CONTROLLER_H
 #define KP_CONTROLLER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "client/sdk.h"
@@ -68,6 +69,10 @@ int ctrl_manager_start(ctrl_manager_t *m);
 /* Stop workers and informers (queues shut down; running syncs finish). */
 void ctrl_manager_stop(ctrl_manager_t *m);
 void ctrl_manager_free(ctrl_manager_t *m);
+/* The name of controller i in the table that ctrl_manager_start starts
+ * from (in its order), or NULL past the last: what --controllers accepts.
+ * Static strings; thread-safe. */
+const char *ctrl_manager_controller_name(size_t i);
 /* Prometheus text of every controller's metrics into buf (NUL-terminated). */
 int ctrl_manager_metrics(ctrl_manager_t *m, char **text);
 

@@ -99,6 +99,12 @@ int ctrl_manager_new(kc_client_t *c, const ctrl_manager_config_t *cfg, ctrl_mana
     return 0;
 }
 
+const char *ctrl_manager_controller_name(size_t i)
+{
+    return i < sizeof all_controllers / sizeof all_controllers[0] ? all_controllers[i]->name
+                                                                  : NULL;
+}
+
 static int enabled(const ctrl_manager_t *m, const char *name)
 {
     if (!m->cfg.enabled) return 1;
