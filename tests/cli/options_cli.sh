@@ -14,36 +14,8 @@
 # written into it; one they may only read starts with a warning.
 #
 # The servers listen on 127.0.0.1 port 0 and are stopped by pid on exit.
-set -euo pipefail
-
-KPLANE=${1:?usage: options_cli.sh PATH-TO-KPLANE}
-[[ -x $KPLANE ]] || { echo "options_cli.sh: FAIL: $KPLANE is not an executable" >&2; exit 1; }
-
-TMP=$(mktemp -d)
-BG_PIDS=()
-cleanup() {
-    local pid
-    for pid in "${BG_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-unset KPLANE_DATA_DIR
-
-fail() { echo "options_cli.sh: FAIL: $*" >&2; exit 1; }
-step() { echo "--- $*"; }
-
-# expect_fail WHAT CODE PATTERN CMD... : CMD must exit CODE with PATTERN
-# (grep -E) on stderr.
-expect_fail() {
-    local what=$1 want=$2 pat=$3 rc=0
-    shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err" </dev/null || rc=$?
-    [[ $rc == "$want" ]] || fail "$what: '$*' exited $rc, want $want (stderr: $(cat "$TMP/err"))"
-    grep -Eq -- "$pat" "$TMP/err" || fail "$what: stderr of '$*' lacks /$pat/: $(cat "$TMP/err")"
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
 
 # mode PATH: its permission bits in octal, as stat prints them (700, 2775).
 mode() { stat -c %a "$1"; }

@@ -5,29 +5,12 @@
 #
 # Every check states what it expects; the first failure prints
 # "store_cli.sh: FAIL: <what>" and exits 1.
-set -euo pipefail
-
-KPLANE=${1:?usage: store_cli.sh PATH-TO-KPLANE}
-[[ -x $KPLANE ]] || { echo "store_cli.sh: FAIL: $KPLANE is not an executable" >&2; exit 1; }
-
-TMP=$(mktemp -d)
-BG_PIDS=()
-cleanup() {
-    local pid
-    for pid in "${BG_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-unset KPLANE_DATA_DIR
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
 
 A=$TMP/a # the source data dir
 B=$TMP/b # the restore target
 
-fail() { echo "store_cli.sh: FAIL: $*" >&2; exit 1; }
-step() { echo "--- $*"; }
 ka() { "$KPLANE" store --data-dir "$A" "$@"; }
 kb() { "$KPLANE" store --data-dir "$B" "$@"; }
 
@@ -46,16 +29,6 @@ expect_ok() {
     "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
     [[ $rc == 0 ]] || fail "$what: '$*' exited $rc: $(cat "$TMP/err")"
     OUT=$(cat "$TMP/out")
-}
-
-# expect_fail WHAT CODE PATTERN CMD... : CMD must exit CODE with PATTERN
-# (grep -E) on stderr.
-expect_fail() {
-    local what=$1 want=$2 pat=$3 rc=0
-    shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
-    [[ $rc == "$want" ]] || fail "$what: '$*' exited $rc, want $want (stderr: $(cat "$TMP/err"))"
-    grep -Eq -- "$pat" "$TMP/err" || fail "$what: stderr of '$*' lacks /$pat/: $(cat "$TMP/err")"
 }
 
 # wait_lines FILE N : wait up to 10 s for FILE to have at least N lines.
