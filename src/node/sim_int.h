@@ -125,7 +125,7 @@ struct node_sim {
     /* metrics */
     atomic_uint_fast64_t lease_renewals, lease_errors, node_status_updates, node_status_errors,
         registrations, registration_errors, pod_patches, pod_patch_errors, pod_writes_elided,
-        pod_deletes, pod_delete_errors, pod_starts, pod_restarts;
+        pod_status_reconciles, pod_deletes, pod_delete_errors, pod_starts, pod_restarts;
     atomic_long stage_count[SP_NSTAGES];
 #define SIM_LAT_BUCKETS 9
     atomic_uint_fast64_t lat_hist[SIM_LAT_BUCKETS + 1], lat_count, lat_sum_us;
@@ -162,6 +162,11 @@ void sim__pods_free(node_sim_t *s);
 /* The merge patch {"status": ...} that reports st for pod (read-only), or
  * NULL when out of memory. */
 json_t *sim__pod_status_patch(node_sim_t *s, const json_t *pod, const sim_pod_t *st);
+/* 1 when pod's status (the API's, as the informer has it) says another
+ * phase or Ready than the node reports for st, once it reported one
+ * (RUNNING, BACKOFF, DONE): someone else wrote it since (the node
+ * lifecycle controller marks the pods of a node it lost not ready). */
+int sim__pod_status_stale(const json_t *pod, const sim_pod_t *st);
 /* The pod's QoS class from its containers' requests and limits. */
 const char *sim__qos_class(const json_t *pod);
 /* An IPv4 address in dotted form. */

@@ -27,8 +27,9 @@
  *   STOPPED --DELETE gracePeriodSeconds 0, uid precondition--> GONE
  *   the pod leaves the cache, or another uid takes its name --> freed
  *
- * A move marks the entry dirty; the status is written after all moves that
- * are due, so a stage that is due at once (start delay 0, say) costs no
+ * A move marks the entry dirty, and so does an API status that says
+ * another phase or Ready than the stage (another writer changed it); the
+ * status is written after all moves that are due, so a stage that is due at once (start delay 0, say) costs no
  * write of its own. When the queue is backlogged (a burst of bindings), the
  * ContainerCreating write is skipped too, so that each pod costs one write
  * on its way to Running. A failed write keeps the entry dirty and returns the
@@ -521,6 +522,15 @@ static int step(node_sim_t *s, const json_t *pod, sim_pod_t *st)
         default:
             break;
         }
+    }
+    /* Level-triggered, as a kubelet's status manager reconciles: when the
+     * API says otherwise than this node (the node lifecycle controller
+     * marked the pod not ready while the node was silent, and ran late
+     * enough to land after this node's last write), say it again. Nothing
+     * else would: no move of ours is due. */
+    if (!st->dirty && sim__pod_status_stale(pod, st)) {
+        st->dirty = 1;
+        atomic_fetch_add(&s->pod_status_reconciles, 1);
     }
     char buf[SIM_KEY_MAX];
     const char *ns, *name;

@@ -275,13 +275,33 @@ static json_t *conditions(const json_t *pod, const sim_pod_t *st)
     return a;
 }
 
+/* The pod phase the node reports for st. */
+static const char *phase_of(const sim_pod_t *st)
+{
+    if (st->stage == SP_RUNNING || st->stage == SP_BACKOFF) return "Running";
+    if (st->stage == SP_DONE || st->stage == SP_STOPPED) return st->exit_code ? "Failed" : "Succeeded";
+    return "Pending";
+}
+
+int sim__pod_status_stale(const json_t *pod, const sim_pod_t *st)
+{
+    if (st->stage != SP_RUNNING && st->stage != SP_BACKOFF && st->stage != SP_DONE) return 0;
+    const json_t *status = json_object_get(pod, "status");
+    const char *phase = json_string_value(json_object_get(status, "phase"));
+    if (!phase || strcmp(phase, phase_of(st))) return 1;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(status, "conditions"), i, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *v = json_string_value(json_object_get(c, "status"));
+        if (type && !strcmp(type, "Ready")) return !v || strcmp(v, st->ready ? "True" : "False");
+    }
+    return 1; /* no Ready condition */
+}
+
 json_t *sim__pod_status_patch(node_sim_t *s, const json_t *pod, const sim_pod_t *st)
 {
-    const char *phase = "Pending";
-    if (st->stage == SP_RUNNING || st->stage == SP_BACKOFF)
-        phase = "Running";
-    else if (st->stage == SP_DONE || st->stage == SP_STOPPED)
-        phase = st->exit_code ? "Failed" : "Succeeded";
+    const char *phase = phase_of(st);
     char pod_ip[16], start[SIM_TIME_MAX];
     const char *host_ip = s->nodes[st->node].ip;
     sim__ip_str(st->ip, pod_ip);

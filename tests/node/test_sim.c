@@ -6,7 +6,8 @@
  * and Ready with full container statuses; Never pods reach Succeeded (or
  * Failed with the exit-code annotation); a graceful delete finishes (404);
  * each sim.kplane.io/ annotation does what node.h says; pausing a node stops
- * its Lease renewals until it is resumed; bad configurations are refused.
+ * its Lease renewals until it is resumed; a status another writer changed
+ * (Ready False) is written again; bad configurations are refused.
  *
  * How: one server for the whole file (kpserver.c); each test runs its own
  * simulator with its own node names and short intervals, binds its own pods
@@ -741,6 +742,39 @@ static void test_pause(void **state)
     (void)s; /* sim_free frees it */
 }
 
+/* Another writer marks a running pod not ready, as the node lifecycle
+ * controller marks the pods of a node it has lost: the node says Ready
+ * again (a kubelet's status manager reconciles). Under load the controller's
+ * mark could land after the node came back and wrote Running; the pod then
+ * stayed not ready for good. */
+static void test_status_reconciled(void **state)
+{
+    (void)state;
+    node_sim_t *s = sim_start("rec-node-", 1);
+    pod_run("rec-pod", "rec-node-0", "Always", NULL);
+    json_t *pod = wait_pod("rec-pod", running_ready, NULL, "Running and Ready");
+    json_t *conds = json_deep_copy(at(pod, "status.conditions"));
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c) {
+        if (!strcmp(str_at(c, "type"), "Ready"))
+            json_object_set_new(c, "status", json_string("False"));
+    }
+    json_t *patch = json_pack("{s:{s:o}}", "status", "conditions", conds);
+    assert_int_equal(kc_patch(E.c, &kc_pods, NS, "rec-pod", "status", KC_PATCH_MERGE, patch,
+                              NULL, NULL, NULL),
+                     0);
+    json_decref(patch);
+    json_decref(pod);
+    pod = wait_pod("rec-pod", running_ready, NULL, "Ready again");
+    json_decref(pod);
+    char *m = NULL;
+    assert_int_equal(node_sim_metrics(s, &m), 0);
+    assert_null(strstr(m, "kplane_node_sim_pod_status_reconciles_total 0\n"));
+    free(m);
+    pod_delete_now("rec-pod");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -751,6 +785,7 @@ int main(void)
         cmocka_unit_test_teardown(test_annotations, sim_free),
         cmocka_unit_test_teardown(test_qos_and_init, sim_free),
         cmocka_unit_test_teardown(test_pause, sim_free),
+        cmocka_unit_test_teardown(test_status_reconciled, sim_free),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
