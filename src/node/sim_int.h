@@ -61,6 +61,7 @@ typedef struct sim_pod {
     char uid[64];
     int node;              /* index into the simulator's nodes */
     int stage, dirty;      /* dirty: the stage's status is not written */
+    int64_t written_rv;    /* resourceVersion of this node's last status write; 0: none */
     int prev_stage;        /* the stage deletion interrupted */
     int ran;               /* containers were started at least once */
     int timed;             /* the start latency was observed */

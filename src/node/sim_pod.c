@@ -435,14 +435,27 @@ static int split_key(const char *key, char *buf, size_t n, const char **ns, cons
     return 0;
 }
 
+/* An object's resourceVersion as a number (kplane's are store revisions,
+ * which only grow), 0 when it has none or another form. */
+static int64_t rv_of(const json_t *obj)
+{
+    const char *v = meta_str(obj, "resourceVersion");
+    char *end;
+    long long n = v ? strtoll(v, &end, 10) : 0;
+    return v && *v && !*end && n > 0 ? (int64_t)n : 0;
+}
+
 static int write_status(node_sim_t *s, const json_t *pod, sim_pod_t *st, const char *ns,
                         const char *name)
 {
     json_t *patch = sim__pod_status_patch(s, pod, st);
     if (!patch) return KP_ENOMEM;
+    json_t *out = NULL;
     int rc =
-        kc_patch(s->client, &kc_pods, ns, name, "status", KC_PATCH_MERGE, patch, NULL, NULL, NULL);
+        kc_patch(s->client, &kc_pods, ns, name, "status", KC_PATCH_MERGE, patch, NULL, &out, NULL);
     json_decref(patch);
+    if (!rc) st->written_rv = rv_of(out);
+    json_decref(out);
     atomic_fetch_add(rc ? &s->pod_patch_errors : &s->pod_patches, 1);
     return rc;
 }
@@ -527,8 +540,11 @@ static int step(node_sim_t *s, const json_t *pod, sim_pod_t *st)
      * API says otherwise than this node (the node lifecycle controller
      * marked the pod not ready while the node was silent, and ran late
      * enough to land after this node's last write), say it again. Nothing
-     * else would: no move of ours is due. */
-    if (!st->dirty && sim__pod_status_stale(pod, st)) {
+     * else would: no move of ours is due. Only a version newer than our
+     * last write tells: an older one is our own earlier write arriving late
+     * (ContainerCreating after Running was written), not a change. */
+    if (!st->dirty && (!st->written_rv || rv_of(pod) > st->written_rv) &&
+        sim__pod_status_stale(pod, st)) {
         st->dirty = 1;
         atomic_fetch_add(&s->pod_status_reconciles, 1);
     }
