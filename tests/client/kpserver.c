@@ -79,7 +79,10 @@ static void start_in(kpserver_t *s, const char *const *extra)
         _exit(127);
     }
     s->pid = pid;
-    for (int i = 0; i < 400 && !s->port; i++) {
+    /* Up to 30 s: an ASan server started beside a busy suite took over 10 s
+     * to open its store and report its port; a server that exits ends the
+     * wait at once. */
+    for (int i = 0; i < 1200 && !s->port; i++) {
         FILE *f = fopen(out, "r");
         char line[1024];
         while (f && fgets(line, sizeof line, f)) {
