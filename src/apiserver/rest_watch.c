@@ -39,6 +39,7 @@
 #include "apiserver_int.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/log.h"
 #include "rest_int.h"
 #include "table.h"
 #include "store/store.h"
@@ -70,6 +71,7 @@ typedef struct watch_stream {
     int table_columns_sent;
     int local;          /* counted in srv->watches_local */
     int fd;             /* the connection's socket (api_req_socket), or -1 */
+    int waiting;        /* atomic: the stream's thread waits in wc_watcher_next */
     int64_t bookmark_ns; /* when the next BOOKMARK is due while quiet; 0: unset */
 } watch_stream_t;
 
@@ -163,7 +165,9 @@ static int watch_next(void *arg, buf_t *out)
         int64_t wait_ms = (until - now) / 1000000 + 1;
         if (wait_ms > PEER_CHECK_MS) wait_ms = PEER_CHECK_MS;
         wc_event_t ev;
+        __atomic_store_n(&ws->waiting, 1, __ATOMIC_SEQ_CST);
         int rc = wc_watcher_next(ws->w, (int)wait_ms, &ev);
+        __atomic_store_n(&ws->waiting, 0, __ATOMIC_SEQ_CST);
         if (rc == KP_ETIMEDOUT) {
             if (peer_gone(ws->fd)) return KP_ECLOSED;
             now = clock_mono_ns();
@@ -190,11 +194,20 @@ static int watch_next(void *arg, buf_t *out)
 }
 
 /* The cache ended the watcher on its own (wc_watch_opts_t.on_end, with the
- * cache's lock held): the watcher is still open, so the socket is too. */
+ * cache's lock held): the watcher is still open, so the socket is too. A
+ * stream waiting for its next event wakes and ends cleanly, its closing
+ * chunk sent. One that is sending when its queue filled or its deadline
+ * passed is likely stuck on a client that stopped reading, and only a
+ * shutdown of its socket frees its thread. The server's own end of a cache
+ * (a CRD deleted, the server stopping) never shuts down: the watch ends as
+ * in Kubernetes, without a client error, even while its last events go out
+ * (a client stuck then keeps its thread until it reads or hangs up, or the
+ * server stops). */
 static void watch_abort(void *arg)
 {
     watch_stream_t *ws = arg;
-    if (ws->fd >= 0) shutdown(ws->fd, SHUT_RDWR);
+    if (ws->fd < 0 || !ws->w || wc_watcher_end_code(ws->w) == KP_ECLOSED) return;
+    if (!__atomic_load_n(&ws->waiting, __ATOMIC_SEQ_CST)) shutdown(ws->fd, SHUT_RDWR);
 }
 
 static void watch_count(apiserver_t *s, int local, int delta)

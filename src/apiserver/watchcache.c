@@ -699,6 +699,8 @@ static int q_push(wc_watcher_t *w, const wc_event_t *ev)
 
 /* The cache ends `w` (if it is not ended already) and tells its owner, once
  * (invariant 6). Needs wc->mu. */
+int wc_watcher_end_code(const wc_watcher_t *w) { return w->end; }
+
 static void watcher_end(wc_watcher_t *w, int rc)
 {
     if (!w->end) w->end = rc;

@@ -186,6 +186,12 @@ typedef struct wc_watch_opts {
     void *on_end_arg;
 } wc_watch_opts_t;
 
+/* The code a watcher was ended with (KP_ETOOLARGE: its queue was full,
+ * KP_ETIMEDOUT: its deadline, KP_ECLOSED: wc_end()/wc_close(), another: the
+ * cache failed), 0 while it is not ended. For on_end (which runs under the
+ * cache's lock) and the watcher's owner. */
+int wc_watcher_end_code(const wc_watcher_t *w);
+
 /* Watch changes under `key_prefix` with a revision above `after_rev`.
  * `after_rev` < 0: from now. `opts` NULL: the defaults; events replayed from
  * the history do not count against the backlog. *out is the caller's until
