@@ -46,8 +46,8 @@
 
 /* The server of this process: set up once before the first input. */
 static struct {
-    char dir[256];
-    char sock[300];
+    char dir[64];
+    char sock[108]; /* sizeof sun_path */
     store_t *store;
     apiserver_t *api;
 } fz;
@@ -75,7 +75,8 @@ static int fz_send(const char *req, size_t len, buf_t *out)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", fz.sock);
+    _Static_assert(sizeof fz.sock == sizeof sa.sun_path, "a socket path");
+    memcpy(sa.sun_path, fz.sock, sizeof fz.sock);
     struct timeval tv = {.tv_sec = FZ_REQUEST_TIMEOUT_S};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -195,9 +196,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     setenv("KPLANE_LOG", "error", 0); /* the server logs every request otherwise */
     const char *tmp = getenv("TMPDIR");
-    snprintf(fz.dir, sizeof fz.dir, "%s/kp-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(fz.dir)) abort();
-    char url[300];
+    if (!tmp || !*tmp) tmp = "/tmp";
+    int n = snprintf(fz.dir, sizeof fz.dir, "%s/kp-fuzz-XXXXXX", tmp);
+    if (n < 0 || (size_t)n >= sizeof fz.dir || !mkdtemp(fz.dir)) {
+        fprintf(stderr, "fuzz_request: cannot make a directory in %s (TMPDIR)\n", tmp);
+        abort();
+    }
+    char url[100];
     snprintf(url, sizeof url, "lmdb:%s/store", fz.dir);
     snprintf(fz.sock, sizeof fz.sock, "%s/api.sock", fz.dir);
     if (store_open(url, NULL, &fz.store)) abort();
