@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "apiserver/schema.h"
+#include "lib/yamljson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -60,6 +61,15 @@ static inline char *fz_str(const uint8_t *data, size_t size)
 static inline json_t *fz_json(const char *text, size_t len)
 {
     return json_loadb(text, len, JSON_DECODE_ANY, NULL);
+}
+
+/* YAML as the API server converts an apply body (rest_patch.c's limits):
+ * the one call of yaml_to_json() in fuzz/, so that a change of its budget
+ * arguments changes this line only. 0 with *out (new reference), or the
+ * KP_* code. */
+static inline int fz_yaml(const char *text, size_t len, json_t **out, char *err, size_t errlen)
+{
+    return yaml_to_json(text, len, 100, 1u << 20, out, err, errlen);
 }
 
 /* A private directory for targets whose parser reads a file (fz_file());

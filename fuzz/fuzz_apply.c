@@ -12,7 +12,6 @@
 #include "fuzz.h"
 #include "apiserver/managed.h"
 #include "apiserver/schema.h"
-#include "lib/yamljson.h"
 
 static api_schema_t *fz_schema;
 
@@ -33,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *config = NULL, *out = NULL, *conflicts = NULL;
     char err[1024];
     if (!kind || !live ||
-        yaml_to_json((const char *)data, size, 100, 1u << 20, &config, err, sizeof err))
+        fz_yaml((const char *)data, size, &config, err, sizeof err))
         goto done;
     const json_t *node = fz_kind_node(fz_schema, kind);
     int force = strstr(kind, " force") != NULL;
