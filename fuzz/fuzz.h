@@ -79,6 +79,10 @@ int fz_tmpdir_init(void);
  * path (size n). 0, or -1 on an I/O error. */
 int fz_file(const char *name, const uint8_t *data, size_t size, char *path, size_t n);
 
+/* The API's type facts (schema.h), loaded at the first call (abort()s if
+ * they do not parse); kept for the process. */
+const api_schema_t *fz_schema(void);
+
 /* The schema node of the kind a line names: "apps/v1 Deployment", "v1 Pod"
  * (NULL if the API has no such kind: the engines then treat the object as
  * schemaless, as for a custom resource). */

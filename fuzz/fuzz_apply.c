@@ -13,19 +13,10 @@
 #include "apiserver/managed.h"
 #include "apiserver/schema.h"
 
-static api_schema_t *fz_schema;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    if (api_schema_load(&fz_schema)) abort();
-    return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > FZ_INPUT_MAX) return 0;
+    const api_schema_t *schema = fz_schema();
     char *kind = fz_line(&data, &size);
     char *livetext = fz_line(&data, &size);
     json_t *live = livetext ? fz_json(livetext, strlen(livetext)) : NULL;
@@ -34,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!kind || !live ||
         fz_yaml((const char *)data, size, &config, err, sizeof err))
         goto done;
-    const json_t *node = fz_kind_node(fz_schema, kind);
+    const json_t *node = fz_kind_node(schema, kind);
     int force = strstr(kind, " force") != NULL;
     const char *reset[] = {"status", NULL};
     api_manager_t m = {.manager = "kubectl",
@@ -42,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        .now = "2026-01-02T03:04:05Z",
                        .reset = reset};
     const json_t *base = json_is_null(live) ? NULL : live;
-    if (api_managed_apply(fz_schema, node, base, config, &m, force, &out, &conflicts, err,
+    if (api_managed_apply(schema, node, base, config, &m, force, &out, &conflicts, err,
                           sizeof err))
         goto done;
     api_manager_t m2 = {.manager = "kube-controller-manager",
@@ -52,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *next = json_deep_copy(out);
     if (next) {
         json_object_set_new(next, "status", json_pack("{s:i}", "observedGeneration", 2));
-        (void)api_managed_update(fz_schema, node, out, next, &m2);
+        (void)api_managed_update(schema, node, out, next, &m2);
         json_decref(next);
     }
 done:

@@ -9,26 +9,17 @@
 #include "apiserver/patch.h"
 #include "apiserver/schema.h"
 
-static api_schema_t *fz_schema;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    if (api_schema_load(&fz_schema)) abort();
-    return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > FZ_INPUT_MAX) return 0;
+    const api_schema_t *schema = fz_schema();
     char *kind = fz_line(&data, &size);
     char *doctext = fz_line(&data, &size);
     json_t *doc = doctext ? fz_json(doctext, strlen(doctext)) : NULL;
     json_t *patch = fz_json((const char *)data, size);
     char err[512];
     if (kind && doc && patch &&
-        !api_strategic_merge_patch(fz_schema, fz_kind_node(fz_schema, kind), doc, patch, err,
+        !api_strategic_merge_patch(schema, fz_kind_node(schema, kind), doc, patch, err,
                                    sizeof err)) {
         char *text = json_dumps(doc, JSON_ENCODE_ANY | JSON_COMPACT);
         free(text);
