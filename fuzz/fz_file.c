@@ -1,5 +1,5 @@
 /*
- * fz_util.c -- the private directory of the targets whose parsers read files
+ * fz_file.c -- the private directory of the targets whose parsers read files
  * (fuzz.h): kubeconfigs and token files.
  */
 #include <stdio.h>
