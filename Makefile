@@ -35,9 +35,9 @@ run: all
 	$(BUILD)/kplane server --data-dir $(DATA_DIR)
 
 # The release build too: -O2 finds warnings (-Werror) that the debug build
-# does not, and `make run` must never be the first to meet them.
-# The fuzz targets run here on their committed corpus (ctest fuzz_*), as
-# plain ASan+UBSan executables; `make fuzz` explores beyond it.
+# does not, and `make run` must never be the first to meet them. The fuzz
+# targets run here on their committed corpus (ctest fuzz_*), as plain
+# ASan+UBSan executables; `make fuzz` explores beyond it. Then the TSan build.
 test: test-deps all
 	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKP_SANITIZE=ON >/dev/null
 	cmake --build $(TEST_BUILD) -j $(JOBS)
