@@ -40,7 +40,10 @@
 #include "lib/buf.h"
 #include "store/store.h"
 
-#define FZ_REQUEST_TIMEOUT_S 10
+/* Generous: the replay in `make test` shares the machine with the whole
+ * suite; libFuzzer's own -timeout (fuzz-run: 25 s) catches a hang first. */
+#define FZ_REQUEST_TIMEOUT_S 60
+#define FZ_CRD_WAIT_MS 60000
 #define FZ_TOKEN "fuzz-admin-token-0123456789abcdef"
 #define FZ_HEADERS_MAX 16
 
@@ -180,7 +183,7 @@ static void fz_seed(void)
     static const char widget[] =
         "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\"},"
         "\"spec\":{\"size\":3,\"name\":\"abc\",\"tags\":[\"x\"]}}";
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < FZ_CRD_WAIT_MS / 10; i++) {
         int code =
             fz_request("POST", "/apis/example.com/v1/namespaces/default/widgets", NULL, widget);
         if (code == 201) return;

@@ -249,10 +249,10 @@ static json_t *apply_config(api_req_t *r)
         return NULL;
     }
     if (*name && strcmp(name, r->route.name)) {
-        json_decref(config);
         api_reply_status(r, 400, "BadRequest", NULL,
                          "the name of the object (%s) does not match the name on the URL (%s)",
                          name, r->route.name);
+        json_decref(config);
         return NULL;
     }
     json_object_set_new(rest_meta(config), "name", json_string(r->route.name));
