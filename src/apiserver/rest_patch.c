@@ -249,6 +249,7 @@ static json_t *apply_config(api_req_t *r)
         return NULL;
     }
     if (*name && strcmp(name, r->route.name)) {
+        /* reply first: name points into config */
         api_reply_status(r, 400, "BadRequest", NULL,
                          "the name of the object (%s) does not match the name on the URL (%s)",
                          name, r->route.name);
