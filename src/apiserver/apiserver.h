@@ -25,8 +25,22 @@ typedef struct apiserver_config {
     /* More bearer tokens (--token-auth-file), borrowed: must outlive the
      * server; NULL: none. Any authenticated user may do everything. */
     const struct apiserver_tokens *tokens;
-    size_t max_inflight;       /* requests in flight before 429 (0: 400) */
-    size_t max_watches;        /* open watches (0: 10000) */
+    /* Limits; 0 takes the default in brackets. Beyond the in-flight limits
+     * a request gets 429 with Retry-After (watches are not counted). */
+    size_t max_inflight;          /* read-only requests in flight (400) */
+    size_t max_mutating_inflight; /* mutating requests in flight (200) */
+    size_t max_watches;           /* open watches (10000) */
+    /* The TCP listener (not the Unix socket): connections beyond
+     * max_connections are closed at accept; connections with no
+     * authenticated request yet are at most max_unauth_connections (the
+     * oldest of them is closed for a new one) and live at most
+     * header_timeout_s; any connection quiet for idle_timeout_s is closed;
+     * a request body must arrive within body_timeout_s. */
+    size_t max_connections;       /* (16384) */
+    size_t max_unauth_connections; /* (256) */
+    int header_timeout_s;         /* (32, Kubernetes' ReadHeaderTimeout) */
+    int idle_timeout_s;           /* (90, Kubernetes' IdleTimeout) */
+    int body_timeout_s;           /* (60, Kubernetes' --request-timeout) */
     const char *tls_cert_pem;  /* server certificate (PEM); NULL: plain HTTP */
     const char *tls_key_pem;   /* its private key (PEM) */
     /* Also serve plain HTTP on this Unix socket (NULL: no), for clients in

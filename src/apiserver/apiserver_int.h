@@ -23,12 +23,19 @@
 #include "apiserver.h"
 #include "lib/buf.h"
 
-#define API_BODY_MAX (3u << 20) /* request body cap: 413 beyond */
+#define API_BODY_MAX (3u << 20) /* request body cap: 413 beyond (Kubernetes' MaxRequestBodyBytes) */
+#define API_HEADER_MEMORY (64u << 10) /* a connection's request line + headers: 431 beyond */
 #define API_JSON_DEPTH_MAX 100  /* nesting cap: 400 beyond */
+/* A YAML body (apply) as JSON: at most this size (aliases expanded), of which
+ * at most API_YAML_ALIAS_MAX from alias expansions; 400 beyond, as Kubernetes
+ * answers any YAML it cannot decode. */
+#define API_YAML_BYTES_MAX (2 * API_BODY_MAX)
+#define API_YAML_ALIAS_MAX (1u << 20)
 #define API_NAME_MAX 253
 
 struct MHD_Connection;
 struct MHD_Daemon;
+enum MHD_ConnectionNotificationCode;
 typedef struct wc wc_t;
 
 /* Subresources a resource serves (bit set). */
@@ -171,6 +178,38 @@ void api_metrics_record(api_metrics_t *m, const struct api_req *r, int verb, int
                         double seconds);
 int api_serve_metrics(struct api_req *r);
 
+/* The TCP listener's front door (http_conn.c: the rules are there). */
+typedef struct api_conns api_conns_t;
+typedef struct api_conns_config {
+    int listen_fd;           /* listening, non-blocking; owned from api_conns_new on */
+    int tls;                 /* the listener speaks TLS */
+    size_t max_connections;  /* all open connections */
+    size_t max_unproven;     /* handed to libmicrohttpd, not yet authenticated */
+    int header_timeout_s;    /* from accept to the first authenticated request */
+} api_conns_config_t;
+typedef struct api_conns_stats {
+    size_t open, gated, unproven;
+    uint64_t overflow_closed; /* closed for a newer connection (a cap) */
+    uint64_t timeout_closed;  /* closed at the header timeout */
+    uint64_t refused;         /* closed at accept: every slot authenticated */
+} api_conns_stats_t;
+/* Create the front door (takes cfg->listen_fd, also on failure). Errors:
+ * KP_EINVAL, KP_EIO, KP_ENOMEM. */
+int api_conns_new(const api_conns_config_t *cfg, api_conns_t **out);
+/* Start accepting; ready connections go to `daemon` (MHD_USE_NO_LISTEN_SOCKET,
+ * notifying api_conns_notify with cs). Errors: KP_ENOMEM. */
+int api_conns_start(api_conns_t *cs, struct MHD_Daemon *daemon);
+/* Stop accepting and close the gated connections (before MHD_stop_daemon). */
+void api_conns_stop(api_conns_t *cs);
+/* After the daemon has stopped. NULL: no-op. */
+void api_conns_free(api_conns_t *cs);
+/* MHD_OPTION_NOTIFY_CONNECTION's callback (cls: the api_conns_t). */
+void api_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                      enum MHD_ConnectionNotificationCode toe);
+/* A request on conn authenticated: it is proven. NULL cs: no-op. */
+void api_conns_prove(api_conns_t *cs, struct MHD_Connection *conn);
+void api_conns_stats(api_conns_t *cs, api_conns_stats_t *out);
+
 /* The server (http.c). */
 struct apiserver {
     apiserver_config_t cfg;
@@ -178,8 +217,10 @@ struct apiserver {
     struct MHD_Daemon *daemon;
     struct MHD_Daemon *unix_daemon; /* cfg.unix_socket's, or NULL */
     int port;
+    api_conns_t *conns;     /* the TCP listener's unproven connections */
     pthread_mutex_t mu;
-    size_t inflight;
+    size_t inflight;        /* read-only requests being served (watches not counted) */
+    size_t inflight_mutating;
     size_t watches;
     int stopping;
     wc_t **caches;          /* one per built-in resource, same index */
@@ -200,6 +241,7 @@ typedef struct api_req {
     const char *path;
     buf_t body;
     int body_too_large;
+    int authenticated;      /* a valid bearer token came with the headers */
     int replied;
     int code;               /* HTTP status of the reply */
     int64_t start_ns;       /* monotonic, for the latency histogram */
@@ -234,7 +276,7 @@ int api_reply_take(api_req_t *r, int code, const char *ctype, char *body,
 int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* A Status with an explicit HTTP code and reason. */
-int api_reply_status(api_req_t *r, int code, const char *reason, json_t *details,
+int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *details,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A chunked streaming reply: `next` is called (on the connection's thread, may
  * block) to produce the next piece into `out`; returning 0 with out->len == 0
@@ -244,7 +286,12 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
 
 /* status.c: the one table from KP_* codes to HTTP code + reason. */
 int api_status_code(int rc, const char **reason);
-json_t *api_status_new(int code, const char *reason, const char *message, json_t *details);
+/* A Status in Kubernetes' JSON member order (see status.c): an empty reason or
+ * message is left out; `details` (borrowed, NULL: none, or an empty one where
+ * Kubernetes always sends one) is copied in StatusDetails' order. A new
+ * reference, NULL if out of memory. */
+json_t *api_status_new(int code, const char *reason, const char *message,
+                       const json_t *details);
 
 /* crd.c: the CustomResourceDefinition controller inside the API server. */
 int api_crd_start(struct apiserver *s);

@@ -33,13 +33,13 @@ static json_t *sub_entry(const api_resource_t *r, const char *sub, const char *g
 {
     char name[128];
     snprintf(name, sizeof name, "%s/%s", r->resource, sub);
-    json_t *e = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", name, "singularName", "",
-                          "namespaced", r->namespaced, "kind", kind, "verbs", verbs_json(verbs));
-    if (group) {
-        json_object_set_new(e, "group", json_string(group));
-        json_object_set_new(e, "version", json_string(version));
-    }
-    return e;
+    /* metav1.APIResource's member order: group and version before kind. */
+    if (group)
+        return json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:o}", "name", name, "singularName", "",
+                         "namespaced", r->namespaced, "group", group, "version", version, "kind",
+                         kind, "verbs", verbs_json(verbs));
+    return json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", name, "singularName", "",
+                     "namespaced", r->namespaced, "kind", kind, "verbs", verbs_json(verbs));
 }
 
 static json_t *resource_list(const api_view_t *v, const char *group, const char *version)

@@ -31,6 +31,9 @@
 #include "lib/log.h"
 #include "watchcache.h"
 
+/* gnutls priorities of the TLS listener: its defaults without TLS 1.0/1.1. */
+#define API_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 const char *api_query(api_req_t *r, const char *name)
 {
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
@@ -78,6 +81,7 @@ static int queue(api_req_t *r, int code, struct MHD_Response *resp, const char *
     add_warnings(r, resp);
     if (ctype) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+    if (code == 429) MHD_add_response_header(resp, "Retry-After", "1");
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
     r->replied = 1;
@@ -112,7 +116,7 @@ int api_reply_json(api_req_t *r, int code, json_t *doc)
     return queue(r, code, resp, "application/json");
 }
 
-static int reply_status_v(api_req_t *r, int code, const char *reason, json_t *details,
+static int reply_status_v(api_req_t *r, int code, const char *reason, const json_t *details,
                           const char *fmt, va_list ap)
 {
     char msg[1024];
@@ -121,7 +125,7 @@ static int reply_status_v(api_req_t *r, int code, const char *reason, json_t *de
     return api_reply_json(r, code, st);
 }
 
-int api_reply_status(api_req_t *r, int code, const char *reason, json_t *details,
+int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *details,
                      const char *fmt, ...)
 {
     va_list ap;
@@ -137,7 +141,7 @@ int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt
     int code = api_status_code(rc, &reason);
     va_list ap;
     va_start(ap, fmt);
-    int out = reply_status_v(r, code, reason, (json_t *)details, fmt, ap);
+    int out = reply_status_v(r, code, reason, details, fmt, ap);
     va_end(ap);
     return out;
 }
@@ -197,12 +201,43 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
         stream_free(st);
         return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
     }
+    /* The idle timeout is not for streams: libmicrohttpd counts the time its
+     * thread waits in `next` for the next event as silence, and would end a
+     * quiet watch when its next event came. A stream ends by itself (a
+     * watch at its timeoutSeconds or when it falls behind). */
+    MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     return queue(r, 200, resp, "application/json");
 }
 
 /* ---- intake ---- */
 
-static int authorized(api_req_t *r)
+static enum MHD_Result header_nul_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    int *found = cls;
+    if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+        *found = 1;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* 1 if any header name or value holds a NUL byte, where libmicrohttpd
+ * reports it: C strings (and so every lookup) end at a NUL, so a token
+ * followed by NUL and junk would compare equal to the token; Go's server
+ * refuses such a request (400). libmicrohttpd 0.9.75 (Debian 12) itself
+ * cuts a header line at a NUL and reports only what precedes it, so there
+ * this check cannot see the junk; the event-loop server of issue 16 parses
+ * headers itself and refuses them. */
+static int headers_with_nul(struct MHD_Connection *conn)
+{
+    int found = 0;
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_nul_cb, &found);
+    return found;
+}
+
+static int authenticate(api_req_t *r)
 {
     const char *h = api_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
@@ -211,12 +246,57 @@ static int authorized(api_req_t *r)
     return apiserver_authn_user(r->srv->admin_token, r->srv->cfg.tokens, h + 7) != NULL;
 }
 
+static int mutating(const api_req_t *r)
+{
+    return strcmp(r->method, "GET") && strcmp(r->method, "HEAD") && strcmp(r->method, "OPTIONS");
+}
+
+/* What can be decided on the headers alone, before any body byte is kept:
+ * a malformed header, who is asking. Replies (and so ends the request, its
+ * body unread, the connection closed after the reply) when the answer is
+ * known. */
+static void intake(api_req_t *r)
+{
+    apiserver_t *s = r->srv;
+    if (headers_with_nul(r->conn)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "a request header holds a NUL byte");
+        return;
+    }
+    r->authenticated = authenticate(r);
+    if (r->authenticated) {
+        api_conns_prove(s->conns, r->conn);
+    } else {
+        /* Health and version are public, as with kube-apiserver's
+         * system:public-info-viewer; everything else, existing or not,
+         * is 401 before routing. */
+        api_route_t rt;
+        api_view_t *v = api_view_get(s);
+        int pub = !api_route_parse(v, r->path, &rt) &&
+                  (rt.kind == API_ROUTE_HEALTH || rt.kind == API_ROUTE_VERSION);
+        api_view_put(v);
+        if (!pub) {
+            api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
+            return;
+        }
+    }
+    /* A declared body over the cap: an authenticated client's is read and
+     * dropped (none of it kept), so that it reads the 413 on a clean
+     * connection instead of a reset mid-upload; the body timeout bounds the
+     * reading. A stranger's was refused above on its headers. */
+    const char *cl = api_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (end != cl && !*end && n > API_BODY_MAX) r->body_too_large = 1;
+    }
+}
+
 static int handle(api_req_t *r)
 {
     apiserver_t *s = r->srv;
     if (r->body_too_large)
         return api_reply_status(r, 413, "RequestEntityTooLarge", NULL,
-                                "the request body is larger than %u bytes", API_BODY_MAX);
+                                "Request entity too large: limit is %u", API_BODY_MAX);
 
     r->view = api_view_get(s);
     if (api_route_parse(r->view, r->path, &r->route))
@@ -229,21 +309,27 @@ static int handle(api_req_t *r)
     default:
         break;
     }
-    if (!authorized(r)) return api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
+    if (!r->authenticated) return api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
 
+    /* Kubernetes' max-requests-inflight and max-mutating-requests-inflight:
+     * two budgets, so that a flood of writes cannot starve reads (and the
+     * reverse). A watch is counted only while it is set up. */
+    int mut = mutating(r);
+    size_t *count = mut ? &s->inflight_mutating : &s->inflight;
+    size_t cap = mut ? s->cfg.max_mutating_inflight : s->cfg.max_inflight;
     pthread_mutex_lock(&s->mu);
-    int busy = s->inflight >= s->cfg.max_inflight;
-    if (!busy) s->inflight++;
+    int busy = *count >= cap;
+    if (!busy) (*count)++;
     pthread_mutex_unlock(&s->mu);
-    if (busy)
-        return api_reply_status(r, 429, "TooManyRequests", NULL,
-                                "too many requests in flight, please try again later");
+    if (busy) /* as kube-apiserver's maxinflight filter: plain text, Retry-After 1 */
+        return api_reply_bytes(r, 429, "text/plain; charset=utf-8",
+                               "Too many requests, please try again later.\n", 43);
 
     int rc = r->route.kind == API_ROUTE_RESOURCE  ? api_serve_resource(r)
              : r->route.kind == API_ROUTE_METRICS ? api_serve_metrics(r)
                                                   : api_serve_discovery(r);
     pthread_mutex_lock(&s->mu);
-    s->inflight--;
+    (*count)--;
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -264,15 +350,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->start_ns = clock_mono_ns();
         buf_init(&r->body, API_BODY_MAX);
         *con_cls = r;
+        /* A reply queued here goes out at once; libmicrohttpd then reads
+         * none of the body and closes the connection after the reply. */
+        intake(r);
+        return MHD_YES;
+    }
+    if (r->replied) {
+        *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size) {
+        /* A body that trickles in is cut off at the body timeout (a
+         * stalled one earlier, at the idle timeout). */
+        int64_t limit = (int64_t)r->srv->cfg.body_timeout_s * 1000000000;
+        if (clock_mono_ns() - r->start_ns > limit) return MHD_NO;
         if (!r->body_too_large && buf_append(&r->body, upload_data, *upload_data_size))
             r->body_too_large = 1;
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (r->replied) return MHD_YES;
     handle(r);
     /* A handler that could not queue a reply (out of memory) drops the connection. */
     return r->replied ? MHD_YES : MHD_NO;
@@ -311,6 +407,24 @@ static int parse_listen(const char *listen, struct sockaddr_in *sa)
     if (!*host || !strcmp(host, "localhost")) snprintf(host, sizeof host, "127.0.0.1");
     if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) return KP_EINVAL;
     return 0;
+}
+
+/* The TCP listening socket (non-blocking), or a negative KP_* code: KP_EBUSY
+ * when the address is in use. SO_REUSEADDR (a restart need not wait out
+ * TIME_WAIT) but never SO_REUSEPORT, which would let a second server share
+ * the port and take half of the connections. */
+static int tcp_listen(const struct sockaddr_in *sa)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return KP_EIO;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) || listen(fd, 4096)) {
+        int rc = errno == EADDRINUSE ? KP_EBUSY : KP_EIO;
+        close(fd);
+        return rc;
+    }
+    return fd;
 }
 
 /* Close every watch cache, the run-time resources' too (requests may still
@@ -404,7 +518,13 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     if (!s) return KP_ENOMEM;
     s->cfg = *cfg;
     if (!s->cfg.max_inflight) s->cfg.max_inflight = 400;
+    if (!s->cfg.max_mutating_inflight) s->cfg.max_mutating_inflight = 200;
     if (!s->cfg.max_watches) s->cfg.max_watches = 10000;
+    if (!s->cfg.max_connections) s->cfg.max_connections = 16384;
+    if (!s->cfg.max_unauth_connections) s->cfg.max_unauth_connections = 256;
+    if (s->cfg.header_timeout_s <= 0) s->cfg.header_timeout_s = 32;
+    if (s->cfg.idle_timeout_s <= 0) s->cfg.idle_timeout_s = 90;
+    if (s->cfg.body_timeout_s <= 0) s->cfg.body_timeout_s = 60;
     if (!(s->admin_token = strdup(cfg->admin_token))) {
         free(s);
         return KP_ENOMEM;
@@ -431,29 +551,44 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         }
     }
     if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s))) goto fail;
-
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    int lfd = tcp_listen(&sa);
+    if (lfd < 0) {
+        rc = lfd;
+        goto fail;
+    }
     int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
+    api_conns_config_t ccfg = {.listen_fd = lfd, .tls = tls,
+                               .max_connections = s->cfg.max_connections,
+                               .max_unproven = s->cfg.max_unauth_connections,
+                               .header_timeout_s = s->cfg.header_timeout_s};
+    if ((rc = api_conns_new(&ccfg, &s->conns))) goto fail;
+
+    /* Connections come from the front door (http_conn.c), not a socket of
+     * libmicrohttpd's own. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     if (tls) flags |= MHD_USE_TLS;
-    struct MHD_OptionItem tls_opts[3] = {{MHD_OPTION_END, 0, NULL}};
+    struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
     if (tls) {
         tls_opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
                                               (void *)cfg->tls_key_pem};
         tls_opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
                                               (void *)cfg->tls_cert_pem};
+        /* TLS 1.2 and 1.3 only, as kube-apiserver's default minimum. */
+        tls_opts[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                              (void *)API_TLS_PRIORITIES};
     }
-    /* The listening socket gets SO_REUSEADDR (MHD's default: a restart need
-     * not wait out TIME_WAIT) but never SO_REUSEPORT, which would let a
-     * second server share the port and take half of the connections. */
+    /* Limits: see apiserver_config_t and http_conn.c. */
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(s->cfg.max_watches + s->cfg.max_inflight + 64), MHD_OPTION_THREAD_STACK_SIZE,
+        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+        api_conns_notify, s->conns, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_HEADER_MEMORY,
+        MHD_OPTION_THREAD_STACK_SIZE,
         (size_t)(256 * 1024), MHD_OPTION_END);
     if (!s->daemon) {
-        rc = KP_EBUSY;
+        rc = KP_EIO;
         goto fail;
     }
     if (cfg->unix_socket && (rc = start_unix(s))) {
@@ -461,12 +596,20 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         MHD_stop_daemon(s->daemon);
         goto fail;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : ntohs(sa.sin_port);
+    if ((rc = api_conns_start(s->conns, s->daemon))) {
+        if (s->unix_daemon) MHD_stop_daemon(s->unix_daemon);
+        MHD_stop_daemon(s->daemon);
+        goto fail;
+    }
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof bound;
+    s->port = getsockname(lfd, (struct sockaddr *)&bound, &blen) ? ntohs(sa.sin_port)
+                                                                 : ntohs(bound.sin_port);
     *out = s;
     return 0;
 fail:
     api_crd_stop(s);
+    api_conns_free(s->conns);
     close_caches(s);
     api_view_put(s->view);
     api_schema_free(s->schema);
@@ -502,7 +645,9 @@ void apiserver_stop(apiserver_t *s)
         MHD_stop_daemon(s->unix_daemon); /* closes the listening socket */
         unlink(s->cfg.unix_socket);
     }
+    api_conns_stop(s->conns); /* no more connections, before the daemon goes */
     MHD_stop_daemon(s->daemon);
+    api_conns_free(s->conns);
     close_caches(s);
     api_view_put(s->view);
     api_schema_free(s->schema);

@@ -156,6 +156,25 @@ int api_serve_metrics(api_req_t *r)
                  "kplane_store_commits_total %llu\n",
                  watches, (long long)st.revision, (long long)st.compact_revision,
                  (unsigned long long)st.writes, (unsigned long long)st.commits);
+    api_conns_stats_t cst = {0};
+    if (r->srv->conns) api_conns_stats(r->srv->conns, &cst);
+    if (!rc)
+        rc = buf_printf(&b,
+                 "# HELP kplane_http_connections TCP connections by stage (http_conn.c): "
+                 "gated (no complete first record yet, no thread), unproven (no "
+                 "authenticated request yet), open (all).\n"
+                 "# TYPE kplane_http_connections gauge\n"
+                 "kplane_http_connections{stage=\"gated\"} %zu\n"
+                 "kplane_http_connections{stage=\"unproven\"} %zu\n"
+                 "kplane_http_connections{stage=\"open\"} %zu\n"
+                 "# HELP kplane_http_connections_closed_total Connections the server closed "
+                 "before they authenticated, by reason.\n"
+                 "# TYPE kplane_http_connections_closed_total counter\n"
+                 "kplane_http_connections_closed_total{reason=\"cap\"} %llu\n"
+                 "kplane_http_connections_closed_total{reason=\"header_timeout\"} %llu\n"
+                 "kplane_http_connections_closed_total{reason=\"refused\"} %llu\n",
+                 cst.gated, cst.unproven, cst.open, (unsigned long long)cst.overflow_closed,
+                 (unsigned long long)cst.timeout_closed, (unsigned long long)cst.refused);
     pthread_mutex_lock(&r->srv->metrics_mu);
     char *extra = NULL;
     if (!rc && r->srv->metrics_fn && !r->srv->metrics_fn(r->srv->metrics_arg, &extra) && extra)

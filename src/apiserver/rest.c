@@ -49,9 +49,14 @@ int rest_not_found(api_req_t *r, const char *name)
 
 int rest_store_error(api_req_t *r, int rc, const char *name)
 {
+    return rest_store_error_for(r, r->route.res, rc, name);
+}
+
+int rest_store_error_for(api_req_t *r, const api_resource_t *res, int rc, const char *name)
+{
     char q[128];
-    rest_qualified(r->route.res, q, sizeof q);
-    json_t *d = rest_details(r->route.res, name);
+    rest_qualified(res, q, sizeof q);
+    json_t *d = rest_details(res, name);
     int out;
     switch (rc) {
     case KP_ENOTFOUND:
@@ -72,6 +77,34 @@ int rest_store_error(api_req_t *r, int rc, const char *name)
     }
     json_decref(d);
     return out;
+}
+
+int rest_reply_causes(api_req_t *r, const char *group, const char *kind, const char *name,
+                      const json_t *causes)
+{
+    size_t n = json_array_size(causes);
+    if (!n) return 0;
+    char list[2048] = "";
+    size_t len = 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(causes, i, c) {
+        const char *field = json_string_value(json_object_get(c, "field"));
+        int w = snprintf(list + len, sizeof list - len, "%s%s: %s", i ? ", " : "",
+                         field ? field : "", json_string_value(json_object_get(c, "message")));
+        if (w < 0 || (size_t)w >= sizeof list - len) break;
+        len += (size_t)w;
+    }
+    char qkind[160];
+    if (*group) snprintf(qkind, sizeof qkind, "%s.%s", kind, group);
+    else snprintf(qkind, sizeof qkind, "%s", kind);
+    json_t *d = json_pack("{s:s, s:s, s:s, s:O}", "name", name, "group", group, "kind", kind,
+                          "causes", causes);
+    api_reply_status(r, 422, "Invalid", d,
+                     n > 1 ? "%s \"%s\" is invalid: [%s]" : "%s \"%s\" is invalid: %s", qkind,
+                     name, list);
+    json_decref(d);
+    return -1;
 }
 
 int rest_parse_rv(const char *s, int64_t *out)
@@ -574,9 +607,17 @@ static int do_list(api_req_t *r)
     rc = wc_list(rest_cache(r), prefix, NULL, 0, min_rev, 3000, &l);
     if (rc) {
         rest_filter_free(&f);
-        if (rc == KP_ETIMEDOUT)
-            return api_reply_status(r, 504, "Timeout", NULL, "Too large resource version: %lld",
-                                    (long long)min_rev);
+        if (rc == KP_ETIMEDOUT) {
+            /* storage.NewTooLargeResourceVersionError: client-go's reflector
+             * knows it by the cause, and waits retryAfterSeconds. */
+            json_t *d = json_pack("{s:[{s:s, s:s}], s:i}", "causes", "reason",
+                                  "ResourceVersionTooLarge", "message",
+                                  "Too large resource version", "retryAfterSeconds", 1);
+            rc = api_reply_status(r, 504, "Timeout", d, "Timeout: Too large resource version: %lld",
+                                  (long long)min_rev);
+            json_decref(d);
+            return rc;
+        }
         return api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
     }
     size_t hint = 0;
@@ -627,6 +668,7 @@ int api_serve_resource(api_req_t *r)
                        : !strcmp(rt->sub, "scale")   ? API_SUB_SCALE
                        : !strcmp(rt->sub, "binding") ? API_SUB_BINDING
                        : !strcmp(rt->sub, "log")     ? API_SUB_LOG
+                       : !strcmp(rt->sub, "eviction") ? API_SUB_EVICTION
                        : !strcmp(rt->sub, "finalize") ? API_SUB_FINALIZE
                                                      : 0;
         if (!(rt->res->subresources & sub) || !*rt->name)
@@ -635,6 +677,7 @@ int api_serve_resource(api_req_t *r)
         if (sub == API_SUB_SCALE) return rest_scale(r);
         if (sub == API_SUB_BINDING) return rest_binding(r);
         if (sub == API_SUB_LOG) return rest_log(r);
+        if (sub == API_SUB_EVICTION) return rest_eviction(r);
         if (sub == API_SUB_FINALIZE) return rest_finalize(r);
     }
 

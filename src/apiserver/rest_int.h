@@ -17,8 +17,15 @@ const char *rest_qualified(const api_resource_t *res, char *buf, size_t n);
 /* Status details {name, group, kind: plural}; caller owns the result. */
 json_t *rest_details(const api_resource_t *res, const char *name);
 int rest_not_found(api_req_t *r, const char *name);
-/* Reply for a store error on object `name` (NotFound, AlreadyExists, Conflict...). */
+/* Reply for a store error on object `name` (NotFound, AlreadyExists, Conflict...)
+ * of the route's resource, or of `res`. */
 int rest_store_error(api_req_t *r, int rc, const char *name);
+int rest_store_error_for(api_req_t *r, const api_resource_t *res, int rc, const char *name);
+/* 422 Invalid of object `name` of kind `kind` (group "" for core) listing
+ * every cause (strategy.h's api_cause() makes them), as Kubernetes'
+ * NewInvalid words it. Returns -1 after replying, 0 if there are no causes. */
+int rest_reply_causes(api_req_t *r, const char *group, const char *kind, const char *name,
+                      const json_t *causes);
 /* Read and parse the object at `key`: 0 with *obj (caller owns) and *rev,
  * or KP_ENOTFOUND, KP_ECORRUPT (not JSON), a store error. Replies nothing. */
 int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev);
@@ -81,7 +88,29 @@ enum { REST_GC_DEFAULT = 0, REST_GC_ORPHAN, REST_GC_BACKGROUND, REST_GC_FOREGROU
  * replying 422 to a bad one. */
 int rest_delete_propagation(api_req_t *r, const json_t *body, int *policy);
 
+/* What a DELETE asks for (metav1.DeleteOptions): preconditions, a grace
+ * period (-1: the object's) and a cascade (REST_GC_*). Start from
+ * REST_DELETE_OPTS_INIT. */
+typedef struct rest_delete_opts {
+    int64_t pre_rv;
+    char pre_uid[64];
+    long long grace;
+    int policy;
+} rest_delete_opts_t;
+#define REST_DELETE_OPTS_INIT ((rest_delete_opts_t){.grace = -1})
+/* dryRun of a DeleteOptions body (`dry`, a JSON array; NULL: absent): ["All"]
+ * sets r->dry_run. Returns -1 after replying 422 to another value. */
+int rest_delete_dry_run(api_req_t *r, const json_t *dry);
+
 /* rest_write.c */
+/* Add the DeleteOptions `opts` (a JSON object, borrowed; NULL: none) to *o
+ * and r->dry_run. Returns -1 after replying 400/422 to a bad one. */
+int rest_delete_options(api_req_t *r, const json_t *opts, rest_delete_opts_t *o);
+/* Delete the route's object as a DELETE with options `o` does (a graceful
+ * delete marks it, finalizers wait; r->dry_run: everything but the write),
+ * replying to a failure as a DELETE does. On success `reply` replies (NULL:
+ * a DELETE's reply, the object or a Status). */
+int rest_delete_route(api_req_t *r, const rest_delete_opts_t *o, int (*reply)(api_req_t *r));
 /* Does the resource keep metadata.generation (Kubernetes: workloads, CRDs
  * and custom resources; not pods, nodes, services, leases...)? */
 int rest_tracks_generation(const api_resource_t *res);
@@ -129,9 +158,10 @@ int rest_delete_collection(api_req_t *r);
  * once it is deleted and both finalizer lists are empty. */
 int rest_finalize(api_req_t *r);
 
-/* rest_sub.c: scale and binding */
+/* rest_sub.c: scale, binding and eviction */
 int rest_scale(api_req_t *r);
 int rest_binding(api_req_t *r);
+int rest_eviction(api_req_t *r);
 
 /* rest_log.c: pods/<name>/log, proxied to the node's log server */
 int rest_log(api_req_t *r);

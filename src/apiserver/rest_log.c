@@ -35,6 +35,7 @@
 #include "apiserver_int.h"
 #include "lib/err.h"
 #include "rest_int.h"
+#include "strategy.h"
 
 #define LOG_BODY_MAX   (64u << 20)
 #define LOG_CONNECT_MS 3000
@@ -192,6 +193,18 @@ static int follow_next(void *arg, buf_t *out)
 
 /* ---- the handler ---- */
 
+/* 422 Invalid of the PodLogOptions: one cause. */
+static int reply_invalid(api_req_t *r, const char *pod, const char *reason, const char *field,
+                         const char *msg)
+{
+    json_t *causes = json_array();
+    if (!causes) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    api_cause(causes, reason, field, "%s", msg);
+    int rc = rest_reply_causes(r, "", "PodLogOptions", pod, causes);
+    json_decref(causes);
+    return rc < 0 ? 0 : rc;
+}
+
 int rest_log(api_req_t *r)
 {
     if (strcmp(r->method, "GET"))
@@ -213,17 +226,16 @@ int rest_log(api_req_t *r)
             : api_query(r, "limitBytes") && (query_int(r, "limitBytes", &limit) < 0 || limit < 1)
                 ? "limitBytes"
                 : "sinceSeconds";
-        rc = api_reply_status(
-            r, 422, "Invalid", NULL,
-            "PodLogOptions \"%s\" is invalid: %s: Invalid value: must be %s", pname, field,
-            !strcmp(field, "tailLines") ? "greater than or equal to 0" : "greater than 0");
+        char why[64];
+        snprintf(why, sizeof why, "Invalid value: must be %s",
+                 !strcmp(field, "tailLines") ? "greater than or equal to 0" : "greater than 0");
+        rc = reply_invalid(r, pname, "FieldValueInvalid", field, why);
         goto out;
     }
     if (api_query(r, "sinceSeconds") && api_query(r, "sinceTime")) {
-        rc = api_reply_status(r, 422, "Invalid", NULL,
-                              "PodLogOptions \"%s\" is invalid: : Forbidden: at most one of "
-                              "`sinceTime` or `sinceSeconds` may be specified",
-                              pname);
+        rc = reply_invalid(r, pname, "FieldValueForbidden", "",
+                           "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be "
+                           "specified");
         goto out;
     }
     const char *ctr = api_query(r, "container");
@@ -288,7 +300,7 @@ int rest_log(api_req_t *r)
     }
     rc = rest_load(r, key, &node, &rev);
     if (rc == KP_ENOTFOUND) {
-        rc = api_reply_status(r, 404, "NotFound", NULL, "nodes \"%s\" not found", node_name);
+        rc = rest_store_error_for(r, nodes, rc, node_name);
         goto out;
     }
     if (rc) {

@@ -14,14 +14,11 @@
 #include "lib/err.h"
 #include "rest_int.h"
 
-/* 422 for a bad option, as Kubernetes validates CreateOptions & co. */
-static int reply_bad_option(api_req_t *r, const char *field, const char *reason, const char *msg)
+/* 422 for a bad option of `kind` (DeleteOptions...), as Kubernetes
+ * validates them. */
+static int reply_bad_options(api_req_t *r, const char *kind, const char *field,
+                             const char *reason, const char *msg)
 {
-    const char *m = r->method;
-    const char *kind = !strcmp(m, "POST")    ? "CreateOptions"
-                       : !strcmp(m, "PATCH") ? "PatchOptions"
-                       : !strcmp(m, "PUT")   ? "UpdateOptions"
-                                             : "DeleteOptions";
     json_t *d =
         json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", "", "group", "meta.k8s.io",
                   "kind", kind, "causes", "reason", reason, "message", msg, "field", field);
@@ -29,6 +26,37 @@ static int reply_bad_option(api_req_t *r, const char *field, const char *reason,
                      msg);
     json_decref(d);
     return -1;
+}
+
+/* The same for the options of the request's verb. */
+static int reply_bad_option(api_req_t *r, const char *field, const char *reason, const char *msg)
+{
+    const char *m = r->method;
+    const char *kind = !strcmp(m, "POST")    ? "CreateOptions"
+                       : !strcmp(m, "PATCH") ? "PatchOptions"
+                       : !strcmp(m, "PUT")   ? "UpdateOptions"
+                                             : "DeleteOptions";
+    return reply_bad_options(r, kind, field, reason, msg);
+}
+
+int rest_delete_dry_run(api_req_t *r, const json_t *dry)
+{
+    if (!dry || json_is_null(dry)) return 0;
+    if (!json_is_array(dry))
+        return reply_bad_options(r, "DeleteOptions", "dryRun", "FieldValueTypeInvalid",
+                                 "Invalid value: must be a list of strings");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(dry, i, v) {
+        const char *s = json_string_value(v);
+        if (s && !strcmp(s, "All")) continue;
+        char msg[300];
+        snprintf(msg, sizeof msg, "Unsupported value: \"%.200s\": supported values: \"All\"",
+                 s ? s : "");
+        return reply_bad_options(r, "DeleteOptions", "dryRun", "FieldValueNotSupported", msg);
+    }
+    if (json_array_size(dry)) r->dry_run = 1;
+    return 0;
 }
 
 int rest_write_options(api_req_t *r)
@@ -218,7 +246,8 @@ int rest_delete_propagation(api_req_t *r, const json_t *body, int *policy)
                  "Invalid value: \"%.200s\": orphanDependents and deletionPropagation cannot "
                  "be both set",
                  pp);
-        return reply_bad_option(r, "propagationPolicy", "FieldValueInvalid", msg);
+        return reply_bad_options(r, "DeleteOptions", "propagationPolicy", "FieldValueInvalid",
+                                 msg);
     }
     if (orphan >= 0) {
         *policy = orphan ? REST_GC_ORPHAN : REST_GC_BACKGROUND;
@@ -234,7 +263,8 @@ int rest_delete_propagation(api_req_t *r, const json_t *body, int *policy)
                  "Unsupported value: \"%.200s\": supported values: \"Foreground\", "
                  "\"Background\", \"Orphan\", \"nil\"",
                  pp);
-        return reply_bad_option(r, "propagationPolicy", "FieldValueNotSupported", msg);
+        return reply_bad_options(r, "DeleteOptions", "propagationPolicy",
+                                 "FieldValueNotSupported", msg);
     }
     return 0;
 }

@@ -225,8 +225,10 @@ static json_t *apply_config(api_req_t *r)
     }
     json_t *config;
     char err[512];
-    int rc = yaml_to_json(r->body.p, r->body.len, API_JSON_DEPTH_MAX, 1u << 20, &config, err,
-                          sizeof err);
+    static const yamljson_limits_t lim = {.max_depth = API_JSON_DEPTH_MAX,
+                                          .max_bytes = API_YAML_BYTES_MAX,
+                                          .max_alias_bytes = API_YAML_ALIAS_MAX};
+    int rc = yaml_to_json(r->body.p, r->body.len, &lim, &config, err, sizeof err);
     if (rc) {
         if (rc == KP_ENOMEM)
             api_reply_status(r, 500, "InternalError", NULL, "out of memory");

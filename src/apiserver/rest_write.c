@@ -85,33 +85,12 @@ static int reply_invalid(api_req_t *r, const char *name, const char *field, cons
     return rc;
 }
 
-/* 422 Invalid listing every cause, as Kubernetes words it. Returns -1 after
+/* 422 Invalid listing every cause of the route's kind. Returns -1 after
  * replying, 0 if there were no causes. */
 static int reply_causes(api_req_t *r, const char *name, json_t *causes)
 {
-    size_t n = json_array_size(causes);
-    if (!n) return 0;
     const api_resource_t *res = r->route.res;
-    char list[2048] = "";
-    size_t len = 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach(causes, i, c) {
-        const char *field = json_string_value(json_object_get(c, "field"));
-        int w = snprintf(list + len, sizeof list - len, "%s%s: %s", i ? ", " : "",
-                         field ? field : "", json_string_value(json_object_get(c, "message")));
-        if (w < 0 || (size_t)w >= sizeof list - len) break;
-        len += (size_t)w;
-    }
-    char kind[160];
-    if (*res->group) snprintf(kind, sizeof kind, "%s.%s", res->kind, res->group);
-    else snprintf(kind, sizeof kind, "%s", res->kind);
-    json_t *d = json_pack("{s:s, s:s, s:s, s:O}", "name", name, "group", res->group, "kind",
-                          res->kind, "causes", causes);
-    api_reply_status(r, 422, "Invalid", d, n > 1 ? "%s \"%s\" is invalid: [%s]" : "%s \"%s\" is invalid: %s",
-                     kind, name, list);
-    json_decref(d);
-    return -1;
+    return rest_reply_causes(r, res->group, res->kind, name, causes);
 }
 
 /* Labels and annotations every kind shares (apimachinery ValidateObjectMeta),
@@ -730,21 +709,31 @@ out:
     return rc;
 }
 
-/* What a DELETE asks for: preconditions, a grace period (-1: the object's)
- * and a cascade (REST_GC_*). */
-typedef struct delete_opts {
-    int64_t pre_rv;
-    char pre_uid[64];
-    long long grace;
-    int policy;
-} delete_opts_t;
+int rest_delete_options(api_req_t *r, const json_t *opts, rest_delete_opts_t *o)
+{
+    if (opts && !json_is_object(opts)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "deleteOptions must be an object");
+        return -1;
+    }
+    if (rest_delete_propagation(r, opts, &o->policy)) return -1;
+    const json_t *pc = json_object_get(opts, "preconditions");
+    const char *uid = json_string_value(json_object_get(pc, "uid"));
+    if (uid) snprintf(o->pre_uid, sizeof o->pre_uid, "%s", uid);
+    const json_t *g = json_object_get(opts, "gracePeriodSeconds");
+    if (json_is_integer(g) && json_integer_value(g) >= 0) o->grace = json_integer_value(g);
+    if (rest_delete_dry_run(r, json_object_get(opts, "dryRun"))) return -1;
+    if (rest_parse_rv(json_string_value(json_object_get(pc, "resourceVersion")), &o->pre_rv)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "invalid preconditions.resourceVersion");
+        return -1;
+    }
+    return 0;
+}
 
 /* DeleteOptions from the body (kubectl) or the query (Python). Returns -1
  * after replying to a malformed one. */
-static int delete_options(api_req_t *r, delete_opts_t *o)
+static int delete_options(api_req_t *r, rest_delete_opts_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->grace = -1;
+    *o = REST_DELETE_OPTS_INIT;
     const char *q = api_query(r, "gracePeriodSeconds");
     if (q && *q) {
         char *end;
@@ -754,25 +743,12 @@ static int delete_options(api_req_t *r, delete_opts_t *o)
             return -1;
         }
     }
-    if (!r->body.len) return rest_delete_propagation(r, NULL, &o->policy);
+    if (!r->body.len) return rest_delete_options(r, NULL, o);
     json_t *opts;
     if (rest_body_object(r, &opts) || !opts) return -1;
-    if (rest_delete_propagation(r, opts, &o->policy)) {
-        json_decref(opts);
-        return -1;
-    }
-    const json_t *pc = json_object_get(opts, "preconditions");
-    const char *uid = json_string_value(json_object_get(pc, "uid"));
-    if (uid) snprintf(o->pre_uid, sizeof o->pre_uid, "%s", uid);
-    const json_t *g = json_object_get(opts, "gracePeriodSeconds");
-    if (json_is_integer(g) && json_integer_value(g) >= 0) o->grace = json_integer_value(g);
-    int rc = rest_parse_rv(json_string_value(json_object_get(pc, "resourceVersion")), &o->pre_rv);
+    int rc = rest_delete_options(r, opts, o);
     json_decref(opts);
-    if (rc) {
-        api_reply_status(r, 400, "BadRequest", NULL, "invalid preconditions.resourceVersion");
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 /* ---- deletion propagation (Kubernetes' generic registry store) ----
@@ -837,7 +813,7 @@ static int gc_finalizers(const api_resource_t *res, json_t *meta, int policy)
 
 /* How a delete ends for `cur`: 1 to mark it (deletionTimestamp; someone
  * finishes later), 0 to remove it now. Sets *grace for a mark. */
-static int must_mark(api_req_t *r, const json_t *cur, const delete_opts_t *o, long long *grace)
+static int must_mark(api_req_t *r, const json_t *cur, const rest_delete_opts_t *o, long long *grace)
 {
     const json_t *meta = json_object_get(cur, "metadata");
     *grace = 0;
@@ -892,7 +868,7 @@ static void gone_clear(gone_t *g)
 
 /* Delete `name` (or mark it deleted when something must finish first). On
  * success *gone holds the object's last state (gone_clear() it). */
-static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, gone_t *gone)
+static int delete_one(api_req_t *r, const char *name, const rest_delete_opts_t *o, gone_t *gone)
 {
     char key[STORE_KEY_MAX + 1];
     if (key_of(r, name, key)) return KP_ENOTFOUND;
@@ -942,6 +918,12 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, go
                 if (!json_is_object(st)) json_object_set_new(cur, "status", st = json_object());
                 json_object_set_new(st, "phase", json_string("Terminating"));
             }
+        }
+        if (r->dry_run) { /* everything a delete does, but the write */
+            *gone = (gone_t){.doc = cur, .rev = cur_rev};
+            return 0;
+        }
+        if (mark) {
             text = json_dumps(cur, JSON_COMPACT);
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
         } else {
@@ -971,8 +953,14 @@ static int delete_one(api_req_t *r, const char *name, const delete_opts_t *o, go
 
 int rest_delete(api_req_t *r)
 {
-    delete_opts_t o;
+    rest_delete_opts_t o;
     if (delete_options(r, &o)) return 0;
+    return rest_delete_route(r, &o, NULL);
+}
+
+int rest_delete_route(api_req_t *r, const rest_delete_opts_t *opts, int (*reply)(api_req_t *r))
+{
+    const rest_delete_opts_t o = *opts;
     /* Kubernetes' NamespaceLifecycle admission keeps these namespaces. */
     if (!strcmp(r->route.res->resource, "namespaces") &&
         (!strcmp(r->route.name, "default") || !strcmp(r->route.name, "kube-system") ||
@@ -1008,6 +996,10 @@ int rest_delete(api_req_t *r)
         return rc;
     }
     if (rc) return rest_store_error(r, rc, r->route.name);
+    if (reply) {
+        gone_clear(&gone);
+        return reply(r);
+    }
     /* Still there (finalizers) or a pod: the object; otherwise a Status. */
     const json_t *doc = gone_doc(&gone);
     if (json_object_get(json_object_get(doc, "metadata"), "deletionTimestamp") ||
@@ -1023,8 +1015,6 @@ int rest_delete(api_req_t *r)
     json_object_set_new(d, "uid", json_string(rest_meta_str(doc, "uid")));
     gone_clear(&gone);
     json_t *s = api_status_new(200, "", "", d);
-    json_object_del(s, "reason");
-    json_object_del(s, "message");
     json_decref(d);
     return api_reply_json(r, 200, s);
 }
@@ -1036,7 +1026,7 @@ int rest_delete_collection(api_req_t *r)
     if (rc || r->replied) return rc;
     char prefix[STORE_KEY_MAX + 1];
     api_ns_prefix(r->route.res, r->route.ns, prefix, sizeof prefix);
-    delete_opts_t o;
+    rest_delete_opts_t o;
     if (delete_options(r, &o)) {
         rest_filter_free(&f);
         return 0;
@@ -1062,8 +1052,6 @@ int rest_delete_collection(api_req_t *r)
     rest_filter_free(&f);
     if (rc) return api_reply_error(r, rc, NULL, "deleting: %s", err_str(rc));
     json_t *s = api_status_new(200, "", "", NULL);
-    json_object_del(s, "reason");
-    json_object_del(s, "message");
     return api_reply_json(r, 200, s);
 }
 

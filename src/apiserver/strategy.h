@@ -47,4 +47,9 @@ void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
  * lacks, with these tolerationSeconds. */
 void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unreachable_s);
 
+/* Kubernetes' eviction (canIgnorePDB): a pod that ended (Succeeded,
+ * Failed), never started (Pending) or is already being deleted is evicted
+ * without consulting its PodDisruptionBudgets: 1 if so. */
+int api_pod_eviction_skips_budget(const json_t *pod);
+
 #endif

@@ -309,6 +309,16 @@ static void pod_validate(const json_t *pod, const json_t *old, json_t *causes)
     json_decref(b);
 }
 
+int api_pod_eviction_skips_budget(const json_t *pod)
+{
+    const char *phase =
+        json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+    if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed") ||
+                  !strcmp(phase, "Pending")))
+        return 1;
+    return json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") != NULL;
+}
+
 const api_strategy_t api_strategy_pod = {
     .prepare_create = pod_prepare_create,
     .defaults = pod_defaults,

@@ -11,6 +11,9 @@
  *   both:            [--default-not-ready-toleration-seconds N]
  *                    [--default-unreachable-toleration-seconds N]
  *                    [--token-auth-file FILE]
+ *                    [--max-requests-inflight N] [--max-mutating-requests-inflight N]
+ *                    [--max-connections N] [--max-unauthenticated-connections N]
+ *                    [--read-header-timeout D] [--idle-timeout D] [--request-body-timeout D]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin token in DIR/admin-token (created on first start), print how to point
@@ -73,6 +76,18 @@ static void usage(FILE *out, const char *cmd)
           "                     tolerationSeconds of the not-ready and unreachable NoExecute\n"
           "                     tolerations given to every pod (default 300)\n",
           out);
+    fputs("  --max-requests-inflight N, --max-mutating-requests-inflight N\n"
+          "                     read-only and mutating requests served at once; more get 429\n"
+          "                     with Retry-After (default 400 and 200; watches not counted)\n"
+          "  --max-connections N  open TCP connections; more are closed at accept (16384)\n"
+          "  --max-unauthenticated-connections N  connections that have not yet sent an\n"
+          "                     authenticated request; the oldest is closed for a new one\n"
+          "                     beyond (default 256)\n"
+          "  --read-header-timeout D  a connection with no authenticated request is closed\n"
+          "                     after D (Go duration; default 32s)\n"
+          "  --idle-timeout D   a connection quiet for D is closed (default 90s)\n"
+          "  --request-body-timeout D  a request body must arrive within D (default 60s)\n",
+          out);
 }
 
 static int components_metrics(void *arg, char **text)
@@ -82,7 +97,8 @@ static int components_metrics(void *arg, char **text)
 
 /* Long options without a short letter (node lifecycle and admission). */
 enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_TOL_NOT_READY,
-       OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE };
+       OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE, OPT_MAX_INFLIGHT, OPT_MAX_MUTATING, OPT_MAX_CONNS,
+       OPT_MAX_UNAUTH, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_BODY_TIMEOUT };
 
 static int serve(const char *cmd, int argc, char **argv)
 {
@@ -107,6 +123,20 @@ static int serve(const char *cmd, int argc, char **argv)
                                           required_argument, NULL, OPT_TOL_UNREACHABLE},
                                          {"token-auth-file", required_argument, NULL,
                                           OPT_TOKEN_FILE},
+                                         {"max-requests-inflight", required_argument, NULL,
+                                          OPT_MAX_INFLIGHT},
+                                         {"max-mutating-requests-inflight", required_argument,
+                                          NULL, OPT_MAX_MUTATING},
+                                         {"max-connections", required_argument, NULL,
+                                          OPT_MAX_CONNS},
+                                         {"max-unauthenticated-connections", required_argument,
+                                          NULL, OPT_MAX_UNAUTH},
+                                         {"read-header-timeout", required_argument, NULL,
+                                          OPT_HEADER_TIMEOUT},
+                                         {"idle-timeout", required_argument, NULL,
+                                          OPT_IDLE_TIMEOUT},
+                                         {"request-body-timeout", required_argument, NULL,
+                                          OPT_BODY_TIMEOUT},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
@@ -116,6 +146,7 @@ static int serve(const char *cmd, int argc, char **argv)
     double qps = 0;
     long burst = 0;
     long tol_not_ready = 300, tol_unreachable = 300, ms;
+    apiserver_config_t lim = {0}; /* the listener's limits; 0: the server's defaults */
     char *end;
     int c;
     optind = 1;
@@ -164,6 +195,28 @@ static int serve(const char *cmd, int argc, char **argv)
             else tol_unreachable = ms;
             break;
         case OPT_TOKEN_FILE: token_file = optarg; break;
+        case OPT_MAX_INFLIGHT:
+        case OPT_MAX_MUTATING:
+        case OPT_MAX_CONNS:
+        case OPT_MAX_UNAUTH:
+            ms = strtol(optarg, &end, 10);
+            if (*end || !*optarg || ms <= 0 || ms > 1000000)
+                return cli_usage_error(cmd, "bad count '%s' (1 to 1000000)", optarg);
+            if (c == OPT_MAX_INFLIGHT) lim.max_inflight = (size_t)ms;
+            else if (c == OPT_MAX_MUTATING) lim.max_mutating_inflight = (size_t)ms;
+            else if (c == OPT_MAX_CONNS) lim.max_connections = (size_t)ms;
+            else lim.max_unauth_connections = (size_t)ms;
+            break;
+        case OPT_HEADER_TIMEOUT:
+        case OPT_IDLE_TIMEOUT:
+        case OPT_BODY_TIMEOUT:
+            /* Whole seconds: libmicrohttpd's timeouts are in seconds. */
+            if ((ms = cli_duration_ms(optarg)) < 1000 || ms > 86400000L)
+                return cli_usage_error(cmd, "bad duration '%s' (1s to 24h)", optarg);
+            if (c == OPT_HEADER_TIMEOUT) lim.header_timeout_s = (int)(ms / 1000);
+            else if (c == OPT_IDLE_TIMEOUT) lim.idle_timeout_s = (int)(ms / 1000);
+            else lim.body_timeout_s = (int)(ms / 1000);
+            break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_usage_error(cmd, "bad option");
         }
@@ -236,7 +289,14 @@ static int serve(const char *cmd, int argc, char **argv)
                               .unix_socket = use_sock ? sock : NULL,
                               .toleration_seconds_set = 1,
                               .not_ready_toleration_s = tol_not_ready,
-                              .unreachable_toleration_s = tol_unreachable};
+                              .unreachable_toleration_s = tol_unreachable,
+                              .max_inflight = lim.max_inflight,
+                              .max_mutating_inflight = lim.max_mutating_inflight,
+                              .max_connections = lim.max_connections,
+                              .max_unauth_connections = lim.max_unauth_connections,
+                              .header_timeout_s = lim.header_timeout_s,
+                              .idle_timeout_s = lim.idle_timeout_s,
+                              .body_timeout_s = lim.body_timeout_s};
     apiserver_t *api = NULL;
     if ((rc = apiserver_start(&cfg, &api))) {
         apiserver_tls_free(&tls);

@@ -47,7 +47,8 @@
 #define KC_LIST_PAGE    500
 #define KC_CONFIG_MAX   (16u << 20) /* cap on a kubeconfig and files it names */
 #define KC_CONFIG_DEPTH 64
-#define KC_CONFIG_NODES (1u << 20)
+#define KC_CONFIG_JSON_MAX (2 * KC_CONFIG_MAX) /* a kubeconfig as JSON, aliases expanded */
+#define KC_CONFIG_ALIAS_MAX (1u << 20) /* of which from alias expansions */
 
 /* ---- resources ---- */
 
@@ -242,7 +243,10 @@ int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *e
         return rc;
     }
     char yerr[256] = "";
-    rc = yaml_to_json(text, len, KC_CONFIG_DEPTH, KC_CONFIG_NODES, &doc, yerr, sizeof yerr);
+    static const yamljson_limits_t lim = {.max_depth = KC_CONFIG_DEPTH,
+                                          .max_bytes = KC_CONFIG_JSON_MAX,
+                                          .max_alias_bytes = KC_CONFIG_ALIAS_MAX};
+    rc = yaml_to_json(text, len, &lim, &doc, yerr, sizeof yerr);
     free(text);
     if (rc) {
         set_err(err, errlen, "%s: %s", path, yerr[0] ? yerr : err_str(rc));

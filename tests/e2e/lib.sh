@@ -85,6 +85,18 @@ kp_curl() {
     "https://127.0.0.1:$KP_PORT$path" "$@"
 }
 
+# kp_wait_for WHAT SECONDS CMD...: poll CMD (its output dropped) every 0.2 s
+# until it succeeds; fail naming WHAT after SECONDS.
+kp_wait_for() {
+  local what=$1 secs=$2
+  shift 2
+  for _ in $(seq $((secs * 5))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  fail "$what: not within ${secs}s"
+}
+
 # expect_eq WHAT GOT WANT
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
 # expect_match WHAT TEXT REGEX
