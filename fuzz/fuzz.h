@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "apiserver/apiserver_int.h"
 #include "apiserver/schema.h"
 #include "lib/yamljson.h"
 
@@ -63,13 +64,15 @@ static inline json_t *fz_json(const char *text, size_t len)
     return json_loadb(text, len, JSON_DECODE_ANY, NULL);
 }
 
-/* YAML as the API server converts an apply body (rest_patch.c's limits):
- * the one call of yaml_to_json() in fuzz/, so that a change of its budget
- * arguments changes this line only. 0 with *out (new reference), or the
+/* YAML as the API server converts an apply body (rest_patch.c's budgets):
+ * the one call of yaml_to_json() in fuzz/. 0 with *out (new reference), or the
  * KP_* code. */
 static inline int fz_yaml(const char *text, size_t len, json_t **out, char *err, size_t errlen)
 {
-    return yaml_to_json(text, len, 100, 1u << 20, out, err, errlen);
+    static const yamljson_limits_t lim = {.max_depth = API_JSON_DEPTH_MAX,
+                                          .max_bytes = API_YAML_BYTES_MAX,
+                                          .max_alias_bytes = API_YAML_ALIAS_MAX};
+    return yaml_to_json(text, len, &lim, out, err, errlen);
 }
 
 /* A private directory for targets whose parser reads a file (fz_file());
