@@ -55,8 +55,8 @@ tsan: test-deps
 	  -R '^($(shell echo $(TSAN_TESTS) | tr ' ' '|'))$$'
 
 fuzz: test-deps
-	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKP_FUZZ=ON \
-	  -DKP_TESTS=OFF >/dev/null
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DKP_FUZZ=ON -DKP_TESTS=OFF >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz-run $(FUZZ_BUILD)
 
