@@ -74,6 +74,14 @@ typedef struct api_conn {
     struct api_conn *gone_next; /* CONN_GONE: on the loop's free-later list */
 } api_conn_t;
 
+/* A connection handed to libmicrohttpd whose STARTED notification has not
+ * come yet: it carries the accept time over (rule 3). */
+typedef struct conn_handing {
+    int fd;
+    int64_t start_ns;
+    struct conn_handing *next;
+} conn_handing_t;
+
 typedef struct conn_queue {
     api_conn_t head; /* sentinel: head.next is the oldest */
     size_t n;
@@ -89,8 +97,7 @@ struct api_conns {
     int epfd, wake_fd;
     pthread_t thread;
     int started;
-    int64_t handing_start_ns; /* loop thread only: the accept time of the
-                                 connection being handed over */
+    conn_handing_t *handing;  /* under mu: handed over, not yet STARTED */
     api_conn_t *gone;         /* loop thread only: gated entries closed during
                                  an epoll batch, freed after it (a later event
                                  of the batch may still name them) */
@@ -202,6 +209,20 @@ static int gate_ready(api_conns_t *cs, int fd)
     return 0;
 }
 
+/* Under mu: remove fd's entry from cs->handing and return it (the caller
+ * frees it), NULL if none; *start_ns (if not NULL) gets its accept time. */
+static conn_handing_t *handing_take(api_conns_t *cs, int fd, int64_t *start_ns)
+{
+    for (conn_handing_t **p = &cs->handing; *p; p = &(*p)->next) {
+        if ((*p)->fd != fd) continue;
+        conn_handing_t *h = *p;
+        *p = h->next;
+        if (start_ns) *start_ns = h->start_ns;
+        return h;
+    }
+    return NULL;
+}
+
 /* Hand a ready gated connection to libmicrohttpd (rule 2). */
 static void hand_over(api_conns_t *cs, api_conn_t *c)
 {
@@ -211,19 +232,29 @@ static void hand_over(api_conns_t *cs, api_conn_t *c)
     int fd = c->fd;
     struct sockaddr_storage addr = c->addr;
     socklen_t addrlen = c->addrlen;
-    int64_t start_ns = c->start_ns;
-    /* libmicrohttpd's STARTED notification comes during the add, on this
-     * thread: it queues a new entry, unproven, with the accept time. */
+    /* libmicrohttpd's STARTED notification queues a new entry, unproven,
+     * with the accept time left in cs->handing. It comes on libmicrohttpd's
+     * thread: MHD_add_connection() from another thread only queues the
+     * socket for it (a plain field here raced with it, TSan). */
+    conn_handing_t *h = malloc(sizeof *h); /* NULL: the entry starts now */
+    if (h) {
+        h->fd = fd;
+        h->start_ns = c->start_ns;
+        h->next = cs->handing;
+        cs->handing = h;
+    }
     cs->total--; /* counted again at STARTED */
     c->state = CONN_GONE;
     c->gone_next = cs->gone;
     cs->gone = c;
     pthread_mutex_unlock(&cs->mu);
     /* Closes fd itself on failure. */
-    cs->handing_start_ns = start_ns;
-    if (MHD_add_connection(cs->daemon, fd, (const struct sockaddr *)&addr, addrlen) != MHD_YES)
+    if (MHD_add_connection(cs->daemon, fd, (const struct sockaddr *)&addr, addrlen) != MHD_YES) {
         log_debug("http", "handing a connection over: %s", strerror(errno));
-    cs->handing_start_ns = 0;
+        pthread_mutex_lock(&cs->mu);
+        free(handing_take(cs, fd, NULL));
+        pthread_mutex_unlock(&cs->mu);
+    }
 }
 
 static void accept_all(api_conns_t *cs, int listen_fd)
@@ -380,6 +411,8 @@ void api_conns_free(api_conns_t *cs)
     if (cs->epfd >= 0) close(cs->epfd);
     if (cs->wake_fd >= 0) close(cs->wake_fd);
     close(cs->cfg.listen_fd);
+    while (cs->handing) /* handed over as the daemon stopped */
+        free(handing_take(cs, cs->handing->fd, NULL));
     pthread_mutex_destroy(&cs->mu);
     free(cs);
 }
@@ -395,10 +428,11 @@ void api_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
         pthread_mutex_lock(&cs->mu);
         cs->total++;
         if (c) {
-            /* Called on the loop thread during MHD_add_connection. */
             c->state = CONN_UNPROVEN;
             c->fd = ci ? ci->connect_fd : -1;
-            c->start_ns = cs->handing_start_ns ? cs->handing_start_ns : clock_mono_ns();
+            c->start_ns = 0;
+            free(handing_take(cs, c->fd, &c->start_ns));
+            if (!c->start_ns) c->start_ns = clock_mono_ns();
             api_conn_t *old;
             if (cs->unproven.n >= cs->cfg.max_unproven && (old = q_oldest(&cs->unproven))) {
                 close_unproven(cs, old);

@@ -116,13 +116,16 @@ void kpserver_kill(kpserver_t *s)
     s->pid = 0;
 }
 
+/* ThreadSanitizer's exit status when it reported a race (`make tsan`). */
+#define KPSERVER_TSAN_EXIT 66
+
 void kpserver_stop(kpserver_t *s)
 {
+    int st = 0, done = 0;
     if (s->pid > 0) {
         kill(s->pid, SIGTERM);
-        int done = 0;
         for (int i = 0; i < 400 && !done; i++) {
-            if (waitpid(s->pid, NULL, WNOHANG) == s->pid) done = 1;
+            if (waitpid(s->pid, &st, WNOHANG) == s->pid) done = 1;
             else sleep_ms(25);
         }
         if (!done) {
@@ -131,6 +134,19 @@ void kpserver_stop(kpserver_t *s)
         }
     }
     s->pid = 0;
+    /* A race in the server fails the test that started it: its log (with
+     * TSan's reports) goes to the test's output before the dir goes. */
+    if (done && WIFEXITED(st) && WEXITSTATUS(st) == KPSERVER_TSAN_EXIT) {
+        char log[600];
+        snprintf(log, sizeof log, "%s/server.log", s->dir);
+        FILE *f = fopen(log, "r");
+        char line[1024];
+        while (f && fgets(line, sizeof line, f))
+            fputs(line, stderr);
+        if (f) fclose(f);
+        fprintf(stderr, "kpserver: ThreadSanitizer reported races in the server (above)\n");
+        abort();
+    }
     tu_rmtree(s->dir);
     free(s->dir);
     s->dir = NULL;
