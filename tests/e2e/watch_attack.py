@@ -41,6 +41,9 @@ import subprocess
 import sys
 import threading
 import time
+
+# 0 under ASan (make test): rates and allocator memory are printed, not judged.
+STRICT = os.environ.get("WATCH_ATTACK_STRICT", "1") == "1"
 from concurrent.futures import ThreadPoolExecutor
 
 PORT, TOKEN, CA, PID = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -311,7 +314,11 @@ def stuck_round(names, payload, rate_base, rss0, tag):
           "open on its side)" % (tag, still, WATCHERS))
     for s in socks:
         s.close()
-    if tag == "(i)":  # the second round is for memory; its rate is printed
+    # The second round is for memory; its rate is printed. Under ASan on a
+    # shared machine (make test) the rates swing by half from run to run (a
+    # clean clone's run: 555/s against 1,059/s), so there they are printed,
+    # not judged; the release build's full run judges them.
+    if tag == "(i)" and STRICT:
         check(rate >= 0.8 * rate_base, "%s writers kept their rate within 20%%" % tag)
     probe.finish(tag)
     time.sleep(1)  # connection threads finish after the sockets close
@@ -340,11 +347,11 @@ def attack_slow_watchers():
     # Under ASan (make test) the allocator's own retention dominates: a clean
     # clone's run saw anon 199 then 446 MB where the release build (jemalloc)
     # saw 331 then 284 MB; there the figure is printed, not judged.
-    if os.environ.get("WATCH_ATTACK_RSS_STRICT", "1") == "1":
+    if STRICT:
         check(rss2["RssAnon"] <= 1.1 * rss1["RssAnon"],
               "(i) a second round of the attack kept the server's memory (RssAnon) within 10%")
     else:
-        print("  (i) second round's memory not judged (WATCH_ATTACK_RSS_STRICT=0)")
+        print("  (i) second round's memory not judged (WATCH_ATTACK_STRICT=0)")
 
 
 def attack_deadline():
