@@ -25,16 +25,6 @@ kp_start --nodes 3
 k() { "$KUBECTL" "$@"; }
 echo "--- $(k version --client 2>/dev/null | head -1)"
 
-# wait_for WHAT SECONDS CMD...: poll CMD until it succeeds.
-wait_for() {
-  local what=$1 secs=$2
-  shift 2
-  for _ in $(seq $((secs * 5))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.2
-  done
-  fail "$what: not within ${secs}s"
-}
 count() { k get "$@" --no-headers 2>/dev/null | wc -l; }
 none() { [ "$(count "$@")" = 0 ]; }
 gone() { ! k get "$@" >/dev/null 2>&1; }
@@ -45,7 +35,7 @@ deploy() { # deploy NAME [NAMESPACE]
 }
 
 echo "--- simulated nodes are Ready"
-wait_for "3 ready nodes" 30 sh -c "[ \$($KUBECTL get nodes --no-headers | grep -c ' Ready ') = 3 ]"
+kp_wait_for "3 ready nodes" 30 sh -c "[ \$($KUBECTL get nodes --no-headers | grep -c ' Ready ') = 3 ]"
 
 echo "--- delete deployment (background): deployment, ReplicaSet and pods go"
 deploy bg
@@ -53,15 +43,15 @@ expect_eq "bg: one replicaset" "$(count rs -l app=bg)" "1"
 expect_eq "bg: 3 pods" "$(count pods -l app=bg)" "3"
 k delete deployment bg >/dev/null
 expect_match "bg: deployment gone at once" "$(k get deploy bg 2>&1 || true)" 'NotFound'
-wait_for "bg: replicaset collected" 60 none rs -l app=bg
-wait_for "bg: pods collected" 90 none pods -l app=bg
+kp_wait_for "bg: replicaset collected" 60 none rs -l app=bg
+kp_wait_for "bg: pods collected" 90 none pods -l app=bg
 
 echo "--- --cascade=orphan: only the deployment goes"
 deploy orph
 rs=$(k get rs -l app=orph -o jsonpath='{.items[0].metadata.name}')
 k delete deployment orph --cascade=orphan >/dev/null
 expect_match "orphan: deployment gone" "$(k get deploy orph 2>&1 || true)" 'NotFound'
-wait_for "orphan: replicaset loses its ownerReference" 60 \
+kp_wait_for "orphan: replicaset loses its ownerReference" 60 \
   sh -c "[ -z \"\$($KUBECTL get rs $rs -o jsonpath='{.metadata.ownerReferences}')\" ]"
 sleep 2 # the collector had its chance to (wrongly) delete them
 expect_eq "orphan: replicaset stays" "$(count rs -l app=orph)" "1"
@@ -69,7 +59,7 @@ expect_eq "orphan: pods stay" "$(count pods -l app=orph)" "3"
 expect_eq "orphan: pods still owned by the replicaset" \
   "$(k get pods -l app=orph -o jsonpath='{.items[*].metadata.ownerReferences[0].name}')" "$rs $rs $rs"
 k delete rs "$rs" >/dev/null
-wait_for "orphan: pods collected with their replicaset" 90 none pods -l app=orph
+kp_wait_for "orphan: pods collected with their replicaset" 90 none pods -l app=orph
 
 echo "--- --cascade=foreground: the deployment waits for its dependents"
 deploy fg
@@ -88,15 +78,15 @@ YAML
 k delete deployment fg --cascade=foreground --wait=false >/dev/null
 expect_match "foreground: deletionTimestamp" "$(k get deploy fg -o jsonpath='{.metadata.deletionTimestamp}')" '^20'
 expect_match "foreground: finalizer" "$(k get deploy fg -o jsonpath='{.metadata.finalizers}')" 'foregroundDeletion'
-wait_for "foreground: replicaset deleted" 60 none rs -l app=fg
-wait_for "foreground: pods deleted" 90 none pods -l app=fg
-wait_for "foreground: the blocking configmap is being deleted" 60 sh -c \
+kp_wait_for "foreground: replicaset deleted" 60 none rs -l app=fg
+kp_wait_for "foreground: pods deleted" 90 none pods -l app=fg
+kp_wait_for "foreground: the blocking configmap is being deleted" 60 sh -c \
   "[ -n \"\$($KUBECTL get cm fg-hold -o jsonpath='{.metadata.deletionTimestamp}')\" ]"
 sleep 2 # the collector had its chance to (wrongly) let the deployment go
 expect_match "foreground: deployment still waits for its blocking dependent" \
   "$(k get deploy fg -o jsonpath='{.metadata.finalizers}')" 'foregroundDeletion'
 k patch cm fg-hold --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
-wait_for "foreground: deployment gone after its last dependent" 60 gone deploy fg
+kp_wait_for "foreground: deployment gone after its last dependent" 60 gone deploy fg
 
 echo "--- an object whose owner does not exist is collected"
 k create -f - >/dev/null <<'YAML'
@@ -136,12 +126,12 @@ metadata:
     name: real
     uid: 11111111-2222-3333-4444-555555555555
 YAML
-wait_for "stray configmap collected" 60 gone cm stray
-wait_for "configmap owned by another uid collected" 60 gone cm impostor
+kp_wait_for "stray configmap collected" 60 gone cm stray
+kp_wait_for "configmap owned by another uid collected" 60 gone cm impostor
 sleep 1
 k get cm owned >/dev/null || fail "a configmap with a live owner was collected"
 k delete cm real >/dev/null
-wait_for "dependent of a deleted configmap collected" 60 gone cm owned
+kp_wait_for "dependent of a deleted configmap collected" 60 gone cm owned
 
 # A cluster-scoped object cannot be owned by a namespaced one: collected,
 # with Kubernetes' warning event.
@@ -154,7 +144,7 @@ metadata:
   name: misowned
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: nsowner, uid: $nsowner_uid}]
 YAML
-wait_for "cluster-scoped dependent of a namespaced owner collected" 90 gone ns misowned
+kp_wait_for "cluster-scoped dependent of a namespaced owner collected" 90 gone ns misowned
 expect_match "OwnerRefInvalidNamespace event" \
   "$(k get events --field-selector reason=OwnerRefInvalidNamespace -o jsonpath='{.items[*].message}')" \
   "ownerRef \[v1/ConfigMap, namespace: , name: nsowner, uid: $nsowner_uid\] does not exist in namespace \"\""
@@ -178,7 +168,7 @@ spec:
         type: object
         x-kubernetes-preserve-unknown-fields: true
 YAML
-wait_for "widgets served" 30 k get widgets
+kp_wait_for "widgets served" 30 k get widgets
 k create -f - >/dev/null <<'YAML'
 apiVersion: example.com/v1
 kind: Widget
@@ -203,9 +193,9 @@ YAML
 sleep 1
 k get cm of-widget >/dev/null || fail "a configmap owned by a live widget was collected"
 k delete widget w1 >/dev/null
-wait_for "configmap of a deleted widget collected" 60 gone cm of-widget
+kp_wait_for "configmap of a deleted widget collected" 60 gone cm of-widget
 k delete cm anchor >/dev/null
-wait_for "widget of a deleted configmap collected" 60 gone widget w2
+kp_wait_for "widget of a deleted configmap collected" 60 gone widget w2
 
 echo "--- delete namespace: content first, then the namespace"
 k create namespace doomed >/dev/null
@@ -236,10 +226,10 @@ code=$(kp_curl POST /api/v1/namespaces/doomed/configmaps -o /dev/null -w '%{http
 expect_eq "create refused: 403" "$code" "403"
 err=$(k delete namespace doomed --wait=false 2>&1 || true)
 expect_match "second delete: Conflict" "$err" 'ensuring all content is removed from this namespace'
-wait_for "deployment, replicaset, pods, configmaps, secret, service, widget deleted" 120 sh -c \
+kp_wait_for "deployment, replicaset, pods, configmaps, secret, service, widget deleted" 120 sh -c \
   "[ \"\$($KUBECTL get deploy,rs,pods,secrets,svc,widgets -n doomed --no-headers 2>/dev/null | wc -l)\" = 0 ] &&
    [ \"\$($KUBECTL get cm -n doomed --no-headers 2>/dev/null | wc -l)\" = 1 ]"
-wait_for "FinalizersRemaining condition" 60 sh -c \
+kp_wait_for "FinalizersRemaining condition" 60 sh -c \
   "$KUBECTL get ns doomed -o jsonpath='{.status.conditions[?(@.type==\"NamespaceFinalizersRemaining\")].message}' | grep -q 'example.com/hold in 1 resource instances'"
 expect_match "ContentRemaining condition" \
   "$(k get ns doomed -o jsonpath='{.status.conditions[?(@.type=="NamespaceContentRemaining")].message}')" \
@@ -249,7 +239,7 @@ expect_match "ContentFailure condition" \
   '^ContentDeleted$'
 expect_eq "still Terminating" "$(k get ns doomed -o jsonpath='{.status.phase}')" "Terminating"
 k patch cm sticky -n doomed --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
-wait_for "namespace gone once its content is" 120 gone ns doomed
+kp_wait_for "namespace gone once its content is" 120 gone ns doomed
 expect_match "get ns: NotFound" "$(k get ns doomed 2>&1 || true)" 'NotFound'
 # A namespace of that name starts empty.
 k create namespace doomed >/dev/null
@@ -294,6 +284,6 @@ spec:
 YAML
 out=$(kp_curl DELETE /apis/batch/v1/namespaces/default/jobs/j1 -H 'Content-Type: application/json' -d '{}')
 expect_match "job: marked with the orphan finalizer" "$out" '"finalizers":\["orphan"\]'
-wait_for "job gone once the collector orphaned its pods" 60 gone job j1
+kp_wait_for "job gone once the collector orphaned its pods" 60 gone job j1
 
 echo "PASS"
