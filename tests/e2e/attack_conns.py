@@ -20,34 +20,21 @@ import subprocess
 import sys
 import time
 
+from attack_lib import check, failures, proc_status
+
 PORT, PID, CA, TOKEN, KUBECTL = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 IDLE = int(os.environ.get("IDLE", "10000"))
 UPLOADERS = int(os.environ.get("UPLOADERS", "1000"))
 HEADER_TIMEOUT = float(os.environ.get("HEADER_TIMEOUT", "6"))
 BODY = 3 << 20
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def rss_mb():
-    with open(f"/proc/{PID}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
+    return proc_status(PID, ("VmRSS",))["VmRSS"] / 1024.0
 
 
 def threads():
-    with open(f"/proc/{PID}/status") as f:
-        for line in f:
-            if line.startswith("Threads:"):
-                return int(line.split()[1])
-    return 0
+    return proc_status(PID, ("Threads",))["Threads"]
 
 
 async def idle_peer(opened, closed_at):

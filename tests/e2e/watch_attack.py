@@ -42,6 +42,8 @@ import sys
 import threading
 import time
 
+from attack_lib import check, failures, proc_status
+
 # 0 under ASan (make test): rates and allocator memory are printed, not judged.
 STRICT = os.environ.get("WATCH_ATTACK_STRICT", "1") == "1"
 from concurrent.futures import ThreadPoolExecutor
@@ -59,23 +61,8 @@ HDR = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
 
 CTX = ssl.create_default_context(cafile=CA)
 CTX.check_hostname = False
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
 def rss_mb():
-    vals = {}
-    with open("/proc/%d/status" % PID) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("VmRSS", "RssAnon", "RssFile"):
-                vals[k] = int(v.split()[0]) / 1024.0
-    return vals
+    return {k: v / 1024.0 for k, v in proc_status(PID, ("VmRSS", "RssAnon", "RssFile")).items()}
 
 
 def conn():
