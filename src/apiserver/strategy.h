@@ -2,11 +2,10 @@
  * strategy.h -- per-kind rules: defaulting, server-owned fields, validation.
  *
  * A registry line may point at a strategy; storage-only kinds have none. The
- * generic write path (rest_write.c) calls, for the main resource:
- *   create: prepare_create -> defaults -> validate(obj, NULL)
- *   update: defaults -> validate(obj, old)
- * Validation appends Kubernetes field causes to `causes` (a JSON array); any
- * cause makes the write a 422 Invalid that names every bad field.
+ * generic write, update and delete paths (rest_write.c) call its hooks;
+ * generic code never names a kind. Validation appends Kubernetes field causes
+ * to `causes` (a JSON array); any cause makes the write a 422 Invalid that
+ * names every bad field.
  */
 #ifndef KP_STRATEGY_H
 #define KP_STRATEGY_H
@@ -14,13 +13,92 @@
 #include <jansson.h>
 #include <stdint.h>
 
+struct apiserver;
+
+/* What a hook may use beyond the object: the server (its configuration and
+ * allocators, apiserver_int.h) and the request's options. Borrowed for the
+ * call. */
+typedef struct api_ctx {
+    struct apiserver *srv;
+    int dry_run; /* dryRun=All: no side effect may outlive the request */
+} api_ctx_t;
+
+/* How metadata.name is checked (Kubernetes' per-kind ValidateXName). */
+typedef enum api_name_rule {
+    API_NAME_SUBDOMAIN = 0, /* DNS-1123 subdomain: most kinds (the default) */
+    API_NAME_LABEL,         /* DNS-1123 label: namespaces */
+    API_NAME_LABEL_1035,    /* DNS-1035 label: services */
+    API_NAME_PATH_SEGMENT,  /* any name that is a path segment: RBAC kinds */
+} api_name_rule_t;
+
+/* One kind's rules: Kubernetes' registry strategy for it
+ * (pkg/registry/<group>/<kind>/strategy.go) plus the REST wrappers and
+ * admission plugins that belong to one kind. Every member is optional (zero
+ * or NULL: the generic behaviour). All hooks run on the request's thread,
+ * on objects the request owns; none may keep a pointer past the call.
+ *
+ * Order on create:  prepare_create -> defaults -> admit -> validate
+ *                   -> write_begin -> store write -> write_end
+ * Order on update:  (server metadata and status kept) -> prepare_update
+ *                   -> defaults -> admit -> validate -> write_begin -> ...
+ * On delete:        delete_refused; then finalizing / graceful decide whether
+ *                   the object is marked (deletionTimestamp, delete_mark) or
+ *                   removed (then deleted). */
 typedef struct api_strategy {
-    void (*prepare_create)(json_t *obj);
-    void (*defaults)(json_t *obj);
-    void (*validate)(const json_t *obj, const json_t *old, json_t *causes);
+    api_name_rule_t name_rule;
     /* metadata.generation: 1 on create, +1 on every spec change (the kinds
      * whose controllers report observedGeneration; others have none). */
     int generation;
+    /* DefaultGarbageCollectionPolicy is Orphan (batch/v1 Jobs, kept for
+     * compatibility); Background otherwise. */
+    int default_orphan;
+    /* ReturnDeletedObject: a DELETE that removes the object answers with it
+     * instead of a Status (pods). */
+    int delete_returns_object;
+
+    /* PrepareForCreate: reset what a client may not set (status, server-owned
+     * fields). */
+    void (*prepare_create)(json_t *obj);
+    /* PrepareForUpdate of the main resource: keep from `old` what only a
+     * subresource or the server may change, beyond status (which the generic
+     * path keeps for every kind with a status subresource). */
+    void (*prepare_update)(json_t *obj, const json_t *old);
+    void (*defaults)(json_t *obj);
+    /* Mutating admission of the main resource, after defaulting (pods:
+     * DefaultTolerationSeconds). `old` is NULL on create. */
+    void (*admit)(const api_ctx_t *c, json_t *obj, const json_t *old);
+    void (*validate)(const json_t *obj, const json_t *old, json_t *causes);
+
+    /* Side effects outside the object, as Kubernetes' REST wrappers make them
+     * (a Service's ClusterIP and NodePorts): write_begin runs after
+     * validation and before the store write; it may change obj (fill in what
+     * it allocated) and appends causes for a 422, or returns a KP_* error;
+     * *txn is its own. write_end then runs exactly once with committed 1
+     * when the store took the write, 0 to undo. `old` is NULL on create. */
+    int (*write_begin)(const api_ctx_t *c, json_t *obj, const json_t *old, void **txn,
+                       json_t *causes);
+    void (*write_end)(const api_ctx_t *c, void *txn, int committed);
+    /* The object left the store (after the delete was durable). */
+    void (*deleted)(const api_ctx_t *c, const json_t *obj);
+
+    /* Admission refusing a delete (NamespaceLifecycle's immortal
+     * namespaces): the reason, answered as 403, or NULL. */
+    const char *(*delete_refused)(const char *name);
+    /* 1 while the kind's own finalization holds the object (a namespace's
+     * spec.finalizers): a delete marks it, and an update that ends the
+     * finalization removes it. */
+    int (*finalizing)(const json_t *obj);
+    /* The answer (409) to a delete of an object already finalizing; NULL:
+     * such a delete is accepted and changes nothing. */
+    const char *finalizing_conflict;
+    /* CheckGracefulDelete: 1 when the delete must mark the object and wait
+     * *grace seconds for someone to finish it (a bound pod's node); 0 to
+     * remove it now. `requested` is DeleteOptions.gracePeriodSeconds, or -1
+     * when not given. */
+    int (*graceful)(const json_t *obj, long long requested, long long *grace);
+    /* What marking for deletion changes besides deletionTimestamp (a
+     * namespace's status.phase Terminating). */
+    void (*delete_mark)(json_t *obj);
 } api_strategy_t;
 
 extern const api_strategy_t api_strategy_pod;
