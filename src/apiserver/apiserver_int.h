@@ -38,14 +38,11 @@ struct MHD_Daemon;
 enum MHD_ConnectionNotificationCode;
 typedef struct wc wc_t;
 
-/* Subresources a resource serves (bit set). */
+/* The generic subresources a resource serves (bit set); a kind's own ones
+ * (a pod's log) are its strategy's table (strategy.h, api_sub_t). */
 enum {
     API_SUB_STATUS = 1u << 0,
     API_SUB_SCALE = 1u << 1,
-    API_SUB_BINDING = 1u << 2,
-    API_SUB_LOG = 1u << 3,
-    API_SUB_EVICTION = 1u << 4,
-    API_SUB_FINALIZE = 1u << 5,
 };
 
 /* One served resource: a line of the registry table (registry.c). */
@@ -353,8 +350,9 @@ const char *api_json_str(const json_t *obj, const char *key);
 json_t *api_json_child(json_t *obj, const char *key);
 int api_new_uid(char out[37]);
 void api_now_rfc3339(char out[32]);
-/* Validate a name: DNS-1123 subdomain (dns_label 0) or label (1). Returns NULL
+/* Validate a name by `rule`, an api_name_rule_t (strategy.h: DNS-1123
+ * subdomain 0, DNS-1123 label, DNS-1035 label, path segment). Returns NULL
  * if valid, else a static message. */
-const char *api_name_invalid(const char *name, int dns_label);
+const char *api_name_invalid(const char *name, int rule);
 
 #endif

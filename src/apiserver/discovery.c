@@ -10,6 +10,7 @@
 #include "apiserver_int.h"
 #include "apiserver/openapi.h"
 #include "lib/err.h"
+#include "strategy.h"
 
 #define KUBE_VERSION_MAJOR "1"
 #define KUBE_VERSION_MINOR "32"
@@ -62,23 +63,15 @@ static json_t *resource_list(const api_view_t *v, const char *group, const char 
         if (r->category_all) json_object_set_new(e, "categories", json_pack("[s]", "all"));
         json_array_append_new(list, e);
 
-        static const char *const create[] = {"create", NULL};
-        static const char *const get[] = {"get", NULL};
-        static const char *const update[] = {"update", NULL};
         if (r->subresources & API_SUB_STATUS)
             json_array_append_new(list, sub_entry(r, "status", NULL, NULL, r->kind, sub_verbs));
         if (r->subresources & API_SUB_SCALE)
             json_array_append_new(list,
                                   sub_entry(r, "scale", "autoscaling", "v1", "Scale", sub_verbs));
-        if (r->subresources & API_SUB_BINDING)
-            json_array_append_new(list, sub_entry(r, "binding", NULL, NULL, "Binding", create));
-        if (r->subresources & API_SUB_LOG)
-            json_array_append_new(list, sub_entry(r, "log", NULL, NULL, r->kind, get));
-        if (r->subresources & API_SUB_EVICTION)
-            json_array_append_new(list,
-                                  sub_entry(r, "eviction", "policy", "v1", "Eviction", create));
-        if (r->subresources & API_SUB_FINALIZE)
-            json_array_append_new(list, sub_entry(r, "finalize", NULL, NULL, r->kind, update));
+        /* The kind's own subresources (strategy.h). */
+        for (const api_sub_t *s = r->strategy ? r->strategy->subs : NULL; s && s->name; s++)
+            json_array_append_new(list, sub_entry(r, s->name, s->group, s->version,
+                                                  s->kind ? s->kind : r->kind, s->verbs));
     }
     if (json_array_size(list) == 0) {
         json_decref(list);

@@ -10,6 +10,7 @@
 
 #include "apiserver_int.h"
 #include "lib/err.h"
+#include "strategy.h"
 
 int api_new_uid(char out[37])
 {
@@ -33,23 +34,46 @@ void api_now_rfc3339(char out[32])
 
 static int alnum_lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
-const char *api_name_invalid(const char *name, int dns_label)
+/* Kubernetes' path.ValidatePathSegmentName (not as a prefix): the names an
+ * object of any kind may have as one segment of a URL and a store key. */
+static const char *path_segment_invalid(const char *name)
+{
+    if (!strcmp(name, ".")) return "may not be '.'";
+    if (!strcmp(name, "..")) return "may not be '..'";
+    if (strchr(name, '/')) return "may not contain '/'";
+    if (strchr(name, '%')) return "may not contain '%'";
+    return NULL;
+}
+
+/* A DNS-1123 label, or with `rfc1035` a DNS-1035 label (starts with a
+ * letter). */
+static const char *label_invalid(const char *name, size_t n, int rfc1035)
+{
+    if (n > 63) return "must be no more than 63 characters";
+    for (size_t i = 0; i < n; i++)
+        if (!alnum_lower(name[i]) && name[i] != '-') goto bad;
+    if (!alnum_lower(name[n - 1])) goto bad;
+    if (rfc1035 ? !(name[0] >= 'a' && name[0] <= 'z') : !alnum_lower(name[0])) goto bad;
+    return NULL;
+bad:
+    if (rfc1035)
+        return "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+               "start with an alphabetic character, and end with an alphanumeric character "
+               "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
+               "'[a-z]([-a-z0-9]*[a-z0-9])?')";
+    return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+           "or '-', and must start and end with an alphanumeric character (e.g. "
+           "'my-name',  or '123-abc', regex used for validation is "
+           "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+}
+
+const char *api_name_invalid(const char *name, int rule)
 {
     size_t n = strlen(name);
     if (n == 0) return "name or generateName is required";
-    if (dns_label) {
-        if (n > 63) return "must be no more than 63 characters";
-        for (size_t i = 0; i < n; i++)
-            if (!alnum_lower(name[i]) && name[i] != '-')
-                goto bad_label;
-        if (!alnum_lower(name[0]) || !alnum_lower(name[n - 1])) goto bad_label;
-        return NULL;
-    bad_label:
-        return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-               "or '-', and must start and end with an alphanumeric character (e.g. "
-               "'my-name',  or '123-abc', regex used for validation is "
-               "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-    }
+    if (rule == API_NAME_PATH_SEGMENT) return path_segment_invalid(name);
+    if (rule == API_NAME_LABEL || rule == API_NAME_LABEL_1035)
+        return label_invalid(name, n, rule == API_NAME_LABEL_1035);
     if (n > 253) return "must be no more than 253 characters";
     /* dot-separated labels, each [a-z0-9]([-a-z0-9]*[a-z0-9])? */
     size_t start = 0;

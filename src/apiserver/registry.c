@@ -35,9 +35,9 @@ static const api_resource_t registry[] = {
      * category all, subresources, field selectors, strategy, CRD schema and
      * printer columns, scale paths */
     {"", "v1", "namespaces", "namespace", "Namespace", "NamespaceList", CLUSTER, {"ns"}, 0,
-     API_SUB_STATUS | API_SUB_FINALIZE, namespace_fields, NULL, NULL, NULL, NULL},
+     API_SUB_STATUS, namespace_fields, &api_strategy_namespace, NULL, NULL, NULL},
     {"", "v1", "pods", "pod", "Pod", "PodList", NS, {"po"}, 1,
-     API_SUB_STATUS | API_SUB_BINDING | API_SUB_LOG | API_SUB_EVICTION, pod_fields,
+     API_SUB_STATUS, pod_fields,
      &api_strategy_pod, NULL, NULL, NULL},
     {"", "v1", "nodes", "node", "Node", "NodeList", CLUSTER, {"no"}, 0, API_SUB_STATUS,
      node_fields, NULL, NULL, NULL, NULL},

@@ -20,6 +20,7 @@
 #include "protobuf.h"
 #include "selector.h"
 #include "store/store.h"
+#include "strategy.h"
 #include "watchcache.h"
 
 /* ---- shared helpers (rest_int.h) ---- */
@@ -652,6 +653,13 @@ static int do_list(api_req_t *r)
 
 /* ---- dispatch ---- */
 
+const api_sub_t *api_strategy_sub(const api_strategy_t *st, const char *name)
+{
+    for (const api_sub_t *s = st ? st->subs : NULL; s && s->name; s++)
+        if (!strcmp(s->name, name)) return s;
+    return NULL;
+}
+
 int api_serve_resource(api_req_t *r)
 {
     const api_route_t *rt = &r->route;
@@ -664,21 +672,16 @@ int api_serve_resource(api_req_t *r)
                                 "the server could not find the requested resource");
     if (strcmp(m, "GET") && rest_write_options(r)) return 0;
     if (*rt->sub) {
-        unsigned sub = !strcmp(rt->sub, "status")    ? API_SUB_STATUS
-                       : !strcmp(rt->sub, "scale")   ? API_SUB_SCALE
-                       : !strcmp(rt->sub, "binding") ? API_SUB_BINDING
-                       : !strcmp(rt->sub, "log")     ? API_SUB_LOG
-                       : !strcmp(rt->sub, "eviction") ? API_SUB_EVICTION
-                       : !strcmp(rt->sub, "finalize") ? API_SUB_FINALIZE
-                                                     : 0;
-        if (!(rt->res->subresources & sub) || !*rt->name)
+        /* The generic status and scale, else the kind's own (strategy.h). */
+        unsigned sub = !strcmp(rt->sub, "status")  ? API_SUB_STATUS
+                       : !strcmp(rt->sub, "scale") ? API_SUB_SCALE
+                                                   : 0;
+        const api_sub_t *own = sub ? NULL : api_strategy_sub(rt->res->strategy, rt->sub);
+        if (!((rt->res->subresources & sub) || own) || !*rt->name)
             return api_reply_status(r, 404, "NotFound", NULL,
                                     "the server could not find the requested resource");
         if (sub == API_SUB_SCALE) return rest_scale(r);
-        if (sub == API_SUB_BINDING) return rest_binding(r);
-        if (sub == API_SUB_LOG) return rest_log(r);
-        if (sub == API_SUB_EVICTION) return rest_eviction(r);
-        if (sub == API_SUB_FINALIZE) return rest_finalize(r);
+        if (own) return own->handler(r);
     }
 
     if (!*rt->name) {

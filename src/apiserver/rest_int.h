@@ -154,17 +154,8 @@ int rest_update(api_req_t *r);
 int rest_patch(api_req_t *r);
 int rest_delete(api_req_t *r);
 int rest_delete_collection(api_req_t *r);
-/* PUT namespaces/NAME/finalize: spec.finalizers only; the namespace goes
- * once it is deleted and both finalizer lists are empty. */
-int rest_finalize(api_req_t *r);
-
-/* rest_sub.c: scale, binding and eviction */
+/* rest_sub.c: the generic scale subresource */
 int rest_scale(api_req_t *r);
-int rest_binding(api_req_t *r);
-int rest_eviction(api_req_t *r);
-
-/* rest_log.c: pods/<name>/log, proxied to the node's log server */
-int rest_log(api_req_t *r);
 
 /* rest_watch.c */
 int rest_watch(api_req_t *r);

@@ -145,10 +145,11 @@ static void drop_empty_metadata(json_t *obj)
     }
 }
 
-/* A namespace's spec.finalizers (the namespace controller's "kubernetes"). */
-static size_t ns_spec_finalizers(const json_t *ns)
+/* Is the kind's own finalization holding `obj` (strategy.h, finalizing)? */
+static int finalizing(const api_resource_t *res, const json_t *obj)
 {
-    return json_array_size(json_object_get(json_object_get(ns, "spec"), "finalizers"));
+    const api_strategy_t *st = res->strategy;
+    return st && st->finalizing && st->finalizing(obj);
 }
 
 int rest_tracks_generation(const api_resource_t *res)
@@ -162,14 +163,13 @@ static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const ch
     const api_strategy_t *st = res->strategy;
     drop_empty_metadata(obj);
     if (st && !old && st->prepare_create) st->prepare_create(obj);
+    if (st && old && st->prepare_update) st->prepare_update(obj, old);
     if (st && st->defaults) st->defaults(obj);
-    /* Admission DefaultTolerationSeconds (after defaulting in Kubernetes):
-     * creates and updates of pods proper, not of their subresources. */
-    if (st == &api_strategy_pod && !r->route.sub[0]) {
-        const apiserver_config_t *cfg = &r->srv->cfg;
-        int set = cfg->toleration_seconds_set;
-        api_pod_default_tolerations(obj, set ? cfg->not_ready_toleration_s : 300,
-                                    set ? cfg->unreachable_toleration_s : 300);
+    /* Mutating admission (after defaulting, as in Kubernetes): writes of the
+     * main resource, not of its subresources. */
+    if (st && st->admit && !r->route.sub[0]) {
+        const api_ctx_t c = {.srv = r->srv, .dry_run = r->dry_run};
+        st->admit(&c, obj, old);
     }
     if (res->crd_schema) api_crd_prune_and_default(res->crd_schema, obj);
     json_t *causes = json_array();
@@ -305,55 +305,6 @@ int rest_check_type(api_req_t *r, json_t *obj)
     return 0;
 }
 
-/* The request's namespace must exist and not be terminating. Replies on
- * failure and returns -1. */
-static int check_namespace(api_req_t *r, const char *name)
-{
-    if (!r->route.res->namespaced) return 0;
-    char key[STORE_KEY_MAX + 1];
-    snprintf(key, sizeof key, "/registry/core/namespaces/%s", r->route.ns);
-    /* The namespaces' watch cache answers without a store read or a parse, as
-     * kube-apiserver's admission asks its informer; a namespace the cache has
-     * not seen yet (created a moment ago) is looked up in the store. */
-    size_t nsi = 0;
-    api_view_find(r->view, "", "v1", "namespaces", &nsi);
-    const wc_obj_t *cached = NULL;
-    json_t *ns = NULL;
-    int rc = wc_get(r->view->caches[nsi], key, &cached);
-    if (rc == KP_ENOTFOUND) rc = rest_load(r, key, &ns, &(int64_t){0});
-    if (rc == KP_ENOTFOUND) {
-        json_t *d = json_pack("{s:s, s:s, s:s}", "name", r->route.ns, "group", "", "kind",
-                              "namespaces");
-        api_reply_status(r, 404, "NotFound", d, "namespaces \"%s\" not found", r->route.ns);
-        json_decref(d);
-        return -1;
-    }
-    if (rc) {
-        api_reply_error(r, rc, NULL, "reading namespace: %s", err_str(rc));
-        return -1;
-    }
-    const json_t *doc = cached ? cached->doc : ns;
-    const char *phase =
-        json_string_value(json_object_get(json_object_get(doc, "status"), "phase"));
-    int terminating = phase && !strcmp(phase, "Terminating");
-    wc_obj_unref(cached);
-    json_decref(ns);
-    if (terminating) {
-        char q[128];
-        json_t *d = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s}]}", "name", name, "group",
-                              r->route.res->group, "kind", r->route.res->resource, "causes",
-                              "reason", "NamespaceTerminating", "message",
-                              "namespace is being terminated", "field", "metadata.namespace");
-        api_reply_status(r, 403, "Forbidden", d,
-                         "%s \"%s\" is forbidden: unable to create new content in namespace %s "
-                         "because it is being terminated",
-                         rest_qualified(r->route.res, q, sizeof q), name, r->route.ns);
-        json_decref(d);
-        return -1;
-    }
-    return 0;
-}
-
 /* The body's metadata.namespace must match the URL's. */
 static int check_body_namespace(api_req_t *r, json_t *obj)
 {
@@ -424,7 +375,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
     snprintf(name, sizeof name, "%s", rest_meta_str(obj, "name"));
     const char *gen = rest_meta_str(obj, "generateName");
     if (!*name && *gen) generate_name(gen, name, sizeof name);
-    const char *bad = api_name_invalid(name, !strcmp(res->resource, "namespaces"));
+    const char *bad = api_name_invalid(name, res->strategy ? (int)res->strategy->name_rule : 0);
     if (bad) {
         if (!*name) {
             json_t *d = json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "group", res->group,
@@ -446,7 +397,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
                          "resourceVersion should not be set on objects to be created");
         goto out;
     }
-    if (check_namespace(r, name)) goto out;
+    if (api_namespace_admit_create(r, name)) goto out;
 
     char uid[37], now[32];
     if ((rc = api_new_uid(uid))) {
@@ -463,10 +414,6 @@ int rest_create_object(api_req_t *r, json_t *obj)
     json_object_del(meta, "selfLink");
     if (rest_tracks_generation(res)) json_object_set_new(meta, "generation", json_integer(1));
     else json_object_del(meta, "generation");
-    if (!strcmp(res->resource, "namespaces")) {
-        json_object_set_new(obj, "spec", json_pack("{s:[s]}", "finalizers", "kubernetes"));
-        json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
-    }
     if (apply_strategy(r, obj, NULL, name)) goto out;
 
     char key[STORE_KEY_MAX + 1];
@@ -570,13 +517,6 @@ json_t *rest_merge_for_write_owned(api_req_t *r, const json_t *cur, json_t *in)
         if (v) json_object_set(meta, *k, v);
         else json_object_del(meta, *k);
     }
-    if (!strcmp(res->resource, "namespaces")) { /* spec.finalizers: through /finalize only */
-        json_t *cf = json_object_get(json_object_get(cur, "spec"), "finalizers");
-        json_t *spec = json_object_get(out, "spec");
-        if (!json_is_object(spec)) json_object_set_new(out, "spec", spec = json_object());
-        if (cf) json_object_set(spec, "finalizers", cf);
-        else json_object_del(spec, "finalizers");
-    }
     if (res->subresources & API_SUB_STATUS) {
         json_t *st = json_object_get(cur, "status");
         if (st) json_object_set(out, "status", st);
@@ -621,10 +561,10 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         }
         json_t *nm = rest_meta(next);
         json_object_del(nm, "resourceVersion");
-        /* A namespace holds on to its spec.finalizers too. */
-        int is_ns = !strcmp(r->route.res->resource, "namespaces");
+        /* The kind's own finalization holds an object too (a namespace's
+         * spec.finalizers). */
         int had_finalizers = json_array_size(json_object_get(rest_meta(cur), "finalizers")) > 0 ||
-                             (is_ns && ns_spec_finalizers(cur) > 0);
+                             finalizing(r->route.res, cur);
         if (rest_same_but_managed(cur, next)) { /* no change: no write, no new revision */
             json_decref(next);
             return reply_unwritten(r, cur, cur_rev, reply);
@@ -647,7 +587,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         const json_t *grace = json_object_get(nm, "deletionGracePeriodSeconds");
         int finish = json_object_get(nm, "deletionTimestamp") &&
                      json_array_size(json_object_get(nm, "finalizers")) == 0 && had_finalizers &&
-                     (!is_ns || ns_spec_finalizers(next) == 0) &&
+                     !finalizing(r->route.res, next) &&
                      (!grace || json_integer_value(grace) == 0);
         int64_t rev = 0;
         char *text = NULL;
@@ -696,63 +636,6 @@ int rest_update(api_req_t *r)
         goto out;
     }
     rc = rest_update_loop(r, make_put, in, NULL);
-out:
-    json_decref(in);
-    return rc;
-}
-
-/* The finalize subresource (Kubernetes' namespace FinalizeREST): the body's
- * spec.finalizers replace the stored ones; nothing else changes. Each must be
- * "kubernetes" or a qualified name with a prefix. */
-static json_t *make_finalize(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
-{
-    json_t *in = arg;
-    if (rest_parse_rv(rest_meta_str(in, "resourceVersion"), pre)) {
-        api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
-        return NULL;
-    }
-    const json_t *fin = json_object_get(json_object_get(in, "spec"), "finalizers");
-    size_t i;
-    json_t *f;
-    json_array_foreach(fin, i, f) {
-        const char *v = json_string_value(f);
-        char field[64];
-        snprintf(field, sizeof field, "spec.finalizers[%zu]", i);
-        if (!v) {
-            reply_invalid(r, r->route.name, field, "", "must be a string");
-            return NULL;
-        }
-        if (!strchr(v, '/') && strcmp(v, "kubernetes")) {
-            reply_invalid(r, r->route.name, "spec.finalizers", v,
-                          "name is neither a standard finalizer name nor is it fully qualified");
-            return NULL;
-        }
-    }
-    json_t *out = json_deep_copy(cur);
-    json_t *spec = json_object_get(out, "spec");
-    if (!json_is_object(spec)) json_object_set_new(out, "spec", spec = json_object());
-    if (json_array_size(fin)) json_object_set(spec, "finalizers", (json_t *)fin);
-    else json_object_del(spec, "finalizers");
-    return out;
-}
-
-int rest_finalize(api_req_t *r)
-{
-    if (strcmp(r->method, "PUT"))
-        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
-                                "the server does not allow this method on the requested resource");
-    json_t *in;
-    int rc = rest_body_object(r, &in);
-    if (rc || !in) return rc;
-    if (rest_check_type(r, in)) goto out;
-    const char *name = rest_meta_str(in, "name");
-    if (strcmp(name, r->route.name)) {
-        api_reply_status(r, 400, "BadRequest", NULL,
-                         "the name of the object (%s) does not match the name on the URL (%s)",
-                         name, r->route.name);
-        goto out;
-    }
-    rc = rest_update_loop(r, make_finalize, in, NULL);
 out:
     json_decref(in);
     return rc;
@@ -808,8 +691,7 @@ static int delete_options(api_req_t *r, rest_delete_opts_t *o)
  * are deleted first; the finalizer goes when none that blocks remains),
  * Background -> neither (the object goes now, dependents after it). With no
  * policy given, a GC finalizer already on the object stands, else the kind's
- * default: Orphan for batch/v1 Jobs (kept for compatibility, as Kubernetes
- * does), Background for every other kind kplane serves. */
+ * default (strategy.h, default_orphan: batch/v1 Jobs), else Background. */
 #define FIN_ORPHAN     "orphan"
 #define FIN_FOREGROUND "foregroundDeletion"
 
@@ -824,8 +706,7 @@ static int has_string(const json_t *list, const char *s)
 
 static int default_orphans(const api_resource_t *res)
 {
-    return !strcmp(res->group, "batch") && !strcmp(res->version, "v1") &&
-           !strcmp(res->resource, "jobs");
+    return res->strategy && res->strategy->default_orphan;
 }
 
 /* Set the GC finalizers `meta` must carry for this delete; 1 if that
@@ -867,29 +748,13 @@ static int must_mark(api_req_t *r, const json_t *cur, const rest_delete_opts_t *
     const json_t *meta = json_object_get(cur, "metadata");
     *grace = 0;
     if (json_array_size(json_object_get(meta, "finalizers")) > 0) return 1;
-    const char *res = r->route.res->resource;
-    if (!strcmp(res, "pods")) {
-        /* A bound pod stops on its node first, which then deletes it; an
-         * unbound one, or a grace period of 0, goes at once. */
-        const char *node =
-            json_string_value(json_object_get(json_object_get(cur, "spec"), "nodeName"));
-        long long g = o->grace;
-        if (g < 0) {
-            const json_t *t = json_object_get(json_object_get(cur, "spec"),
-                                              "terminationGracePeriodSeconds");
-            g = json_is_integer(t) ? json_integer_value(t) : 30;
-        }
-        *grace = g;
-        /* A pod that already ended has nothing to stop (Kubernetes deletes
-         * Succeeded and Failed pods at once, too). */
-        const char *phase =
-            json_string_value(json_object_get(json_object_get(cur, "status"), "phase"));
-        if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
-        return node && *node && g > 0;
-    }
-    /* A namespace waits for its content to go (the namespace controller
-     * empties it, then drops "kubernetes" through /finalize). */
-    if (!strcmp(res, "namespaces")) return ns_spec_finalizers(cur) > 0;
+    const api_strategy_t *st = r->route.res->strategy;
+    /* The kind's own finalization (a namespace waits for its content to go:
+     * the namespace controller empties it, then drops "kubernetes" through
+     * /finalize). */
+    if (finalizing(r->route.res, cur)) return 1;
+    /* Graceful deletion (a bound pod stops on its node first). */
+    if (st && st->graceful) return st->graceful(cur, o->grace, grace);
     return 0;
 }
 
@@ -900,7 +765,7 @@ typedef struct gone {
     json_t *doc;
     const wc_obj_t *obj;
     int64_t rev;
-    int purging; /* KP_ECONFLICT: a terminating namespace, still being emptied */
+    int purging; /* KP_ECONFLICT: finalizing, and the kind refuses a second delete */
 } gone_t;
 
 static const json_t *gone_doc(const gone_t *g)
@@ -933,9 +798,13 @@ static int delete_one(api_req_t *r, const char *name, const rest_delete_opts_t *
             return KP_ECONFLICT;
         }
         json_t *meta = rest_meta(cur);
-        int is_ns = !strcmp(r->route.res->resource, "namespaces");
+        const api_strategy_t *kind = r->route.res->strategy;
         int deleting = json_object_get(meta, "deletionTimestamp") != NULL;
-        if (is_ns && deleting && ns_spec_finalizers(cur)) {
+        if (deleting && finalizing(r->route.res, cur)) {
+            if (!kind->finalizing_conflict) { /* accepted; nothing changes */
+                *gone = (gone_t){.doc = cur, .rev = cur_rev};
+                return 0;
+            }
             json_decref(cur);
             gone->purging = 1; /* Kubernetes' namespace registry: a Conflict */
             return KP_ECONFLICT;
@@ -962,11 +831,7 @@ static int delete_one(api_req_t *r, const char *name, const rest_delete_opts_t *
                 json_object_set_new(meta, "deletionTimestamp", json_string(when));
                 json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
             }
-            if (is_ns) {
-                json_t *st = json_object_get(cur, "status");
-                if (!json_is_object(st)) json_object_set_new(cur, "status", st = json_object());
-                json_object_set_new(st, "phase", json_string("Terminating"));
-            }
+            if (kind && kind->delete_mark) kind->delete_mark(cur);
         }
         if (r->dry_run) { /* everything a delete does, but the write */
             *gone = (gone_t){.doc = cur, .rev = cur_rev};
@@ -1010,15 +875,16 @@ int rest_delete(api_req_t *r)
 int rest_delete_route(api_req_t *r, const rest_delete_opts_t *opts, int (*reply)(api_req_t *r))
 {
     const rest_delete_opts_t o = *opts;
-    /* Kubernetes' NamespaceLifecycle admission keeps these namespaces. */
-    if (!strcmp(r->route.res->resource, "namespaces") &&
-        (!strcmp(r->route.name, "default") || !strcmp(r->route.name, "kube-system") ||
-         !strcmp(r->route.name, "kube-public"))) {
+    const api_strategy_t *st = r->route.res->strategy;
+    char q[128];
+    /* Admission refusing the delete (NamespaceLifecycle's immortal
+     * namespaces). */
+    const char *refused = st && st->delete_refused ? st->delete_refused(r->route.name) : NULL;
+    if (refused) {
         json_t *d = rest_details(r->route.res, r->route.name);
-        int rc = api_reply_status(r, 403, "Forbidden", d,
-                                  "namespaces \"%s\" is forbidden: this namespace may not be "
-                                  "deleted",
-                                  r->route.name);
+        int rc = api_reply_status(r, 403, "Forbidden", d, "%s \"%s\" is forbidden: %s",
+                                  rest_qualified(r->route.res, q, sizeof q), r->route.name,
+                                  refused);
         json_decref(d);
         return rc;
     }
@@ -1026,12 +892,9 @@ int rest_delete_route(api_req_t *r, const rest_delete_opts_t *opts, int (*reply)
     int rc = delete_one(r, r->route.name, &o, &gone);
     if (rc == KP_ECONFLICT && gone.purging) {
         json_t *d = rest_details(r->route.res, r->route.name);
-        rc = api_reply_status(r, 409, "Conflict", d,
-                              "Operation cannot be fulfilled on namespaces \"%s\": The system "
-                              "is ensuring all content is removed from this namespace.  Upon "
-                              "completion, this namespace will automatically be purged by the "
-                              "system.",
-                              r->route.name);
+        rc = api_reply_status(r, 409, "Conflict", d, "Operation cannot be fulfilled on %s \"%s\": %s",
+                              rest_qualified(r->route.res, q, sizeof q), r->route.name,
+                              st->finalizing_conflict);
         json_decref(d);
         return rc;
     }
@@ -1049,10 +912,11 @@ int rest_delete_route(api_req_t *r, const rest_delete_opts_t *opts, int (*reply)
         gone_clear(&gone);
         return reply(r);
     }
-    /* Still there (finalizers) or a pod: the object; otherwise a Status. */
+    /* Still there (finalizers), or a kind that answers with what it
+     * deleted: the object; otherwise a Status. */
     const json_t *doc = gone_doc(&gone);
     if (json_object_get(json_object_get(doc, "metadata"), "deletionTimestamp") ||
-        !strcmp(r->route.res->resource, "pods")) {
+        (st && st->delete_returns_object)) {
         if (gone.obj)
             rc = reply_version(r, 200, gone.obj);
         else
@@ -1102,28 +966,4 @@ int rest_delete_collection(api_req_t *r)
     if (rc) return api_reply_error(r, rc, NULL, "deleting: %s", err_str(rc));
     json_t *s = api_status_new(200, "", "", NULL);
     return api_reply_json(r, 200, s);
-}
-
-/* The namespaces every cluster starts with. */
-int api_ensure_namespaces(apiserver_t *s)
-{
-    static const char *const names[] = {"default", "kube-system", "kube-public",
-                                        "kube-node-lease", NULL};
-    for (const char *const *n = names; *n; n++) {
-        char key[128], uid[37], now[32];
-        snprintf(key, sizeof key, "/registry/core/namespaces/%s", *n);
-        if (api_new_uid(uid)) return KP_EIO;
-        api_now_rfc3339(now);
-        json_t *ns = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:{s:s}}, s:{s:[s]}, s:{s:s}}",
-                               "kind", "Namespace", "apiVersion", "v1", "metadata", "name", *n,
-                               "uid", uid, "creationTimestamp", now, "labels",
-                               "kubernetes.io/metadata.name", *n, "spec", "finalizers",
-                               "kubernetes", "status", "phase", "Active");
-        char *text = json_dumps(ns, JSON_COMPACT);
-        json_decref(ns);
-        int rc = text ? store_create(s->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
-        free(text);
-        if (rc && rc != KP_EEXIST) return rc;
-    }
-    return 0;
 }

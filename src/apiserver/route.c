@@ -43,6 +43,7 @@ static int parse_resource(const api_view_t *v, api_route_t *rt, char **segs, int
 {
     int rc = 0;
     rt->kind = API_ROUTE_RESOURCE;
+    /* kind-ok: .../namespaces/{ns}/{resource} is the URL grammar (RequestInfo). */
     if (n >= 2 && !strcmp(segs[0], "namespaces")) {
         size_t idx = 0;
         const api_resource_t *inner =

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct apiserver;
+struct api_req;
 
 /* What a hook may use beyond the object: the server (its configuration and
  * allocators, apiserver_int.h) and the request's options. Borrowed for the
@@ -30,6 +31,20 @@ typedef enum api_name_rule {
     API_NAME_LABEL_1035,    /* DNS-1035 label: services */
     API_NAME_PATH_SEGMENT,  /* any name that is a path segment: RBAC kinds */
 } api_name_rule_t;
+
+/* A subresource one kind serves beyond the generic status and scale (a
+ * pod's log, a namespace's finalize): what discovery lists for it and the
+ * handler the dispatch (rest.c) hands a request naming it. A strategy's
+ * table ends with an entry whose name is NULL. */
+typedef struct api_sub {
+    const char *name;             /* the path segment: "log" */
+    const char *group, *version;  /* discovery's group and version; NULL: none listed */
+    const char *kind;             /* discovery's kind; NULL: the parent's */
+    const char *const *verbs;     /* discovery's verbs, NULL-terminated */
+    /* Serve the request (r->route.sub is `name`, r->route.name is set):
+     * replies exactly once; returns 0 or what the api_reply_*() returned. */
+    int (*handler)(struct api_req *r);
+} api_sub_t;
 
 /* One kind's rules: Kubernetes' registry strategy for it
  * (pkg/registry/<group>/<kind>/strategy.go) plus the REST wrappers and
@@ -99,8 +114,15 @@ typedef struct api_strategy {
     /* What marking for deletion changes besides deletionTimestamp (a
      * namespace's status.phase Terminating). */
     void (*delete_mark)(json_t *obj);
+
+    /* The kind's own subresources (NULL: none). */
+    const api_sub_t *subs;
 } api_strategy_t;
 
+/* The subresource `name` of strategy `st` (may be NULL), or NULL. */
+const api_sub_t *api_strategy_sub(const api_strategy_t *st, const char *name);
+
+extern const api_strategy_t api_strategy_namespace;
 extern const api_strategy_t api_strategy_pod;
 extern const api_strategy_t api_strategy_deployment;
 extern const api_strategy_t api_strategy_replicaset;
@@ -124,6 +146,18 @@ void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
  * (strategy_pod.c): the not-ready and unreachable NoExecute tolerations it
  * lacks, with these tolerationSeconds. */
 void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unreachable_s);
+
+/* NamespaceLifecycle admission of a create in r's namespace
+ * (strategy_namespace.c): 0 if the namespace exists and is not terminating;
+ * else -1 after replying (404, or 403 NamespaceTerminating). */
+int api_namespace_admit_create(struct api_req *r, const char *name);
+
+/* The pod subresources' handlers (api_sub_t.handler): POST pods/binding
+ * and POST pods/eviction (strategy_pod_sub.c), GET pods/log
+ * (strategy_pod_log.c). */
+int api_pod_binding(struct api_req *r);
+int api_pod_eviction(struct api_req *r);
+int api_pod_log(struct api_req *r);
 
 /* Kubernetes' eviction (canIgnorePDB): a pod that ended (Succeeded,
  * Failed), never started (Pending) or is already being deleted is evicted

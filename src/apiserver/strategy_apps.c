@@ -324,6 +324,9 @@ static void job_validate(const json_t *job, const json_t *old, json_t *causes)
 }
 
 const api_strategy_t api_strategy_job = {
+    /* DefaultGarbageCollectionPolicy: OrphanDependents for batch/v1, kept
+     * for compatibility (pkg/registry/batch/job/strategy.go). */
+    .default_orphan = 1,
     .prepare_create = job_prepare_create,
     .defaults = job_defaults,
     .validate = job_validate,
@@ -373,6 +376,7 @@ static void service_validate(const json_t *svc, const json_t *old, json_t *cause
 }
 
 const api_strategy_t api_strategy_service = {
+    .name_rule = API_NAME_LABEL_1035, /* ValidateServiceName */
     .defaults = service_defaults,
     .validate = service_validate,
 };

@@ -319,8 +319,54 @@ int api_pod_eviction_skips_budget(const json_t *pod)
     return json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") != NULL;
 }
 
+/* The admit hook: DefaultTolerationSeconds with the server's flags (both
+ * 300 unless given). */
+static void pod_admit(const api_ctx_t *c, json_t *pod, const json_t *old)
+{
+    (void)old;
+    const apiserver_config_t *cfg = &c->srv->cfg;
+    int set = cfg->toleration_seconds_set;
+    api_pod_default_tolerations(pod, set ? cfg->not_ready_toleration_s : 300,
+                                set ? cfg->unreachable_toleration_s : 300);
+}
+
+/* CheckGracefulDelete: a bound pod stops on its node first, which then
+ * deletes it; an unbound one, one that already ended (Succeeded, Failed:
+ * nothing to stop) or a grace period of 0 goes at once. The period is the
+ * request's, else spec.terminationGracePeriodSeconds, else 30. */
+static int pod_graceful(const json_t *pod, long long requested, long long *grace)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    long long g = requested;
+    if (g < 0) {
+        const json_t *t = json_object_get(spec, "terminationGracePeriodSeconds");
+        g = json_is_integer(t) ? json_integer_value(t) : 30;
+    }
+    *grace = g;
+    const char *phase =
+        json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+    if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
+    const char *node = json_string_value(json_object_get(spec, "nodeName"));
+    return node && *node && g > 0;
+}
+
+/* pods/binding, pods/eviction (strategy_pod_sub.c) and pods/log
+ * (strategy_pod_log.c), in discovery's order. */
+static const char *const create_verbs[] = {"create", NULL};
+static const char *const get_verbs[] = {"get", NULL};
+static const api_sub_t pod_subs[] = {
+    {"binding", NULL, NULL, "Binding", create_verbs, api_pod_binding},
+    {"log", NULL, NULL, NULL, get_verbs, api_pod_log},
+    {"eviction", "policy", "v1", "Eviction", create_verbs, api_pod_eviction},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
 const api_strategy_t api_strategy_pod = {
+    .delete_returns_object = 1,
     .prepare_create = pod_prepare_create,
     .defaults = pod_defaults,
+    .admit = pod_admit,
     .validate = pod_validate,
+    .graceful = pod_graceful,
+    .subs = pod_subs,
 };

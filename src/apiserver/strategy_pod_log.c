@@ -1,5 +1,5 @@
 /*
- * rest_log.c -- GET pods/<name>/log: a container's output, read from the
+ * strategy_pod_log.c -- GET pods/<name>/log: a container's output, read from the
  * node the pod runs on, as kube-apiserver proxies it from the kubelet.
  *
  * Query: container, follow, previous, tailLines, sinceSeconds, sinceTime,
@@ -205,7 +205,7 @@ static int reply_invalid(api_req_t *r, const char *pod, const char *reason, cons
     return rc < 0 ? 0 : rc;
 }
 
-int rest_log(api_req_t *r)
+int api_pod_log(api_req_t *r)
 {
     if (strcmp(r->method, "GET"))
         return api_reply_status(r, 405, "MethodNotAllowed", NULL,
