@@ -48,7 +48,21 @@ enum {
     API_SUB_FINALIZE = 1u << 5,
 };
 
-/* One served resource: a line of the registry table (registry.c). */
+/* Verbs a resource serves (bit set), as discovery lists them. */
+enum {
+    API_V_GET = 1u << 0,
+    API_V_LIST = 1u << 1,
+    API_V_WATCH = 1u << 2,
+    API_V_CREATE = 1u << 3,
+    API_V_UPDATE = 1u << 4,
+    API_V_PATCH = 1u << 5,
+    API_V_DELETE = 1u << 6,
+    API_V_DELETECOLLECTION = 1u << 7,
+    API_V_ALL = (1u << 8) - 1,
+};
+
+/* One served resource: a row of the generated table (registry_gen.c, from
+ * scripts/gen-openapi-facts) or a CustomResourceDefinition's version. */
 typedef struct api_resource {
     const char *group;     /* "" for core */
     const char *version;
@@ -58,8 +72,9 @@ typedef struct api_resource {
     const char *list_kind;
     int namespaced;
     const char *short_names[4]; /* NULL-terminated */
-    int category_all;      /* listed in the "all" category */
-    unsigned subresources;
+    const char *categories[4];  /* NULL-terminated ("all", "api-extensions", ...) */
+    unsigned verbs;        /* API_V_* */
+    unsigned subresources; /* API_SUB_* */
     const char *const *field_selectors; /* beyond metadata.name/namespace; NULL-terminated */
     const struct api_strategy *strategy; /* per-kind rules, NULL for storage-only kinds */
     /* A CustomResourceDefinition's resource (NULL for built-ins): its
@@ -166,7 +181,7 @@ enum {
     API_VERB_PATCH, API_VERB_DELETE, API_VERB_DELETECOLLECTION, API_VERB_OTHER,
     API_VERB_COUNT
 };
-#define API_RES_SLOTS 64    /* registry entries, the last slot for everything else */
+#define API_RES_SLOTS 96    /* registry entries, the last slot for everything else */
 #define API_CODE_COUNT 17   /* the codes metrics.c names, and "other" */
 #define API_BUCKET_COUNT 11 /* latency histogram bounds */
 typedef struct api_metrics api_metrics_t;

@@ -89,16 +89,18 @@ static int make_entry(apiserver_t *s, const json_t *crd, const json_t *version, 
         .kind = api_json_str(names, "kind"),
         .list_kind = api_json_str(names, "listKind"),
         .namespaced = !strcmp(api_json_str(spec, "scope"), "Namespaced"),
+        .verbs = API_V_ALL,
         .crd_schema = schema,
         .printer_columns = json_object_get(version, "additionalPrinterColumns"),
     };
     size_t i;
     json_t *sn;
+    /* At most three of each (the rest are not listed in discovery). */
     json_array_foreach(json_object_get(names, "shortNames"), i, sn) {
         if (i < 3) res.short_names[i] = json_string_value(sn);
     }
     json_array_foreach(json_object_get(names, "categories"), i, sn) {
-        if (!strcmp(json_string_value(sn) ?: "", "all")) res.category_all = 1;
+        if (i < 3) res.categories[i] = json_string_value(sn);
     }
     const json_t *sub = json_object_get(version, "subresources");
     if (json_object_get(sub, "status")) res.subresources |= API_SUB_STATUS;

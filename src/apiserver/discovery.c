@@ -22,10 +22,21 @@ static json_t *verbs_json(const char *const *verbs)
     return a;
 }
 
-static const char *const main_verbs[] = {"create", "delete", "deletecollection", "get",
-                                         "list", "patch", "update", "watch", NULL};
-static const char *const namespace_verbs[] = {"create", "delete", "get",   "list",
-                                              "patch",  "update", "watch", NULL};
+/* A resource's API_V_* verbs in Kubernetes' (alphabetical) order. */
+static json_t *verb_bits_json(unsigned verbs)
+{
+    static const struct { unsigned bit; const char *name; } names[] = {
+        {API_V_CREATE, "create"}, {API_V_DELETE, "delete"},
+        {API_V_DELETECOLLECTION, "deletecollection"}, {API_V_GET, "get"},
+        {API_V_LIST, "list"}, {API_V_PATCH, "patch"}, {API_V_UPDATE, "update"},
+        {API_V_WATCH, "watch"},
+    };
+    json_t *a = json_array();
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (verbs & names[i].bit) json_array_append_new(a, json_string(names[i].name));
+    return a;
+}
+
 static const char *const sub_verbs[] = {"get", "patch", "update", NULL};
 
 static json_t *sub_entry(const api_resource_t *r, const char *sub, const char *group,
@@ -50,16 +61,19 @@ static json_t *resource_list(const api_view_t *v, const char *group, const char 
         if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
         json_t *e = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", r->resource, "singularName",
                               r->singular, "namespaced", r->namespaced, "kind", r->kind,
-                              "verbs",
-                              verbs_json(strcmp(r->resource, "namespaces") ? main_verbs
-                                                                           : namespace_verbs));
+                              "verbs", verb_bits_json(r->verbs));
         if (r->short_names[0]) {
             json_t *sn = json_array();
             for (int k = 0; k < 4 && r->short_names[k]; k++)
                 json_array_append_new(sn, json_string(r->short_names[k]));
             json_object_set_new(e, "shortNames", sn);
         }
-        if (r->category_all) json_object_set_new(e, "categories", json_pack("[s]", "all"));
+        if (r->categories[0]) {
+            json_t *cat = json_array();
+            for (int k = 0; k < 4 && r->categories[k]; k++)
+                json_array_append_new(cat, json_string(r->categories[k]));
+            json_object_set_new(e, "categories", cat);
+        }
         json_array_append_new(list, e);
 
         static const char *const create[] = {"create", NULL};

@@ -681,18 +681,22 @@ int api_serve_resource(api_req_t *r)
         if (sub == API_SUB_FINALIZE) return rest_finalize(r);
     }
 
+    /* The verbs the resource serves (namespaces, as in Kubernetes, are
+     * deleted one by one: no deletecollection). */
+    unsigned verbs = rt->res->verbs;
     if (!*rt->name) {
-        if (!strcmp(m, "GET"))
-            return rest_query_bool(r, "watch") ? rest_watch(r) : do_list(r);
-        if (!strcmp(m, "POST")) return rest_create(r);
-        /* Namespaces, as in Kubernetes, are deleted one by one. */
-        if (!strcmp(m, "DELETE") && strcmp(rt->res->resource, "namespaces"))
+        if (!strcmp(m, "GET")) {
+            int watch = rest_query_bool(r, "watch");
+            if (verbs & (watch ? API_V_WATCH : API_V_LIST)) return watch ? rest_watch(r) : do_list(r);
+        }
+        if (!strcmp(m, "POST") && (verbs & API_V_CREATE)) return rest_create(r);
+        if (!strcmp(m, "DELETE") && (verbs & API_V_DELETECOLLECTION))
             return rest_delete_collection(r);
     } else {
-        if (!strcmp(m, "GET")) return do_get(r);
-        if (!strcmp(m, "PUT")) return rest_update(r);
-        if (!strcmp(m, "PATCH")) return rest_patch(r);
-        if (!strcmp(m, "DELETE") && !*rt->sub) return rest_delete(r);
+        if (!strcmp(m, "GET") && (verbs & API_V_GET)) return do_get(r);
+        if (!strcmp(m, "PUT") && (verbs & API_V_UPDATE)) return rest_update(r);
+        if (!strcmp(m, "PATCH") && (verbs & API_V_PATCH)) return rest_patch(r);
+        if (!strcmp(m, "DELETE") && !*rt->sub && (verbs & API_V_DELETE)) return rest_delete(r);
     }
     return api_reply_status(r, 405, "MethodNotAllowed", NULL,
                             "the server does not allow this method on the requested resource");

@@ -108,7 +108,7 @@ extern const api_strategy_t api_strategy_statefulset;
 extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_job;
 extern const api_strategy_t api_strategy_service;
-extern const api_strategy_t api_strategy_crd;
+extern const api_strategy_t api_strategy_customresourcedefinition;
 
 /* Append a cause: reason is Kubernetes' (FieldValueRequired, FieldValueInvalid,
  * FieldValueNotSupported, FieldValueDuplicate, FieldValueForbidden,

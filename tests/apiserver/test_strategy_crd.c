@@ -59,7 +59,7 @@ static void annotate(json_t *c, const char *value)
 static char *causes_of(json_t *c, json_t *old)
 {
     json_t *causes = json_array();
-    api_strategy_crd.validate(c, old, causes);
+    api_strategy_customresourcedefinition.validate(c, old, causes);
     size_t cap = 1, i;
     json_t *x;
     json_array_foreach(causes, i, x)
