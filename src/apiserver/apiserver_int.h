@@ -242,6 +242,7 @@ struct apiserver {
     wc_t **caches;          /* one per built-in resource, same index */
     api_view_t *view;       /* the current view (guarded by mu), a reference */
     struct crd_ctl *crd;    /* the CRD controller (crd.c) */
+    struct as_ctl *apiservices; /* the APIService controller (apiservice.c) */
     pthread_mutex_t metrics_mu; /* held while the source below is used */
     int (*metrics_fn)(void *arg, char **text);
     void *metrics_arg;
@@ -322,6 +323,11 @@ json_t *api_status_new(int code, const char *reason, const char *message,
 /* crd.c: the CustomResourceDefinition controller inside the API server. */
 int api_crd_start(struct apiserver *s);
 void api_crd_stop(struct apiserver *s); /* safe if never started */
+
+/* apiservice.c: the APIService controller inside the API server (a no-op
+ * when apiservices are not served). Errors: KP_ENOMEM. */
+int api_apiservice_start(struct apiserver *s);
+void api_apiservice_stop(struct apiserver *s); /* safe if never started */
 
 /* The finalizer a CRD carries until its objects are deleted (strategy_crd.c
  * adds it on create, crd.c removes it). */

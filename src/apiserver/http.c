@@ -552,7 +552,9 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
             goto fail;
         }
     }
-    if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s))) goto fail;
+    if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s)) ||
+        (rc = api_apiservice_start(s)))
+        goto fail;
     int lfd = tcp_listen(&sa);
     if (lfd < 0) {
         rc = lfd;
@@ -610,6 +612,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     *out = s;
     return 0;
 fail:
+    api_apiservice_stop(s);
     api_crd_stop(s);
     api_conns_free(s->conns);
     close_caches(s);
@@ -641,6 +644,7 @@ void apiserver_stop(apiserver_t *s)
     pthread_mutex_unlock(&s->mu);
     /* Ending the watches lets the connection threads MHD_stop_daemon() waits
      * for finish; the caches close after them, when no request can use them. */
+    api_apiservice_stop(s);
     api_crd_stop(s);
     end_watches(s);
     if (s->unix_daemon) {

@@ -5,6 +5,7 @@
 #include "apiserver_int.h"
 #include "strategy.h"
 
+extern const api_strategy_t api_strategy_apiservice;
 extern const api_strategy_t api_strategy_customresourcedefinition;
 extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_deployment;
@@ -259,6 +260,21 @@ const api_resource_t api_registry_table[] = {
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
         .strategy = &api_strategy_service,
+    },
+    {
+        .group = "apiregistration.k8s.io",
+        .version = "v1",
+        .resource = "apiservices",
+        .singular = "apiservice",
+        .kind = "APIService",
+        .list_kind = "APIServiceList",
+        .namespaced = 0,
+        .short_names = {NULL},
+        .categories = {"api-extensions"},
+        .verbs = API_V_ALL,
+        .subresources = API_SUB_STATUS,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_apiservice,
     },
     {
         .group = "apps",
