@@ -363,6 +363,10 @@ int api_serve_health(api_req_t *r);
 /* rest.c */
 int api_serve_resource(api_req_t *r);
 int api_ensure_namespaces(apiserver_t *s);
+/* bootstrap_objects.c: create the objects every cluster starts with (the
+ * system PriorityClasses) where missing; never overwrites. Errors: the
+ * store's. */
+int api_ensure_objects(apiserver_t *s);
 
 /* object.c: metadata helpers. */
 /* 1 if a and b are equal JSON values, or both absent (NULL). */

@@ -537,7 +537,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         goto fail;
     }
     if ((rc = api_schema_load(&s->schema))) goto fail;
-    if ((rc = api_ensure_namespaces(s))) goto fail;
+    if ((rc = api_ensure_namespaces(s)) || (rc = api_ensure_objects(s))) goto fail;
     size_t nres = api_registry_count();
     if (!(s->caches = calloc(nres, sizeof *s->caches))) {
         rc = KP_ENOMEM;

@@ -11,7 +11,8 @@
 #     lists exactly their groups and versions, the newest version preferred;
 #   - `kubectl api-resources -o wide` prints exactly what those imply (one
 #     row per resource of each group's preferred version, plus the resources
-#     only older versions have).
+#     only older versions have);
+#   - the system PriorityClasses exist from the start.
 set -euo pipefail
 KP_BIN=$1
 KUBECTL=$2
@@ -129,3 +130,10 @@ print("served %d resources in %d group-versions; pending %d: %s" % (
 sys.exit(1 if problems else 0)
 PY
 echo "ok: discovery and kubectl api-resources match the facts"
+
+# What every cluster starts with besides namespaces: the system
+# PriorityClasses, with Kubernetes' values.
+pcs=$("$KUBECTL" get priorityclasses -o jsonpath='{range .items[*]}{.metadata.name}={.value} {end}')
+[ "$pcs" = "system-cluster-critical=2000000000 system-node-critical=2000001000 " ] ||
+  fail "system PriorityClasses: '$pcs'"
+echo "ok: system PriorityClasses"
