@@ -11,6 +11,7 @@ extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_deployment;
 extern const api_strategy_t api_strategy_job;
 extern const api_strategy_t api_strategy_pod;
+extern const api_strategy_t api_strategy_poddisruptionbudget;
 extern const api_strategy_t api_strategy_replicaset;
 extern const api_strategy_t api_strategy_service;
 extern const api_strategy_t api_strategy_statefulset;
@@ -485,6 +486,21 @@ const api_resource_t api_registry_table[] = {
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
         .strategy = NULL,
+    },
+    {
+        .group = "policy",
+        .version = "v1",
+        .resource = "poddisruptionbudgets",
+        .singular = "poddisruptionbudget",
+        .kind = "PodDisruptionBudget",
+        .list_kind = "PodDisruptionBudgetList",
+        .namespaced = 1,
+        .short_names = {"pdb"},
+        .categories = {NULL},
+        .verbs = API_V_ALL,
+        .subresources = API_SUB_STATUS,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_poddisruptionbudget,
     },
     {
         .group = "rbac.authorization.k8s.io",

@@ -130,4 +130,13 @@ void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unrea
  * without consulting its PodDisruptionBudgets: 1 if so. */
 int api_pod_eviction_skips_budget(const json_t *pod);
 
+/* The PodDisruptionBudget check of an eviction of `pod` (borrowed) in the
+ * request's namespace (strategy_poddisruptionbudget.c, Kubernetes'
+ * checkAndDecrement): 0 when the pod may go (no budget, an unready pod the
+ * budget spares, or a disruption now recorded in the budget's status, not
+ * under dryRun); -1 after replying (429 with a DisruptionBudget cause, 500
+ * for more than one budget, 403, or a store error). */
+struct api_req;
+int api_pdb_admit_eviction(struct api_req *r, const json_t *pod);
+
 #endif
