@@ -148,6 +148,7 @@ const api_resource_t *api_dyn_resource(const api_dyn_t *d);
 /* What a request path names (route.c). */
 typedef enum api_route_kind {
     API_ROUTE_NONE = 0,
+    API_ROUTE_ROOT,       /* /: the paths served */
     API_ROUTE_HEALTH,     /* /healthz /livez /readyz */
     API_ROUTE_VERSION,    /* /version */
     API_ROUTE_API,        /* /api */

@@ -12,6 +12,7 @@
 #   - `kubectl api-resources -o wide` prints exactly what those imply (one
 #     row per resource of each group's preferred version, plus the resources
 #     only older versions have);
+#   - GET / lists every served path, sorted;
 #   - the system PriorityClasses exist from the start.
 set -euo pipefail
 KP_BIN=$1
@@ -23,6 +24,7 @@ raw="$KP_DIR/raw"
 mkdir -p "$raw"
 "$KUBECTL" get --raw /api/v1 >"$raw/core_v1.json"
 "$KUBECTL" get --raw /apis >"$raw/apis.json"
+"$KUBECTL" get --raw / >"$raw/root.json"
 python3 - "$raw/apis.json" <<'PY' >"$raw/gvs"
 import json, sys
 for g in json.load(open(sys.argv[1]))["groups"]:
@@ -86,6 +88,15 @@ want_gv = {(g, v) for g, v in gvs if g}
 if got_gv != want_gv:
     problems.append("/apis: extra %s, missing %s" % (sorted(got_gv - want_gv),
                                                      sorted(want_gv - got_gv)))
+# GET /: every group and group-version path, sorted, among the fixed ones.
+root = json.load(open(os.path.join(raw, "root.json")))["paths"]
+want_root = {"/api", "/api/v1", "/apis", "/apis/", "/healthz", "/livez", "/metrics",
+             "/openapi/v2", "/openapi/v3", "/openapi/v3/", "/readyz", "/version"}
+for g, v in want_gv:
+    want_root |= {"/apis/" + g, "/apis/%s/%s" % (g, v)}
+if root != sorted(want_root):
+    problems.append("GET /: extra %s, missing %s" % (sorted(set(root) - want_root),
+                                                     sorted(want_root - set(root))))
 preferred = {}
 for gr in apis["groups"]:
     newest = max((ver["version"] for ver in gr["versions"]), key=lambda x: int(x[1:]))
