@@ -77,6 +77,10 @@ typedef struct api_resource {
     unsigned subresources; /* API_SUB_* */
     const char *const *field_selectors; /* beyond metadata.name/namespace; NULL-terminated */
     const struct api_strategy *strategy; /* per-kind rules, NULL for storage-only kinds */
+    /* Another version's objects, converted (NULL: stored as served): the
+     * group and resource whose store keys this resource reads and writes;
+     * its strategy's to_storage and from_storage convert. */
+    const char *storage_group, *storage_resource;
     /* A CustomResourceDefinition's resource (NULL for built-ins): its
      * openAPIV3Schema and additionalPrinterColumns for this version. */
     const json_t *crd_schema;

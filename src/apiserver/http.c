@@ -32,6 +32,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "strategy.h"
 #include "watchcache.h"
 
 /* gnutls priorities of the TLS listener: its defaults without TLS 1.0/1.1. */
@@ -546,7 +547,13 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     for (size_t i = 0; i < nres; i++) {
         char prefix[128];
         api_key_prefix(api_registry_at(i), prefix, sizeof prefix);
-        wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes};
+        /* A version served from another's keys keeps its own cache of them,
+         * converted (so its objects are encoded once, as every cache's). */
+        const api_strategy_t *st = api_registry_at(i)->strategy;
+        wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes,
+                           .convert = api_registry_at(i)->storage_resource && st
+                                          ? st->from_storage
+                                          : NULL};
         if ((rc = wc_open(cfg->store, prefix, &wcc, &s->caches[i]))) {
             log_error("apiserver", "watch cache for %s: %s", prefix, err_str(rc));
             goto fail;

@@ -9,6 +9,8 @@ extern const api_strategy_t api_strategy_apiservice;
 extern const api_strategy_t api_strategy_customresourcedefinition;
 extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_deployment;
+extern const api_strategy_t api_strategy_event__events_v1;
+extern const api_strategy_t api_strategy_horizontalpodautoscaler__autoscaling_v1;
 extern const api_strategy_t api_strategy_job;
 extern const api_strategy_t api_strategy_pod;
 extern const api_strategy_t api_strategy_poddisruptionbudget;
@@ -353,6 +355,23 @@ const api_resource_t api_registry_table[] = {
         .strategy = &api_strategy_statefulset,
     },
     {
+        .group = "events.k8s.io",
+        .version = "v1",
+        .resource = "events",
+        .singular = "event",
+        .kind = "Event",
+        .list_kind = "EventList",
+        .namespaced = 1,
+        .short_names = {"ev"},
+        .categories = {NULL},
+        .verbs = API_V_ALL,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_event__events_v1,
+        .storage_group = "",
+        .storage_resource = "events",
+    },
+    {
         .group = "autoscaling",
         .version = "v2",
         .resource = "horizontalpodautoscalers",
@@ -366,6 +385,23 @@ const api_resource_t api_registry_table[] = {
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
         .strategy = NULL,
+    },
+    {
+        .group = "autoscaling",
+        .version = "v1",
+        .resource = "horizontalpodautoscalers",
+        .singular = "horizontalpodautoscaler",
+        .kind = "HorizontalPodAutoscaler",
+        .list_kind = "HorizontalPodAutoscalerList",
+        .namespaced = 1,
+        .short_names = {"hpa"},
+        .categories = {"all"},
+        .verbs = API_V_ALL,
+        .subresources = API_SUB_STATUS,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_horizontalpodautoscaler__autoscaling_v1,
+        .storage_group = "autoscaling",
+        .storage_resource = "horizontalpodautoscalers",
     },
     {
         .group = "batch",

@@ -99,6 +99,14 @@ typedef struct api_strategy {
     /* What marking for deletion changes besides deletionTimestamp (a
      * namespace's status.phase Terminating). */
     void (*delete_mark)(json_t *obj);
+
+    /* A version served from another version's store keys (the row's
+     * storage_group/storage_resource): to_storage converts an object of this
+     * version to the stored one, from_storage back. Each consumes its
+     * argument and returns a new object (NULL when out of memory); both are
+     * pure (the watch cache calls from_storage on its own thread). */
+    json_t *(*to_storage)(json_t *obj);
+    json_t *(*from_storage)(json_t *obj);
 } api_strategy_t;
 
 extern const api_strategy_t api_strategy_pod;
