@@ -421,6 +421,14 @@ int rest_create(api_req_t *r)
     if (res->namespaced && !*r->route.ns)
         return api_reply_status(r, 404, "NotFound", NULL,
                                 "the server could not find the requested resource");
+    if (res->crd_terminating) {
+        json_t *d = json_pack("{s:s, s:s}", "group", res->group, "kind", res->resource);
+        int rc = api_reply_status(r, 405, "MethodNotAllowed", d,
+                                  "create not allowed while custom resource definition is "
+                                  "terminating");
+        json_decref(d);
+        return rc;
+    }
     json_t *obj;
     int rc = rest_body_object(r, &obj);
     if (rc || !obj) return rc;
