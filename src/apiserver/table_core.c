@@ -187,11 +187,12 @@ static void row_pvc(json_t *row, json_t *cells, const json_t *o, int64_t now)
 
 /* ---- resourcequotas ----------------------------------------------------------- */
 
+/* Kubernetes 1.32 prints AGE second (1.33 moved it last). */
 static const api_table_col_t quota_cols[] = {
     COL_NAME,
+    COL_AGE,
     C("Request", "string", "Used and hard amounts of the requests.* and other resources."),
     C("Limit", "string", "Used and hard amounts of the limits.* resources."),
-    COL_AGE,
 };
 
 /* "name: used/hard, ..." over status.hard sorted by name, limits.* in the
@@ -217,9 +218,9 @@ static void row_quota(json_t *row, json_t *cells, const json_t *o, int64_t now)
     }
     free(k);
     cell_name(cells, o);
+    api__table_age_cell(cells, o, now);
     cell_sb(cells, &req);
     cell_sb(cells, &lim);
-    api__table_age_cell(cells, o, now);
 }
 
 const api_table_printer_t api__table_printers_core[] = {

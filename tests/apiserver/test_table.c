@@ -810,7 +810,7 @@ static void test_new_columns(void **state)
                   "Access Modes:string::0|StorageClass:string::0|"
                   "VolumeAttributesClass:string::0|Age:string::0|VolumeMode:string::1");
     check_columns(R("", "resourcequotas"),
-                  "Name:string:name:0|Request:string::0|Limit:string::0|Age:string::0");
+                  "Name:string:name:0|Age:string::0|Request:string::0|Limit:string::0");
     check_columns(R2("autoscaling", "v2", "horizontalpodautoscalers"),
                   "Name:string:name:0|Reference:string::0|Targets:string::0|MinPods:string::0|"
                   "MaxPods:string::0|Replicas:string::0|Age:string::0");
@@ -913,10 +913,10 @@ static void test_core_kinds(void **state)
                 "{" META("q") ",'status':{'hard':{'pods':'10','limits.memory':'2Gi',"
                               "'requests.cpu':'1','limits.cpu':'2'},'used':{'pods':'3',"
                               "'requests.cpu':'500m','limits.cpu':'1'}}}",
-                "['q','pods: 3/10, requests.cpu: 500m/1','limits.cpu: 1/2, limits.memory: 0/2Gi',"
-                "'5m']");
+                "['q','5m','pods: 3/10, requests.cpu: 500m/1',"
+                "'limits.cpu: 1/2, limits.memory: 0/2Gi']");
     check_cells(R("", "resourcequotas"), "{" META("empty") ",'spec':{'hard':{'pods':'1'}}}",
-                "['empty','','','5m']");
+                "['empty','5m','','']");
     check_cells(R("", "limitranges"),
                 "{'metadata':{'name':'lr','creationTimestamp':'2024-05-01T11:55:00Z'}}",
                 "['lr','2024-05-01T11:55:00Z']");
