@@ -24,13 +24,17 @@
  *     no AGE unless a column asks for it; with no printer columns it prints
  *     NAME and Age (type date). A column's cell is the FIRST value its
  *     JSONPath finds (the convertor reads results[0][0]), rendered by type.
- *  6. Built-in kinds without a printer in printers.go (limitranges, roles,
- *     clusterroles, customresourcedefinitions) print NAME and CREATED AT, as
- *     kube-apiserver's DefaultTableConvertor does; a Table asked for without
- *     a resource prints NAME and AGE.
+ *  6. Built-in kinds whose Kubernetes registry uses the DefaultTableConvertor
+ *     (limitranges, roles, clusterroles, csistoragecapacities,
+ *     customresourcedefinitions) print NAME and CREATED AT; a Table asked
+ *     for without a resource prints NAME and AGE.
  *  7. Printers live here (the kinds served before issue 15), in table_core.c
  *     (core kinds added since) and table_groups.c (the other groups); the
  *     lookup is by group and resource (printer_of()).
+ *  8. A version served from another's store (events.k8s.io events,
+ *     autoscaling/v1 HPAs) prints as the stored resource does, from the
+ *     object converted by its strategy's to_storage: Kubernetes prints the
+ *     internal object, the same whichever version was asked for.
  *
  * Row builders append exactly one cell per column; a missing cell can only
  * come from a failed allocation, so api_table_add_row() checks the count and
@@ -41,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiserver/strategy.h"
 #include "apiserver/table_int.h"
 #include "lib/buf.h"
 #include "lib/err.h"
@@ -467,7 +472,7 @@ static void row_event(json_t *row, json_t *cells, const json_t *o, int64_t now)
     }
     sb_init(&source);
     const json_t *src = jget(o, "source");
-    sb_put(&source, or_else(jstr(src, "component"), jstr(o, "reportingController")));
+    sb_put(&source, or_else(jstr(src, "component"), jstr(o, "reportingComponent")));
     const char *inst = or_else(jstr(src, "host"), jstr(o, "reportingInstance"));
     if (*inst) {
         sb_put(&source, ", ");
@@ -826,10 +831,22 @@ static const json_t *custom_columns(const api_resource_t *res)
     return res && json_array_size(res->printer_columns) ? res->printer_columns : NULL;
 }
 
+/* Whether `res` serves another version's stored objects: it then prints as
+ * the stored resource does, from the object converted to the stored form
+ * (Kubernetes' printers work on the internal object, the same whichever
+ * version a client asked for). */
+static int converts(const api_resource_t *res)
+{
+    return res && res->storage_resource && res->storage_group && res->strategy &&
+           res->strategy->to_storage;
+}
+
 static const api_table_printer_t *printer_of(const api_resource_t *res)
 {
     if (!res) return &generic_printer;
     if (res->crd_schema || res->printer_columns) return &custom_generic_printer;
+    const char *group = converts(res) ? res->storage_group : res->group;
+    const char *resource = converts(res) ? res->storage_resource : res->resource;
     const struct {
         const api_table_printer_t *p;
         size_t n;
@@ -838,8 +855,7 @@ static const api_table_printer_t *printer_of(const api_resource_t *res)
                 {api__table_printers_groups, api__table_printers_groups_n}};
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
         for (size_t i = 0; i < sets[k].n; i++)
-            if (!strcmp(sets[k].p[i].group, res->group) &&
-                !strcmp(sets[k].p[i].resource, res->resource))
+            if (!strcmp(sets[k].p[i].group, group) && !strcmp(sets[k].p[i].resource, resource))
                 return &sets[k].p[i];
     return &default_printer; /* kube-apiserver's DefaultTableConvertor */
 }
@@ -926,7 +942,7 @@ int api_table_add_row(json_t *table, const api_resource_t *res, const json_t *ob
     if (!json_is_array(rows) || !json_is_object(obj) ||
         (include != API_TABLE_METADATA && include != API_TABLE_OBJECT && include != API_TABLE_NONE))
         return KP_EINVAL;
-    json_t *row = json_object(), *cells = json_array();
+    json_t *row = json_object(), *cells = json_array(), *stored = NULL;
     if (!row || !cells || json_object_set(row, "cells", cells)) goto nomem;
     const json_t *pc = custom_columns(res);
     size_t want;
@@ -935,17 +951,23 @@ int api_table_add_row(json_t *table, const api_resource_t *res, const json_t *ob
         want = api__table_custom_ncols(pc);
     } else {
         const api_table_printer_t *p = printer_of(res);
-        p->row(row, cells, obj, now_s);
+        if (converts(res)) { /* to_storage consumes the copy */
+            json_t *copy = json_deep_copy(obj);
+            if (!copy || !(stored = res->strategy->to_storage(copy))) goto nomem;
+        }
+        p->row(row, cells, stored ? stored : obj, now_s);
         want = p->ncols;
     }
     if (json_array_size(cells) != want) goto nomem;
     if (json_object_set_new(row, "object", row_object(table, res, obj, include)) ||
         json_array_append(rows, row))
         goto nomem;
+    json_decref(stored);
     json_decref(cells);
     json_decref(row);
     return 0;
 nomem:
+    json_decref(stored);
     json_decref(cells);
     json_decref(row);
     return KP_ENOMEM;

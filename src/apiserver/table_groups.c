@@ -3,8 +3,12 @@
  * since issue 15: autoscaling, batch cronjobs, certificates, discovery,
  * networking, node, policy, rbac, scheduling and storage. Columns, cell
  * types and texts as kube-apiserver 1.32 prints them (k/k
- * pkg/printers/internalversion/printers.go). Roles and ClusterRoles have no
- * printer there and print the default NAME / CREATED AT (table.c).
+ * pkg/printers/internalversion/printers.go).
+ *
+ * APIServices print as kube-aggregator's ConvertToTable does. Roles,
+ * ClusterRoles and CSIStorageCapacities are stored with the default table
+ * convertor in Kubernetes (their registries say so, whatever printers.go
+ * has) and print NAME / CREATED AT.
  *
  * Where printers.go dereferences a nil *Quantity, Go prints "<nil>"; so do
  * we. Differences from Kubernetes, on purpose:
@@ -65,6 +69,40 @@ static void list_cell(json_t *cells, more_list_t *l, const char *empty)
 static int annotation_true(const json_t *o, const char *key)
 {
     return !strcmp(jstr(jdig2(o, "metadata", "annotations"), key), "true");
+}
+
+/* ---- apiregistration.k8s.io: apiservices (kube-aggregator's ConvertToTable) ---- */
+
+static const api_table_col_t apiservice_cols[] = {
+    COL_NAME,
+    C("Service", "string", "The Service behind the API, as namespace/name, or Local."),
+    C("Available", "string", "The Available condition, with its reason when not True."),
+    COL_AGE,
+};
+
+static void row_apiservice(json_t *row, json_t *cells, const json_t *o, int64_t now)
+{
+    (void)row;
+    const json_t *svc = jdig2(o, "spec", "service"), *c, *avail = NULL;
+    size_t i;
+    json_array_foreach(jdig2(o, "status", "conditions"), i, c) {
+        if (!strcmp(jstr(c, "type"), "Available")) {
+            avail = c;
+            break;
+        }
+    }
+    cell_name(cells, o);
+    if (jset(jget(o, "spec"), "service"))
+        cell(cells, json_sprintf("%s/%s", jstr(svc, "namespace"), jstr(svc, "name")));
+    else
+        cell_str(cells, "Local");
+    if (!avail)
+        cell_str(cells, "Unknown");
+    else if (strcmp(jstr(avail, "status"), "True") && *jstr(avail, "reason"))
+        cell(cells, json_sprintf("%s (%s)", jstr(avail, "status"), jstr(avail, "reason")));
+    else
+        cell_str(cells, jstr(avail, "status"));
+    api__table_age_cell(cells, o, now);
 }
 
 /* ---- autoscaling: horizontalpodautoscalers (v2) -------------------------------- */
@@ -626,21 +664,6 @@ static void row_csinode(json_t *row, json_t *cells, const json_t *o, int64_t now
     api__table_age_cell(cells, o, now);
 }
 
-static const api_table_col_t csicapacity_cols[] = {
-    COL_NAME,
-    C("StorageClassName", "string", "StorageClass the capacity is for."),
-    C("Capacity", "string", "Capacity available."),
-};
-
-static void row_csicapacity(json_t *row, json_t *cells, const json_t *o, int64_t now)
-{
-    (void)row;
-    (void)now;
-    cell_name(cells, o);
-    cell_str(cells, jstr(o, "storageClassName"));
-    cell_str(cells, jset(o, "capacity") ? jstr(o, "capacity") : "<unset>");
-}
-
 static const api_table_col_t volumeattachment_cols[] = {
     COL_NAME,
     {"Attacher", "string", "name", "Volume driver that attaches the volume.", 0},
@@ -663,6 +686,7 @@ static void row_volumeattachment(json_t *row, json_t *cells, const json_t *o, in
 }
 
 const api_table_printer_t api__table_printers_groups[] = {
+    PRINTER("apiregistration.k8s.io", "apiservices", apiservice_cols, row_apiservice),
     PRINTER("autoscaling", "horizontalpodautoscalers", hpa_cols, row_hpa),
     PRINTER("batch", "cronjobs", cronjob_cols, row_cronjob),
     PRINTER("certificates.k8s.io", "certificatesigningrequests", csr_cols, row_csr),
@@ -679,7 +703,6 @@ const api_table_printer_t api__table_printers_groups[] = {
     PRINTER("scheduling.k8s.io", "priorityclasses", priorityclass_cols, row_priorityclass),
     PRINTER("storage.k8s.io", "csidrivers", csidriver_cols, row_csidriver),
     PRINTER("storage.k8s.io", "csinodes", csinode_cols, row_csinode),
-    PRINTER("storage.k8s.io", "csistoragecapacities", csicapacity_cols, row_csicapacity),
     PRINTER("storage.k8s.io", "storageclasses", storageclass_cols, row_storageclass),
     PRINTER("storage.k8s.io", "volumeattachments", volumeattachment_cols, row_volumeattachment),
     PRINTER("storage.k8s.io", "volumeattributesclasses", vac_cols, row_vac),

@@ -855,7 +855,17 @@ static void test_new_columns(void **state)
     check_columns(R("storage.k8s.io", "csinodes"),
                   "Name:string:name:0|Drivers:integer::0|Age:string::0");
     check_columns(R("storage.k8s.io", "csistoragecapacities"),
-                  "Name:string:name:0|StorageClassName:string::0|Capacity:string::0");
+                  "Name:string:name:0|Created At:date::0");
+    check_columns(R("apiregistration.k8s.io", "apiservices"),
+                  "Name:string:name:0|Service:string::0|Available:string::0|Age:string::0");
+    /* versions served from another's store print as the stored one */
+    check_columns(R2("autoscaling", "v1", "horizontalpodautoscalers"),
+                  "Name:string:name:0|Reference:string::0|Targets:string::0|MinPods:string::0|"
+                  "MaxPods:string::0|Replicas:string::0|Age:string::0");
+    check_columns(R("events.k8s.io", "events"),
+                  "Last Seen:string::0|Type:string::0|Reason:string::0|Object:string::0|"
+                  "Subobject:string::1|Source:string::1|Message:string::0|"
+                  "First Seen:string::1|Count:string::1|Name:string:name:1");
     check_columns(R("storage.k8s.io", "volumeattachments"),
                   "Name:string:name:0|Attacher:string:name:0|PV:string::0|Node:string::0|"
                   "Attached:boolean::0|Age:string::0");
@@ -959,6 +969,23 @@ static void test_workload_kinds(void **state)
                 "['o','Deployment/a','<unknown>/3 (avg), cpu: 41%/<auto>','<unset>',3,0,'5m']");
     check_cells(hpa, "{" META("none") ",'spec':{'scaleTargetRef':{'kind':'D','name':'n'}}}",
                 "['none','D/n','<none>','<unset>',0,0,'5m']");
+
+    /* autoscaling/v1 prints its v2 form: the CPU target becomes a metric */
+    check_cells(R2("autoscaling", "v1", "horizontalpodautoscalers"),
+                "{" META("web1") ",'spec':{'scaleTargetRef':{'apiVersion':'apps/v1','kind':"
+                                 "'Deployment','name':'web'},'minReplicas':1,'maxReplicas':5,"
+                                 "'targetCPUUtilizationPercentage':60},'status':"
+                                 "{'currentReplicas':1,'currentCPUUtilizationPercentage':12}}",
+                "['web1','Deployment/web','cpu: 12%/60%','1',5,1,'5m']");
+    /* events.k8s.io/v1 prints as the core Event it is stored as */
+    check_cells(
+        R("events.k8s.io", "events"),
+        "{'metadata':{'name':'e1','namespace':'default'},'regarding':{'kind':'Pod','name':"
+        "'web'},'note':'Pulled image','reason':'Pulled','type':'Normal',"
+        "'deprecatedLastTimestamp':'2024-05-01T11:58:00Z','deprecatedCount':3,"
+        "'reportingController':'kubelet','reportingInstance':'node-1'}",
+        "['2m','Normal','Pulled','pod/web','','kubelet, node-1','Pulled image','<unknown>',3,"
+        "'e1']");
 
     const api_resource_t *cj = R("batch", "cronjobs");
     check_cells(cj,
@@ -1101,10 +1128,23 @@ static void test_cluster_kinds(void **state)
                 "{" META("node-1") ",'spec':{'drivers':[{'name':'a','nodeID':'n'},{'name':'b',"
                                    "'nodeID':'n'}]}}",
                 "['node-1',2,'5m']");
-    const api_resource_t *cap = R("storage.k8s.io", "csistoragecapacities");
-    check_cells(cap, "{" META("cap1") ",'storageClassName':'fast','capacity':'100Gi'}",
-                "['cap1','fast','100Gi']");
-    check_cells(cap, "{" META("cap2") ",'storageClassName':'fast'}", "['cap2','fast','<unset>']");
+    check_cells(R("storage.k8s.io", "csistoragecapacities"),
+                "{" META("cap1") ",'storageClassName':'fast','capacity':'100Gi'}",
+                "['cap1','2024-05-01T11:55:00Z']");
+    const api_resource_t *apis = R("apiregistration.k8s.io", "apiservices");
+    check_cells(apis,
+                "{" META("v1.apps") ",'spec':{'group':'apps','version':'v1'},'status':"
+                                    "{'conditions':[{'type':'Available','status':'True',"
+                                    "'reason':'Local'}]}}",
+                "['v1.apps','Local','True','5m']");
+    check_cells(apis,
+                "{" META("v1beta1.metrics.k8s.io") ",'spec':{'service':{'namespace':'kube-system',"
+                                                   "'name':'metrics-server'}},'status':"
+                                                   "{'conditions':[{'type':'Available','status':"
+                                                   "'False','reason':'ServiceNotFound'}]}}",
+                "['v1beta1.metrics.k8s.io','kube-system/metrics-server',"
+                "'False (ServiceNotFound)','5m']");
+    check_cells(apis, "{" META("v1.x") ",'spec':{}}", "['v1.x','Local','Unknown','5m']");
     check_cells(R("storage.k8s.io", "volumeattachments"),
                 "{" META("csi-123") ",'spec':{'attacher':'ebs.csi.aws.com','nodeName':'node-1',"
                                     "'source':{'persistentVolumeName':'pv1'}},'status':"
@@ -1179,12 +1219,12 @@ static void test_events(void **state)
                 "{'metadata':{'name':'e2'},'involvedObject':{'kind':'Node'},'reason':"
                 "'FailedScheduling','message':'m','type':'Warning','eventTime':"
                 "'2024-05-01T11:59:30.123456Z','series':{'count':4,'lastObservedTime':"
-                "'2024-05-01T11:57:00.000000Z'},'reportingController':'default-scheduler'}",
+                "'2024-05-01T11:57:00.000000Z'},'reportingComponent':'default-scheduler'}",
                 "['3m','Warning','FailedScheduling','node','','default-scheduler','m','30s',4,"
                 "'e2']");
     check_cells(ev,
                 "{'metadata':{'name':'e3'},'involvedObject':{'kind':'ReplicaSet','name':'rs'},"
-                "'reportingController':'rc','reportingInstance':'i-1','firstTimestamp':"
+                "'reportingComponent':'rc','reportingInstance':'i-1','firstTimestamp':"
                 "'2024-05-01T11:58:00Z'}",
                 "['2m','','','replicaset/rs','','rc, i-1','','2m',1,'e3']");
     check_cells(ev, "{'metadata':{'name':'e4'}}",

@@ -21,7 +21,8 @@ declare -A NOT_CREATABLE=()
 
 # `kubectl get` headers of Kubernetes 1.32 (pkg/printers/internalversion;
 # kinds without a printer get the default NAME / CREATED AT), runs of
-# spaces squeezed. Keys are the names `kubectl api-resources -o name` prints.
+# spaces squeezed; APIServices as kube-aggregator prints them. Keys are the
+# names `kubectl api-resources -o name` prints.
 declare -A HEADER=(
   [configmaps]="NAME DATA AGE"
   [endpoints]="NAME ENDPOINTS AGE"
@@ -58,7 +59,7 @@ declare -A HEADER=(
   [roles.rbac.authorization.k8s.io]="NAME CREATED AT"
   [csidrivers.storage.k8s.io]="NAME ATTACHREQUIRED PODINFOONMOUNT STORAGECAPACITY TOKENREQUESTS REQUIRESREPUBLISH MODES AGE"
   [csinodes.storage.k8s.io]="NAME DRIVERS AGE"
-  [csistoragecapacities.storage.k8s.io]="NAME STORAGECLASSNAME CAPACITY"
+  [csistoragecapacities.storage.k8s.io]="NAME CREATED AT"
   [storageclasses.storage.k8s.io]="NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE"
   [volumeattachments.storage.k8s.io]="NAME ATTACHER PV NODE ATTACHED AGE"
   [volumeattributesclasses.storage.k8s.io]="NAME DRIVERNAME AGE"
@@ -67,6 +68,9 @@ declare -A HEADER=(
   [leases.coordination.k8s.io]="NAME HOLDER AGE"
   [runtimeclasses.node.k8s.io]="NAME HANDLER AGE"
   [endpointslices.discovery.k8s.io]="NAME ADDRESSTYPE PORTS ENDPOINTS AGE"
+  [events.events.k8s.io]="LAST SEEN TYPE REASON OBJECT MESSAGE"
+  [poddisruptionbudgets.policy]="NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE"
+  [apiservices.apiregistration.k8s.io]="NAME SERVICE AVAILABLE AGE"
 )
 
 t0=$(date +%s)
@@ -162,7 +166,7 @@ run_kind() {
     fail "$what: server-side re-apply"
   expect_eq "$what: re-apply changes nothing (resourceVersion)" "$rv2" "$rv1"
 
-  out=$(k explain "$name") || fail "$what: kubectl explain"
+  out=$(k explain "$res" --api-version="$av") || fail "$what: kubectl explain"
   expect_match "$what: kubectl explain" "$(head -n3 <<<"$out")" "^KIND: +$kind\$"
 
   k delete "$name" "$obj" "${ns[@]}" --wait=false >/dev/null || fail "$what: delete"
