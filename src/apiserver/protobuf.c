@@ -786,3 +786,8 @@ const api_pb_root_t *api__pb_root_at(size_t i)
 {
     return i < api__pb_nroots ? &api__pb_roots[i] : NULL;
 }
+
+int api_pb_has_kind(const char *api_version, const char *kind)
+{
+    return api__pb_root_find(api_version, kind) != NULL;
+}

@@ -36,6 +36,11 @@
 
 /* The media type these bodies come with. */
 #define API_PB_MEDIA_TYPE "application/vnd.kubernetes.protobuf"
+/* A protobuf watch stream's Content-Type. */
+#define API_PB_WATCH_MEDIA_TYPE "application/vnd.kubernetes.protobuf;stream=watch"
+/* The cap on one protobuf reply (a whole List): the JSON it is encoded from
+ * is already in memory, and protobuf is smaller. */
+#define API_PB_REPLY_MAX ((size_t)1 << 31)
 
 /* Decode a protobuf request body of `len` bytes.
  *
@@ -72,6 +77,9 @@ int api_pb_encode(const json_t *obj, buf_t *out);
  * length, then a metav1.WatchEvent {type, object} encoded as api_pb_encode
  * does, its object in its own envelope. Errors as api_pb_encode. */
 int api_pb_encode_event(const char *type, const json_t *obj, buf_t *out);
+
+/* 1 if objects of apiVersion and kind have a protobuf message. */
+int api_pb_has_kind(const char *api_version, const char *kind);
 
 /* 1 if an Accept header prefers protobuf: its first media range that is
  * JSON, protobuf or a wildcard (ranges asking for a Table or other

@@ -423,7 +423,7 @@ static const api_pb_msg_t pb_map_strlist = API_PB_MSG("map entry", f_pb_map_strl
 static const api_pb_field_t f_pb_apps_v1_ControllerRevision[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
     {2, "data", API_PB_RAWEXT, 0, NULL},
-    {3, "revision", API_PB_INT64, 0, NULL},
+    {3, "revision", API_PB_INT64, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_apps_v1_ControllerRevision = API_PB_MSG("ControllerRevision", f_pb_apps_v1_ControllerRevision);
 
@@ -441,8 +441,8 @@ static const api_pb_field_t f_pb_apps_v1_DaemonSet[] = {
 static const api_pb_msg_t pb_apps_v1_DaemonSet = API_PB_MSG("DaemonSet", f_pb_apps_v1_DaemonSet);
 
 static const api_pb_field_t f_pb_apps_v1_DaemonSetCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "status", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "lastTransitionTime", API_PB_TIME, 0, NULL},
     {4, "reason", API_PB_STRING, 0, NULL},
     {5, "message", API_PB_STRING, 0, NULL},
@@ -460,20 +460,20 @@ static const api_pb_field_t f_pb_apps_v1_DaemonSetSpec[] = {
     {2, "template", API_PB_MESSAGE, 0, &pb_core_v1_PodTemplateSpec},
     {3, "updateStrategy", API_PB_MESSAGE, 0, &pb_apps_v1_DaemonSetUpdateStrategy},
     {4, "minReadySeconds", API_PB_INT32, 0, NULL},
-    {6, "revisionHistoryLimit", API_PB_INT32, 0, NULL},
+    {6, "revisionHistoryLimit", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_apps_v1_DaemonSetSpec = API_PB_MSG("DaemonSetSpec", f_pb_apps_v1_DaemonSetSpec);
 
 static const api_pb_field_t f_pb_apps_v1_DaemonSetStatus[] = {
-    {1, "currentNumberScheduled", API_PB_INT32, 0, NULL},
-    {2, "numberMisscheduled", API_PB_INT32, 0, NULL},
-    {3, "desiredNumberScheduled", API_PB_INT32, 0, NULL},
-    {4, "numberReady", API_PB_INT32, 0, NULL},
+    {1, "currentNumberScheduled", API_PB_INT32, API_PB_KEEP, NULL},
+    {2, "numberMisscheduled", API_PB_INT32, API_PB_KEEP, NULL},
+    {3, "desiredNumberScheduled", API_PB_INT32, API_PB_KEEP, NULL},
+    {4, "numberReady", API_PB_INT32, API_PB_KEEP, NULL},
     {5, "observedGeneration", API_PB_INT64, 0, NULL},
     {6, "updatedNumberScheduled", API_PB_INT32, 0, NULL},
     {7, "numberAvailable", API_PB_INT32, 0, NULL},
     {8, "numberUnavailable", API_PB_INT32, 0, NULL},
-    {9, "collisionCount", API_PB_INT32, 0, NULL},
+    {9, "collisionCount", API_PB_INT32, API_PB_KEEP, NULL},
     {10, "conditions", API_PB_MESSAGE, API_PB_REP, &pb_apps_v1_DaemonSetCondition},
 };
 static const api_pb_msg_t pb_apps_v1_DaemonSetStatus = API_PB_MSG("DaemonSetStatus", f_pb_apps_v1_DaemonSetStatus);
@@ -546,8 +546,8 @@ static const api_pb_field_t f_pb_apps_v1_ReplicaSet[] = {
 static const api_pb_msg_t pb_apps_v1_ReplicaSet = API_PB_MSG("ReplicaSet", f_pb_apps_v1_ReplicaSet);
 
 static const api_pb_field_t f_pb_apps_v1_ReplicaSetCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "status", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "lastTransitionTime", API_PB_TIME, 0, NULL},
     {4, "reason", API_PB_STRING, 0, NULL},
     {5, "message", API_PB_STRING, 0, NULL},
@@ -561,7 +561,7 @@ static const api_pb_field_t f_pb_apps_v1_ReplicaSetList[] = {
 static const api_pb_msg_t pb_apps_v1_ReplicaSetList = API_PB_MSG("ReplicaSetList", f_pb_apps_v1_ReplicaSetList);
 
 static const api_pb_field_t f_pb_apps_v1_ReplicaSetSpec[] = {
-    {1, "replicas", API_PB_INT32, 0, NULL},
+    {1, "replicas", API_PB_INT32, API_PB_KEEP, NULL},
     {2, "selector", API_PB_MESSAGE, 0, &pb_meta_v1_LabelSelector},
     {3, "template", API_PB_MESSAGE, 0, &pb_core_v1_PodTemplateSpec},
     {4, "minReadySeconds", API_PB_INT32, 0, NULL},
@@ -569,7 +569,7 @@ static const api_pb_field_t f_pb_apps_v1_ReplicaSetSpec[] = {
 static const api_pb_msg_t pb_apps_v1_ReplicaSetSpec = API_PB_MSG("ReplicaSetSpec", f_pb_apps_v1_ReplicaSetSpec);
 
 static const api_pb_field_t f_pb_apps_v1_ReplicaSetStatus[] = {
-    {1, "replicas", API_PB_INT32, 0, NULL},
+    {1, "replicas", API_PB_INT32, API_PB_KEEP, NULL},
     {2, "fullyLabeledReplicas", API_PB_INT32, 0, NULL},
     {3, "observedGeneration", API_PB_INT64, 0, NULL},
     {4, "readyReplicas", API_PB_INT32, 0, NULL},
@@ -591,7 +591,7 @@ static const api_pb_field_t f_pb_apps_v1_RollingUpdateDeployment[] = {
 static const api_pb_msg_t pb_apps_v1_RollingUpdateDeployment = API_PB_MSG("RollingUpdateDeployment", f_pb_apps_v1_RollingUpdateDeployment);
 
 static const api_pb_field_t f_pb_apps_v1_RollingUpdateStatefulSetStrategy[] = {
-    {1, "partition", API_PB_INT32, 0, NULL},
+    {1, "partition", API_PB_INT32, API_PB_KEEP, NULL},
     {2, "maxUnavailable", API_PB_INTORSTR, 0, NULL},
 };
 static const api_pb_msg_t pb_apps_v1_RollingUpdateStatefulSetStrategy = API_PB_MSG("RollingUpdateStatefulSetStrategy", f_pb_apps_v1_RollingUpdateStatefulSetStrategy);
@@ -604,8 +604,8 @@ static const api_pb_field_t f_pb_apps_v1_StatefulSet[] = {
 static const api_pb_msg_t pb_apps_v1_StatefulSet = API_PB_MSG("StatefulSet", f_pb_apps_v1_StatefulSet);
 
 static const api_pb_field_t f_pb_apps_v1_StatefulSetCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "status", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "lastTransitionTime", API_PB_TIME, 0, NULL},
     {4, "reason", API_PB_STRING, 0, NULL},
     {5, "message", API_PB_STRING, 0, NULL},
@@ -630,14 +630,14 @@ static const api_pb_field_t f_pb_apps_v1_StatefulSetPersistentVolumeClaimRetenti
 static const api_pb_msg_t pb_apps_v1_StatefulSetPersistentVolumeClaimRetentionPolicy = API_PB_MSG("StatefulSetPersistentVolumeClaimRetentionPolicy", f_pb_apps_v1_StatefulSetPersistentVolumeClaimRetentionPolicy);
 
 static const api_pb_field_t f_pb_apps_v1_StatefulSetSpec[] = {
-    {1, "replicas", API_PB_INT32, 0, NULL},
+    {1, "replicas", API_PB_INT32, API_PB_KEEP, NULL},
     {2, "selector", API_PB_MESSAGE, 0, &pb_meta_v1_LabelSelector},
     {3, "template", API_PB_MESSAGE, 0, &pb_core_v1_PodTemplateSpec},
     {4, "volumeClaimTemplates", API_PB_MESSAGE, API_PB_REP, &pb_core_v1_PersistentVolumeClaim},
     {5, "serviceName", API_PB_STRING, 0, NULL},
     {6, "podManagementPolicy", API_PB_STRING, 0, NULL},
     {7, "updateStrategy", API_PB_MESSAGE, 0, &pb_apps_v1_StatefulSetUpdateStrategy},
-    {8, "revisionHistoryLimit", API_PB_INT32, 0, NULL},
+    {8, "revisionHistoryLimit", API_PB_INT32, API_PB_KEEP, NULL},
     {9, "minReadySeconds", API_PB_INT32, 0, NULL},
     {10, "persistentVolumeClaimRetentionPolicy", API_PB_MESSAGE, 0, &pb_apps_v1_StatefulSetPersistentVolumeClaimRetentionPolicy},
     {11, "ordinals", API_PB_MESSAGE, 0, &pb_apps_v1_StatefulSetOrdinals},
@@ -646,13 +646,13 @@ static const api_pb_msg_t pb_apps_v1_StatefulSetSpec = API_PB_MSG("StatefulSetSp
 
 static const api_pb_field_t f_pb_apps_v1_StatefulSetStatus[] = {
     {1, "observedGeneration", API_PB_INT64, 0, NULL},
-    {2, "replicas", API_PB_INT32, 0, NULL},
+    {2, "replicas", API_PB_INT32, API_PB_KEEP, NULL},
     {3, "readyReplicas", API_PB_INT32, 0, NULL},
     {4, "currentReplicas", API_PB_INT32, 0, NULL},
     {5, "updatedReplicas", API_PB_INT32, 0, NULL},
     {6, "currentRevision", API_PB_STRING, 0, NULL},
     {7, "updateRevision", API_PB_STRING, 0, NULL},
-    {9, "collisionCount", API_PB_INT32, 0, NULL},
+    {9, "collisionCount", API_PB_INT32, API_PB_KEEP, NULL},
     {10, "conditions", API_PB_MESSAGE, API_PB_REP, &pb_apps_v1_StatefulSetCondition},
     {11, "availableReplicas", API_PB_INT32, 0, NULL},
 };
@@ -677,7 +677,7 @@ static const api_pb_field_t f_pb_autoscaling_v1_ScaleSpec[] = {
 static const api_pb_msg_t pb_autoscaling_v1_ScaleSpec = API_PB_MSG("ScaleSpec", f_pb_autoscaling_v1_ScaleSpec);
 
 static const api_pb_field_t f_pb_autoscaling_v1_ScaleStatus[] = {
-    {1, "replicas", API_PB_INT32, 0, NULL},
+    {1, "replicas", API_PB_INT32, API_PB_KEEP, NULL},
     {2, "selector", API_PB_STRING, 0, NULL},
 };
 static const api_pb_msg_t pb_autoscaling_v1_ScaleStatus = API_PB_MSG("ScaleStatus", f_pb_autoscaling_v1_ScaleStatus);
@@ -697,8 +697,8 @@ static const api_pb_field_t f_pb_autoscaling_v2_ContainerResourceMetricStatus[] 
 static const api_pb_msg_t pb_autoscaling_v2_ContainerResourceMetricStatus = API_PB_MSG("ContainerResourceMetricStatus", f_pb_autoscaling_v2_ContainerResourceMetricStatus);
 
 static const api_pb_field_t f_pb_autoscaling_v2_CrossVersionObjectReference[] = {
-    {1, "kind", API_PB_STRING, 0, NULL},
-    {2, "name", API_PB_STRING, 0, NULL},
+    {1, "kind", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "name", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "apiVersion", API_PB_STRING, 0, NULL},
 };
 static const api_pb_msg_t pb_autoscaling_v2_CrossVersionObjectReference = API_PB_MSG("CrossVersionObjectReference", f_pb_autoscaling_v2_CrossVersionObjectReference);
@@ -716,16 +716,16 @@ static const api_pb_field_t f_pb_autoscaling_v2_ExternalMetricStatus[] = {
 static const api_pb_msg_t pb_autoscaling_v2_ExternalMetricStatus = API_PB_MSG("ExternalMetricStatus", f_pb_autoscaling_v2_ExternalMetricStatus);
 
 static const api_pb_field_t f_pb_autoscaling_v2_HPAScalingPolicy[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "value", API_PB_INT32, 0, NULL},
-    {3, "periodSeconds", API_PB_INT32, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "value", API_PB_INT32, API_PB_KEEP, NULL},
+    {3, "periodSeconds", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_autoscaling_v2_HPAScalingPolicy = API_PB_MSG("HPAScalingPolicy", f_pb_autoscaling_v2_HPAScalingPolicy);
 
 static const api_pb_field_t f_pb_autoscaling_v2_HPAScalingRules[] = {
-    {1, "selectPolicy", API_PB_STRING, 0, NULL},
+    {1, "selectPolicy", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "policies", API_PB_MESSAGE, API_PB_REP, &pb_autoscaling_v2_HPAScalingPolicy},
-    {3, "stabilizationWindowSeconds", API_PB_INT32, 0, NULL},
+    {3, "stabilizationWindowSeconds", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_autoscaling_v2_HPAScalingRules = API_PB_MSG("HPAScalingRules", f_pb_autoscaling_v2_HPAScalingRules);
 
@@ -743,8 +743,8 @@ static const api_pb_field_t f_pb_autoscaling_v2_HorizontalPodAutoscalerBehavior[
 static const api_pb_msg_t pb_autoscaling_v2_HorizontalPodAutoscalerBehavior = API_PB_MSG("HorizontalPodAutoscalerBehavior", f_pb_autoscaling_v2_HorizontalPodAutoscalerBehavior);
 
 static const api_pb_field_t f_pb_autoscaling_v2_HorizontalPodAutoscalerCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "status", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "lastTransitionTime", API_PB_TIME, 0, NULL},
     {4, "reason", API_PB_STRING, 0, NULL},
     {5, "message", API_PB_STRING, 0, NULL},
@@ -759,18 +759,18 @@ static const api_pb_msg_t pb_autoscaling_v2_HorizontalPodAutoscalerList = API_PB
 
 static const api_pb_field_t f_pb_autoscaling_v2_HorizontalPodAutoscalerSpec[] = {
     {1, "scaleTargetRef", API_PB_MESSAGE, 0, &pb_autoscaling_v2_CrossVersionObjectReference},
-    {2, "minReplicas", API_PB_INT32, 0, NULL},
-    {3, "maxReplicas", API_PB_INT32, 0, NULL},
+    {2, "minReplicas", API_PB_INT32, API_PB_KEEP, NULL},
+    {3, "maxReplicas", API_PB_INT32, API_PB_KEEP, NULL},
     {4, "metrics", API_PB_MESSAGE, API_PB_REP, &pb_autoscaling_v2_MetricSpec},
     {5, "behavior", API_PB_MESSAGE, 0, &pb_autoscaling_v2_HorizontalPodAutoscalerBehavior},
 };
 static const api_pb_msg_t pb_autoscaling_v2_HorizontalPodAutoscalerSpec = API_PB_MSG("HorizontalPodAutoscalerSpec", f_pb_autoscaling_v2_HorizontalPodAutoscalerSpec);
 
 static const api_pb_field_t f_pb_autoscaling_v2_HorizontalPodAutoscalerStatus[] = {
-    {1, "observedGeneration", API_PB_INT64, 0, NULL},
+    {1, "observedGeneration", API_PB_INT64, API_PB_KEEP, NULL},
     {2, "lastScaleTime", API_PB_TIME, 0, NULL},
     {3, "currentReplicas", API_PB_INT32, 0, NULL},
-    {4, "desiredReplicas", API_PB_INT32, 0, NULL},
+    {4, "desiredReplicas", API_PB_INT32, API_PB_KEEP, NULL},
     {5, "currentMetrics", API_PB_MESSAGE, API_PB_REP, &pb_autoscaling_v2_MetricStatus},
     {6, "conditions", API_PB_MESSAGE, API_PB_REP, &pb_autoscaling_v2_HorizontalPodAutoscalerCondition},
 };
@@ -803,17 +803,17 @@ static const api_pb_field_t f_pb_autoscaling_v2_MetricStatus[] = {
 static const api_pb_msg_t pb_autoscaling_v2_MetricStatus = API_PB_MSG("MetricStatus", f_pb_autoscaling_v2_MetricStatus);
 
 static const api_pb_field_t f_pb_autoscaling_v2_MetricTarget[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "value", API_PB_QUANTITY, 0, NULL},
     {3, "averageValue", API_PB_QUANTITY, 0, NULL},
-    {4, "averageUtilization", API_PB_INT32, 0, NULL},
+    {4, "averageUtilization", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_autoscaling_v2_MetricTarget = API_PB_MSG("MetricTarget", f_pb_autoscaling_v2_MetricTarget);
 
 static const api_pb_field_t f_pb_autoscaling_v2_MetricValueStatus[] = {
     {1, "value", API_PB_QUANTITY, 0, NULL},
     {2, "averageValue", API_PB_QUANTITY, 0, NULL},
-    {3, "averageUtilization", API_PB_INT32, 0, NULL},
+    {3, "averageUtilization", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_autoscaling_v2_MetricValueStatus = API_PB_MSG("MetricValueStatus", f_pb_autoscaling_v2_MetricValueStatus);
 
@@ -1001,12 +1001,12 @@ static const api_pb_field_t f_pb_certificates_v1_CertificateSigningRequest[] = {
 static const api_pb_msg_t pb_certificates_v1_CertificateSigningRequest = API_PB_MSG("CertificateSigningRequest", f_pb_certificates_v1_CertificateSigningRequest);
 
 static const api_pb_field_t f_pb_certificates_v1_CertificateSigningRequestCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "reason", API_PB_STRING, 0, NULL},
     {3, "message", API_PB_STRING, 0, NULL},
     {4, "lastUpdateTime", API_PB_TIME, 0, NULL},
     {5, "lastTransitionTime", API_PB_TIME, 0, NULL},
-    {6, "status", API_PB_STRING, 0, NULL},
+    {6, "status", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_certificates_v1_CertificateSigningRequestCondition = API_PB_MSG("CertificateSigningRequestCondition", f_pb_certificates_v1_CertificateSigningRequestCondition);
 
@@ -1017,14 +1017,14 @@ static const api_pb_field_t f_pb_certificates_v1_CertificateSigningRequestList[]
 static const api_pb_msg_t pb_certificates_v1_CertificateSigningRequestList = API_PB_MSG("CertificateSigningRequestList", f_pb_certificates_v1_CertificateSigningRequestList);
 
 static const api_pb_field_t f_pb_certificates_v1_CertificateSigningRequestSpec[] = {
-    {1, "request", API_PB_BYTES, 0, NULL},
+    {1, "request", API_PB_BYTES, API_PB_KEEP, NULL},
     {2, "username", API_PB_STRING, 0, NULL},
     {3, "uid", API_PB_STRING, 0, NULL},
     {4, "groups", API_PB_STRING, API_PB_REP, NULL},
     {5, "usages", API_PB_STRING, API_PB_REP, NULL},
     {6, "extra", API_PB_MAP, 0, &pb_map_strlist},
-    {7, "signerName", API_PB_STRING, 0, NULL},
-    {8, "expirationSeconds", API_PB_INT32, 0, NULL},
+    {7, "signerName", API_PB_STRING, API_PB_KEEP, NULL},
+    {8, "expirationSeconds", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_certificates_v1_CertificateSigningRequestSpec = API_PB_MSG("CertificateSigningRequestSpec", f_pb_certificates_v1_CertificateSigningRequestSpec);
 
@@ -1047,13 +1047,13 @@ static const api_pb_field_t f_pb_coordination_v1_LeaseList[] = {
 static const api_pb_msg_t pb_coordination_v1_LeaseList = API_PB_MSG("LeaseList", f_pb_coordination_v1_LeaseList);
 
 static const api_pb_field_t f_pb_coordination_v1_LeaseSpec[] = {
-    {1, "holderIdentity", API_PB_STRING, 0, NULL},
-    {2, "leaseDurationSeconds", API_PB_INT32, 0, NULL},
+    {1, "holderIdentity", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "leaseDurationSeconds", API_PB_INT32, API_PB_KEEP, NULL},
     {3, "acquireTime", API_PB_MICROTIME, 0, NULL},
     {4, "renewTime", API_PB_MICROTIME, 0, NULL},
-    {5, "leaseTransitions", API_PB_INT32, 0, NULL},
-    {6, "strategy", API_PB_STRING, 0, NULL},
-    {7, "preferredHolder", API_PB_STRING, 0, NULL},
+    {5, "leaseTransitions", API_PB_INT32, API_PB_KEEP, NULL},
+    {6, "strategy", API_PB_STRING, API_PB_KEEP, NULL},
+    {7, "preferredHolder", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_coordination_v1_LeaseSpec = API_PB_MSG("LeaseSpec", f_pb_coordination_v1_LeaseSpec);
 
@@ -1307,7 +1307,7 @@ static const api_pb_field_t f_pb_core_v1_ContainerStateRunning[] = {
 static const api_pb_msg_t pb_core_v1_ContainerStateRunning = API_PB_MSG("ContainerStateRunning", f_pb_core_v1_ContainerStateRunning);
 
 static const api_pb_field_t f_pb_core_v1_ContainerStateTerminated[] = {
-    {1, "exitCode", API_PB_INT32, 0, NULL},
+    {1, "exitCode", API_PB_INT32, API_PB_KEEP, NULL},
     {2, "signal", API_PB_INT32, 0, NULL},
     {3, "reason", API_PB_STRING, 0, NULL},
     {4, "message", API_PB_STRING, 0, NULL},
@@ -1324,15 +1324,15 @@ static const api_pb_field_t f_pb_core_v1_ContainerStateWaiting[] = {
 static const api_pb_msg_t pb_core_v1_ContainerStateWaiting = API_PB_MSG("ContainerStateWaiting", f_pb_core_v1_ContainerStateWaiting);
 
 static const api_pb_field_t f_pb_core_v1_ContainerStatus[] = {
-    {1, "name", API_PB_STRING, 0, NULL},
+    {1, "name", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "state", API_PB_MESSAGE, 0, &pb_core_v1_ContainerState},
     {3, "lastState", API_PB_MESSAGE, 0, &pb_core_v1_ContainerState},
-    {4, "ready", API_PB_BOOL, 0, NULL},
-    {5, "restartCount", API_PB_INT32, 0, NULL},
-    {6, "image", API_PB_STRING, 0, NULL},
-    {7, "imageID", API_PB_STRING, 0, NULL},
+    {4, "ready", API_PB_BOOL, API_PB_KEEP, NULL},
+    {5, "restartCount", API_PB_INT32, API_PB_KEEP, NULL},
+    {6, "image", API_PB_STRING, API_PB_KEEP, NULL},
+    {7, "imageID", API_PB_STRING, API_PB_KEEP, NULL},
     {8, "containerID", API_PB_STRING, 0, NULL},
-    {9, "started", API_PB_BOOL, 0, NULL},
+    {9, "started", API_PB_BOOL, API_PB_KEEP, NULL},
     {10, "allocatedResources", API_PB_MAP, 0, &pb_map_quantity},
     {11, "resources", API_PB_MESSAGE, 0, &pb_core_v1_ResourceRequirements},
     {12, "volumeMounts", API_PB_MESSAGE, API_PB_REP, &pb_core_v1_VolumeMountStatus},
@@ -1347,7 +1347,7 @@ static const api_pb_field_t f_pb_core_v1_ContainerUser[] = {
 static const api_pb_msg_t pb_core_v1_ContainerUser = API_PB_MSG("ContainerUser", f_pb_core_v1_ContainerUser);
 
 static const api_pb_field_t f_pb_core_v1_DaemonEndpoint[] = {
-    {1, "Port", API_PB_INT32, 0, NULL},
+    {1, "Port", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_core_v1_DaemonEndpoint = API_PB_MSG("DaemonEndpoint", f_pb_core_v1_DaemonEndpoint);
 
@@ -1377,16 +1377,16 @@ static const api_pb_field_t f_pb_core_v1_EmptyDirVolumeSource[] = {
 static const api_pb_msg_t pb_core_v1_EmptyDirVolumeSource = API_PB_MSG("EmptyDirVolumeSource", f_pb_core_v1_EmptyDirVolumeSource);
 
 static const api_pb_field_t f_pb_core_v1_EndpointAddress[] = {
-    {1, "ip", API_PB_STRING, 0, NULL},
+    {1, "ip", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "targetRef", API_PB_MESSAGE, 0, &pb_core_v1_ObjectReference},
     {3, "hostname", API_PB_STRING, 0, NULL},
-    {4, "nodeName", API_PB_STRING, 0, NULL},
+    {4, "nodeName", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_core_v1_EndpointAddress = API_PB_MSG("EndpointAddress", f_pb_core_v1_EndpointAddress);
 
 static const api_pb_field_t f_pb_core_v1_EndpointPort[] = {
     {1, "name", API_PB_STRING, 0, NULL},
-    {2, "port", API_PB_INT32, 0, NULL},
+    {2, "port", API_PB_INT32, API_PB_KEEP, NULL},
     {3, "protocol", API_PB_STRING, 0, NULL},
     {4, "appProtocol", API_PB_STRING, 0, NULL},
 };
@@ -1605,7 +1605,7 @@ static const api_pb_field_t f_pb_core_v1_HostAlias[] = {
 static const api_pb_msg_t pb_core_v1_HostAlias = API_PB_MSG("HostAlias", f_pb_core_v1_HostAlias);
 
 static const api_pb_field_t f_pb_core_v1_HostIP[] = {
-    {1, "ip", API_PB_STRING, 0, NULL},
+    {1, "ip", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_core_v1_HostIP = API_PB_MSG("HostIP", f_pb_core_v1_HostIP);
 
@@ -1680,7 +1680,7 @@ static const api_pb_field_t f_pb_core_v1_LimitRange[] = {
 static const api_pb_msg_t pb_core_v1_LimitRange = API_PB_MSG("LimitRange", f_pb_core_v1_LimitRange);
 
 static const api_pb_field_t f_pb_core_v1_LimitRangeItem[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "max", API_PB_MAP, 0, &pb_map_quantity},
     {3, "min", API_PB_MAP, 0, &pb_map_quantity},
     {4, "default", API_PB_MAP, 0, &pb_map_quantity},
@@ -1785,8 +1785,8 @@ static const api_pb_field_t f_pb_core_v1_Node[] = {
 static const api_pb_msg_t pb_core_v1_Node = API_PB_MSG("Node", f_pb_core_v1_Node);
 
 static const api_pb_field_t f_pb_core_v1_NodeAddress[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "address", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "address", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_core_v1_NodeAddress = API_PB_MSG("NodeAddress", f_pb_core_v1_NodeAddress);
 
@@ -1797,8 +1797,8 @@ static const api_pb_field_t f_pb_core_v1_NodeAffinity[] = {
 static const api_pb_msg_t pb_core_v1_NodeAffinity = API_PB_MSG("NodeAffinity", f_pb_core_v1_NodeAffinity);
 
 static const api_pb_field_t f_pb_core_v1_NodeCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "status", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "lastHeartbeatTime", API_PB_TIME, 0, NULL},
     {4, "lastTransitionTime", API_PB_TIME, 0, NULL},
     {5, "reason", API_PB_STRING, 0, NULL},
@@ -1894,16 +1894,16 @@ static const api_pb_field_t f_pb_core_v1_NodeStatus[] = {
 static const api_pb_msg_t pb_core_v1_NodeStatus = API_PB_MSG("NodeStatus", f_pb_core_v1_NodeStatus);
 
 static const api_pb_field_t f_pb_core_v1_NodeSystemInfo[] = {
-    {1, "machineID", API_PB_STRING, 0, NULL},
-    {2, "systemUUID", API_PB_STRING, 0, NULL},
-    {3, "bootID", API_PB_STRING, 0, NULL},
-    {4, "kernelVersion", API_PB_STRING, 0, NULL},
-    {5, "osImage", API_PB_STRING, 0, NULL},
-    {6, "containerRuntimeVersion", API_PB_STRING, 0, NULL},
-    {7, "kubeletVersion", API_PB_STRING, 0, NULL},
-    {8, "kubeProxyVersion", API_PB_STRING, 0, NULL},
-    {9, "operatingSystem", API_PB_STRING, 0, NULL},
-    {10, "architecture", API_PB_STRING, 0, NULL},
+    {1, "machineID", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "systemUUID", API_PB_STRING, API_PB_KEEP, NULL},
+    {3, "bootID", API_PB_STRING, API_PB_KEEP, NULL},
+    {4, "kernelVersion", API_PB_STRING, API_PB_KEEP, NULL},
+    {5, "osImage", API_PB_STRING, API_PB_KEEP, NULL},
+    {6, "containerRuntimeVersion", API_PB_STRING, API_PB_KEEP, NULL},
+    {7, "kubeletVersion", API_PB_STRING, API_PB_KEEP, NULL},
+    {8, "kubeProxyVersion", API_PB_STRING, API_PB_KEEP, NULL},
+    {9, "operatingSystem", API_PB_STRING, API_PB_KEEP, NULL},
+    {10, "architecture", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_core_v1_NodeSystemInfo = API_PB_MSG("NodeSystemInfo", f_pb_core_v1_NodeSystemInfo);
 
@@ -1939,8 +1939,8 @@ static const api_pb_field_t f_pb_core_v1_PersistentVolumeClaim[] = {
 static const api_pb_msg_t pb_core_v1_PersistentVolumeClaim = API_PB_MSG("PersistentVolumeClaim", f_pb_core_v1_PersistentVolumeClaim);
 
 static const api_pb_field_t f_pb_core_v1_PersistentVolumeClaimCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "status", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "lastProbeTime", API_PB_TIME, 0, NULL},
     {4, "lastTransitionTime", API_PB_TIME, 0, NULL},
     {5, "reason", API_PB_STRING, 0, NULL},
@@ -2031,7 +2031,7 @@ static const api_pb_field_t f_pb_core_v1_PersistentVolumeSpec[] = {
     {5, "persistentVolumeReclaimPolicy", API_PB_STRING, 0, NULL},
     {6, "storageClassName", API_PB_STRING, 0, NULL},
     {7, "mountOptions", API_PB_STRING, API_PB_REP, NULL},
-    {8, "volumeMode", API_PB_STRING, 0, NULL},
+    {8, "volumeMode", API_PB_STRING, API_PB_KEEP, NULL},
     {9, "nodeAffinity", API_PB_MESSAGE, 0, &pb_core_v1_VolumeNodeAffinity},
     {10, "volumeAttributesClassName", API_PB_STRING, 0, NULL},
 };
@@ -2081,8 +2081,8 @@ static const api_pb_field_t f_pb_core_v1_PodAntiAffinity[] = {
 static const api_pb_msg_t pb_core_v1_PodAntiAffinity = API_PB_MSG("PodAntiAffinity", f_pb_core_v1_PodAntiAffinity);
 
 static const api_pb_field_t f_pb_core_v1_PodCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "status", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "lastProbeTime", API_PB_TIME, 0, NULL},
     {4, "lastTransitionTime", API_PB_TIME, 0, NULL},
     {5, "reason", API_PB_STRING, 0, NULL},
@@ -2104,7 +2104,7 @@ static const api_pb_field_t f_pb_core_v1_PodDNSConfigOption[] = {
 static const api_pb_msg_t pb_core_v1_PodDNSConfigOption = API_PB_MSG("PodDNSConfigOption", f_pb_core_v1_PodDNSConfigOption);
 
 static const api_pb_field_t f_pb_core_v1_PodIP[] = {
-    {1, "ip", API_PB_STRING, 0, NULL},
+    {1, "ip", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_core_v1_PodIP = API_PB_MSG("PodIP", f_pb_core_v1_PodIP);
 
@@ -2328,8 +2328,8 @@ static const api_pb_field_t f_pb_core_v1_ReplicationController[] = {
 static const api_pb_msg_t pb_core_v1_ReplicationController = API_PB_MSG("ReplicationController", f_pb_core_v1_ReplicationController);
 
 static const api_pb_field_t f_pb_core_v1_ReplicationControllerCondition[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
-    {2, "status", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "lastTransitionTime", API_PB_TIME, 0, NULL},
     {4, "reason", API_PB_STRING, 0, NULL},
     {5, "message", API_PB_STRING, 0, NULL},
@@ -2343,7 +2343,7 @@ static const api_pb_field_t f_pb_core_v1_ReplicationControllerList[] = {
 static const api_pb_msg_t pb_core_v1_ReplicationControllerList = API_PB_MSG("ReplicationControllerList", f_pb_core_v1_ReplicationControllerList);
 
 static const api_pb_field_t f_pb_core_v1_ReplicationControllerSpec[] = {
-    {1, "replicas", API_PB_INT32, 0, NULL},
+    {1, "replicas", API_PB_INT32, API_PB_KEEP, NULL},
     {2, "selector", API_PB_MAP, 0, &pb_map_string},
     {3, "template", API_PB_MESSAGE, 0, &pb_core_v1_PodTemplateSpec},
     {4, "minReadySeconds", API_PB_INT32, 0, NULL},
@@ -2351,7 +2351,7 @@ static const api_pb_field_t f_pb_core_v1_ReplicationControllerSpec[] = {
 static const api_pb_msg_t pb_core_v1_ReplicationControllerSpec = API_PB_MSG("ReplicationControllerSpec", f_pb_core_v1_ReplicationControllerSpec);
 
 static const api_pb_field_t f_pb_core_v1_ReplicationControllerStatus[] = {
-    {1, "replicas", API_PB_INT32, 0, NULL},
+    {1, "replicas", API_PB_INT32, API_PB_KEEP, NULL},
     {2, "fullyLabeledReplicas", API_PB_INT32, 0, NULL},
     {3, "observedGeneration", API_PB_INT64, 0, NULL},
     {4, "readyReplicas", API_PB_INT32, 0, NULL},
@@ -2816,19 +2816,19 @@ static const api_pb_msg_t pb_core_v1_WindowsSecurityContextOptions = API_PB_MSG(
 static const api_pb_field_t f_pb_discovery_v1_Endpoint[] = {
     {1, "addresses", API_PB_STRING, API_PB_REP, NULL},
     {2, "conditions", API_PB_MESSAGE, 0, &pb_discovery_v1_EndpointConditions},
-    {3, "hostname", API_PB_STRING, 0, NULL},
+    {3, "hostname", API_PB_STRING, API_PB_KEEP, NULL},
     {4, "targetRef", API_PB_MESSAGE, 0, &pb_core_v1_ObjectReference},
     {5, "deprecatedTopology", API_PB_MAP, 0, &pb_map_string},
-    {6, "nodeName", API_PB_STRING, 0, NULL},
-    {7, "zone", API_PB_STRING, 0, NULL},
+    {6, "nodeName", API_PB_STRING, API_PB_KEEP, NULL},
+    {7, "zone", API_PB_STRING, API_PB_KEEP, NULL},
     {8, "hints", API_PB_MESSAGE, 0, &pb_discovery_v1_EndpointHints},
 };
 static const api_pb_msg_t pb_discovery_v1_Endpoint = API_PB_MSG("Endpoint", f_pb_discovery_v1_Endpoint);
 
 static const api_pb_field_t f_pb_discovery_v1_EndpointConditions[] = {
-    {1, "ready", API_PB_BOOL, 0, NULL},
-    {2, "serving", API_PB_BOOL, 0, NULL},
-    {3, "terminating", API_PB_BOOL, 0, NULL},
+    {1, "ready", API_PB_BOOL, API_PB_KEEP, NULL},
+    {2, "serving", API_PB_BOOL, API_PB_KEEP, NULL},
+    {3, "terminating", API_PB_BOOL, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_discovery_v1_EndpointConditions = API_PB_MSG("EndpointConditions", f_pb_discovery_v1_EndpointConditions);
 
@@ -2838,10 +2838,10 @@ static const api_pb_field_t f_pb_discovery_v1_EndpointHints[] = {
 static const api_pb_msg_t pb_discovery_v1_EndpointHints = API_PB_MSG("EndpointHints", f_pb_discovery_v1_EndpointHints);
 
 static const api_pb_field_t f_pb_discovery_v1_EndpointPort[] = {
-    {1, "name", API_PB_STRING, 0, NULL},
-    {2, "protocol", API_PB_STRING, 0, NULL},
-    {3, "port", API_PB_INT32, 0, NULL},
-    {4, "appProtocol", API_PB_STRING, 0, NULL},
+    {1, "name", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "protocol", API_PB_STRING, API_PB_KEEP, NULL},
+    {3, "port", API_PB_INT32, API_PB_KEEP, NULL},
+    {4, "appProtocol", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_discovery_v1_EndpointPort = API_PB_MSG("EndpointPort", f_pb_discovery_v1_EndpointPort);
 
@@ -2849,7 +2849,7 @@ static const api_pb_field_t f_pb_discovery_v1_EndpointSlice[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
     {2, "endpoints", API_PB_MESSAGE, API_PB_REP, &pb_discovery_v1_Endpoint},
     {3, "ports", API_PB_MESSAGE, API_PB_REP, &pb_discovery_v1_EndpointPort},
-    {4, "addressType", API_PB_STRING, 0, NULL},
+    {4, "addressType", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_discovery_v1_EndpointSlice = API_PB_MSG("EndpointSlice", f_pb_discovery_v1_EndpointSlice);
 
@@ -2860,7 +2860,7 @@ static const api_pb_field_t f_pb_discovery_v1_EndpointSliceList[] = {
 static const api_pb_msg_t pb_discovery_v1_EndpointSliceList = API_PB_MSG("EndpointSliceList", f_pb_discovery_v1_EndpointSliceList);
 
 static const api_pb_field_t f_pb_discovery_v1_ForZone[] = {
-    {1, "name", API_PB_STRING, 0, NULL},
+    {1, "name", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_discovery_v1_ForZone = API_PB_MSG("ForZone", f_pb_discovery_v1_ForZone);
 
@@ -2907,7 +2907,7 @@ static const api_pb_field_t f_pb_meta_v1_ListMeta[] = {
     {1, "selfLink", API_PB_STRING, 0, NULL},
     {2, "resourceVersion", API_PB_STRING, 0, NULL},
     {3, "continue", API_PB_STRING, 0, NULL},
-    {4, "remainingItemCount", API_PB_INT64, 0, NULL},
+    {4, "remainingItemCount", API_PB_INT64, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_meta_v1_ListMeta = API_PB_MSG("ListMeta", f_pb_meta_v1_ListMeta);
 
@@ -2985,7 +2985,7 @@ static const api_pb_field_t f_pb_meta_v1_StatusDetails[] = {
 static const api_pb_msg_t pb_meta_v1_StatusDetails = API_PB_MSG("StatusDetails", f_pb_meta_v1_StatusDetails);
 
 static const api_pb_field_t f_pb_meta_v1_WatchEvent[] = {
-    {1, "type", API_PB_STRING, 0, NULL},
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "object", API_PB_RAWEXT, 0, NULL},
 };
 static const api_pb_msg_t pb_meta_v1_WatchEvent = API_PB_MSG("WatchEvent", f_pb_meta_v1_WatchEvent);
@@ -2993,7 +2993,7 @@ static const api_pb_msg_t pb_meta_v1_WatchEvent = API_PB_MSG("WatchEvent", f_pb_
 static const api_pb_field_t f_pb_networking_v1_HTTPIngressPath[] = {
     {1, "path", API_PB_STRING, 0, NULL},
     {2, "backend", API_PB_MESSAGE, 0, &pb_networking_v1_IngressBackend},
-    {3, "pathType", API_PB_STRING, 0, NULL},
+    {3, "pathType", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_networking_v1_HTTPIngressPath = API_PB_MSG("HTTPIngressPath", f_pb_networking_v1_HTTPIngressPath);
 
@@ -3015,7 +3015,7 @@ static const api_pb_field_t f_pb_networking_v1_IPAddressList[] = {
 static const api_pb_msg_t pb_networking_v1_IPAddressList = API_PB_MSG("IPAddressList", f_pb_networking_v1_IPAddressList);
 
 static const api_pb_field_t f_pb_networking_v1_IPBlock[] = {
-    {1, "cidr", API_PB_STRING, 0, NULL},
+    {1, "cidr", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "except", API_PB_STRING, API_PB_REP, NULL},
 };
 static const api_pb_msg_t pb_networking_v1_IPBlock = API_PB_MSG("IPBlock", f_pb_networking_v1_IPBlock);
@@ -3046,11 +3046,11 @@ static const api_pb_field_t f_pb_networking_v1_IngressClassList[] = {
 static const api_pb_msg_t pb_networking_v1_IngressClassList = API_PB_MSG("IngressClassList", f_pb_networking_v1_IngressClassList);
 
 static const api_pb_field_t f_pb_networking_v1_IngressClassParametersReference[] = {
-    {1, "apiGroup", API_PB_STRING, 0, NULL},
-    {2, "kind", API_PB_STRING, 0, NULL},
-    {3, "name", API_PB_STRING, 0, NULL},
-    {4, "scope", API_PB_STRING, 0, NULL},
-    {5, "namespace", API_PB_STRING, 0, NULL},
+    {1, "apiGroup", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "kind", API_PB_STRING, API_PB_KEEP, NULL},
+    {3, "name", API_PB_STRING, API_PB_KEEP, NULL},
+    {4, "scope", API_PB_STRING, API_PB_KEEP, NULL},
+    {5, "namespace", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_networking_v1_IngressClassParametersReference = API_PB_MSG("IngressClassParametersReference", f_pb_networking_v1_IngressClassParametersReference);
 
@@ -3097,7 +3097,7 @@ static const api_pb_field_t f_pb_networking_v1_IngressRuleValue[] = {
 static const api_pb_msg_t pb_networking_v1_IngressRuleValue = API_PB_MSG("IngressRuleValue", f_pb_networking_v1_IngressRuleValue);
 
 static const api_pb_field_t f_pb_networking_v1_IngressServiceBackend[] = {
-    {1, "name", API_PB_STRING, 0, NULL},
+    {1, "name", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "port", API_PB_MESSAGE, 0, &pb_networking_v1_ServiceBackendPort},
 };
 static const api_pb_msg_t pb_networking_v1_IngressServiceBackend = API_PB_MSG("IngressServiceBackend", f_pb_networking_v1_IngressServiceBackend);
@@ -3106,7 +3106,7 @@ static const api_pb_field_t f_pb_networking_v1_IngressSpec[] = {
     {1, "defaultBackend", API_PB_MESSAGE, 0, &pb_networking_v1_IngressBackend},
     {2, "tls", API_PB_MESSAGE, API_PB_REP, &pb_networking_v1_IngressTLS},
     {3, "rules", API_PB_MESSAGE, API_PB_REP, &pb_networking_v1_IngressRule},
-    {4, "ingressClassName", API_PB_STRING, 0, NULL},
+    {4, "ingressClassName", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_networking_v1_IngressSpec = API_PB_MSG("IngressSpec", f_pb_networking_v1_IngressSpec);
 
@@ -3153,9 +3153,9 @@ static const api_pb_field_t f_pb_networking_v1_NetworkPolicyPeer[] = {
 static const api_pb_msg_t pb_networking_v1_NetworkPolicyPeer = API_PB_MSG("NetworkPolicyPeer", f_pb_networking_v1_NetworkPolicyPeer);
 
 static const api_pb_field_t f_pb_networking_v1_NetworkPolicyPort[] = {
-    {1, "protocol", API_PB_STRING, 0, NULL},
+    {1, "protocol", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "port", API_PB_INTORSTR, 0, NULL},
-    {3, "endPort", API_PB_INT32, 0, NULL},
+    {3, "endPort", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_networking_v1_NetworkPolicyPort = API_PB_MSG("NetworkPolicyPort", f_pb_networking_v1_NetworkPolicyPort);
 
@@ -3199,9 +3199,9 @@ static const api_pb_msg_t pb_networking_v1beta1_IPAddressSpec = API_PB_MSG("IPAd
 
 static const api_pb_field_t f_pb_networking_v1beta1_ParentReference[] = {
     {1, "group", API_PB_STRING, 0, NULL},
-    {2, "resource", API_PB_STRING, 0, NULL},
+    {2, "resource", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "namespace", API_PB_STRING, 0, NULL},
-    {4, "name", API_PB_STRING, 0, NULL},
+    {4, "name", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_networking_v1beta1_ParentReference = API_PB_MSG("ParentReference", f_pb_networking_v1beta1_ParentReference);
 
@@ -3229,7 +3229,7 @@ static const api_pb_msg_t pb_node_v1_Overhead = API_PB_MSG("Overhead", f_pb_node
 
 static const api_pb_field_t f_pb_node_v1_RuntimeClass[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
-    {2, "handler", API_PB_STRING, 0, NULL},
+    {2, "handler", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "overhead", API_PB_MESSAGE, 0, &pb_node_v1_Overhead},
     {4, "scheduling", API_PB_MESSAGE, 0, &pb_node_v1_Scheduling},
 };
@@ -3325,26 +3325,26 @@ static const api_pb_field_t f_pb_rbac_v1_RoleList[] = {
 static const api_pb_msg_t pb_rbac_v1_RoleList = API_PB_MSG("RoleList", f_pb_rbac_v1_RoleList);
 
 static const api_pb_field_t f_pb_rbac_v1_RoleRef[] = {
-    {1, "apiGroup", API_PB_STRING, 0, NULL},
-    {2, "kind", API_PB_STRING, 0, NULL},
-    {3, "name", API_PB_STRING, 0, NULL},
+    {1, "apiGroup", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "kind", API_PB_STRING, API_PB_KEEP, NULL},
+    {3, "name", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_rbac_v1_RoleRef = API_PB_MSG("RoleRef", f_pb_rbac_v1_RoleRef);
 
 static const api_pb_field_t f_pb_rbac_v1_Subject[] = {
-    {1, "kind", API_PB_STRING, 0, NULL},
+    {1, "kind", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "apiGroup", API_PB_STRING, 0, NULL},
-    {3, "name", API_PB_STRING, 0, NULL},
+    {3, "name", API_PB_STRING, API_PB_KEEP, NULL},
     {4, "namespace", API_PB_STRING, 0, NULL},
 };
 static const api_pb_msg_t pb_rbac_v1_Subject = API_PB_MSG("Subject", f_pb_rbac_v1_Subject);
 
 static const api_pb_field_t f_pb_scheduling_v1_PriorityClass[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
-    {2, "value", API_PB_INT32, 0, NULL},
+    {2, "value", API_PB_INT32, API_PB_KEEP, NULL},
     {3, "globalDefault", API_PB_BOOL, 0, NULL},
     {4, "description", API_PB_STRING, 0, NULL},
-    {5, "preemptionPolicy", API_PB_STRING, 0, NULL},
+    {5, "preemptionPolicy", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_scheduling_v1_PriorityClass = API_PB_MSG("PriorityClass", f_pb_scheduling_v1_PriorityClass);
 
@@ -3367,14 +3367,14 @@ static const api_pb_field_t f_pb_storage_v1_CSIDriverList[] = {
 static const api_pb_msg_t pb_storage_v1_CSIDriverList = API_PB_MSG("CSIDriverList", f_pb_storage_v1_CSIDriverList);
 
 static const api_pb_field_t f_pb_storage_v1_CSIDriverSpec[] = {
-    {1, "attachRequired", API_PB_BOOL, 0, NULL},
-    {2, "podInfoOnMount", API_PB_BOOL, 0, NULL},
+    {1, "attachRequired", API_PB_BOOL, API_PB_KEEP, NULL},
+    {2, "podInfoOnMount", API_PB_BOOL, API_PB_KEEP, NULL},
     {3, "volumeLifecycleModes", API_PB_STRING, API_PB_REP, NULL},
-    {4, "storageCapacity", API_PB_BOOL, 0, NULL},
-    {5, "fsGroupPolicy", API_PB_STRING, 0, NULL},
+    {4, "storageCapacity", API_PB_BOOL, API_PB_KEEP, NULL},
+    {5, "fsGroupPolicy", API_PB_STRING, API_PB_KEEP, NULL},
     {6, "tokenRequests", API_PB_MESSAGE, API_PB_REP, &pb_storage_v1_TokenRequest},
-    {7, "requiresRepublish", API_PB_BOOL, 0, NULL},
-    {8, "seLinuxMount", API_PB_BOOL, 0, NULL},
+    {7, "requiresRepublish", API_PB_BOOL, API_PB_KEEP, NULL},
+    {8, "seLinuxMount", API_PB_BOOL, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_storage_v1_CSIDriverSpec = API_PB_MSG("CSIDriverSpec", f_pb_storage_v1_CSIDriverSpec);
 
@@ -3385,8 +3385,8 @@ static const api_pb_field_t f_pb_storage_v1_CSINode[] = {
 static const api_pb_msg_t pb_storage_v1_CSINode = API_PB_MSG("CSINode", f_pb_storage_v1_CSINode);
 
 static const api_pb_field_t f_pb_storage_v1_CSINodeDriver[] = {
-    {1, "name", API_PB_STRING, 0, NULL},
-    {2, "nodeID", API_PB_STRING, 0, NULL},
+    {1, "name", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "nodeID", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "topologyKeys", API_PB_STRING, API_PB_REP, NULL},
     {4, "allocatable", API_PB_MESSAGE, 0, &pb_storage_v1_VolumeNodeResources},
 };
@@ -3406,7 +3406,7 @@ static const api_pb_msg_t pb_storage_v1_CSINodeSpec = API_PB_MSG("CSINodeSpec", 
 static const api_pb_field_t f_pb_storage_v1_CSIStorageCapacity[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
     {2, "nodeTopology", API_PB_MESSAGE, 0, &pb_meta_v1_LabelSelector},
-    {3, "storageClassName", API_PB_STRING, 0, NULL},
+    {3, "storageClassName", API_PB_STRING, API_PB_KEEP, NULL},
     {4, "capacity", API_PB_QUANTITY, 0, NULL},
     {5, "maximumVolumeSize", API_PB_QUANTITY, 0, NULL},
 };
@@ -3420,12 +3420,12 @@ static const api_pb_msg_t pb_storage_v1_CSIStorageCapacityList = API_PB_MSG("CSI
 
 static const api_pb_field_t f_pb_storage_v1_StorageClass[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
-    {2, "provisioner", API_PB_STRING, 0, NULL},
+    {2, "provisioner", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "parameters", API_PB_MAP, 0, &pb_map_string},
-    {4, "reclaimPolicy", API_PB_STRING, 0, NULL},
+    {4, "reclaimPolicy", API_PB_STRING, API_PB_KEEP, NULL},
     {5, "mountOptions", API_PB_STRING, API_PB_REP, NULL},
-    {6, "allowVolumeExpansion", API_PB_BOOL, 0, NULL},
-    {7, "volumeBindingMode", API_PB_STRING, 0, NULL},
+    {6, "allowVolumeExpansion", API_PB_BOOL, API_PB_KEEP, NULL},
+    {7, "volumeBindingMode", API_PB_STRING, API_PB_KEEP, NULL},
     {8, "allowedTopologies", API_PB_MESSAGE, API_PB_REP, &pb_core_v1_TopologySelectorTerm},
 };
 static const api_pb_msg_t pb_storage_v1_StorageClass = API_PB_MSG("StorageClass", f_pb_storage_v1_StorageClass);
@@ -3456,20 +3456,20 @@ static const api_pb_field_t f_pb_storage_v1_VolumeAttachmentList[] = {
 static const api_pb_msg_t pb_storage_v1_VolumeAttachmentList = API_PB_MSG("VolumeAttachmentList", f_pb_storage_v1_VolumeAttachmentList);
 
 static const api_pb_field_t f_pb_storage_v1_VolumeAttachmentSource[] = {
-    {1, "persistentVolumeName", API_PB_STRING, 0, NULL},
+    {1, "persistentVolumeName", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "inlineVolumeSpec", API_PB_MESSAGE, 0, &pb_core_v1_PersistentVolumeSpec},
 };
 static const api_pb_msg_t pb_storage_v1_VolumeAttachmentSource = API_PB_MSG("VolumeAttachmentSource", f_pb_storage_v1_VolumeAttachmentSource);
 
 static const api_pb_field_t f_pb_storage_v1_VolumeAttachmentSpec[] = {
-    {1, "attacher", API_PB_STRING, 0, NULL},
+    {1, "attacher", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "source", API_PB_MESSAGE, 0, &pb_storage_v1_VolumeAttachmentSource},
-    {3, "nodeName", API_PB_STRING, 0, NULL},
+    {3, "nodeName", API_PB_STRING, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_storage_v1_VolumeAttachmentSpec = API_PB_MSG("VolumeAttachmentSpec", f_pb_storage_v1_VolumeAttachmentSpec);
 
 static const api_pb_field_t f_pb_storage_v1_VolumeAttachmentStatus[] = {
-    {1, "attached", API_PB_BOOL, 0, NULL},
+    {1, "attached", API_PB_BOOL, API_PB_KEEP, NULL},
     {2, "attachmentMetadata", API_PB_MAP, 0, &pb_map_string},
     {3, "attachError", API_PB_MESSAGE, 0, &pb_storage_v1_VolumeError},
     {4, "detachError", API_PB_MESSAGE, 0, &pb_storage_v1_VolumeError},
@@ -3478,7 +3478,7 @@ static const api_pb_msg_t pb_storage_v1_VolumeAttachmentStatus = API_PB_MSG("Vol
 
 static const api_pb_field_t f_pb_storage_v1_VolumeAttributesClass[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
-    {2, "driverName", API_PB_STRING, 0, NULL},
+    {2, "driverName", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "parameters", API_PB_MAP, 0, &pb_map_string},
 };
 static const api_pb_msg_t pb_storage_v1_VolumeAttributesClass = API_PB_MSG("VolumeAttributesClass", f_pb_storage_v1_VolumeAttributesClass);
@@ -3496,13 +3496,13 @@ static const api_pb_field_t f_pb_storage_v1_VolumeError[] = {
 static const api_pb_msg_t pb_storage_v1_VolumeError = API_PB_MSG("VolumeError", f_pb_storage_v1_VolumeError);
 
 static const api_pb_field_t f_pb_storage_v1_VolumeNodeResources[] = {
-    {1, "count", API_PB_INT32, 0, NULL},
+    {1, "count", API_PB_INT32, API_PB_KEEP, NULL},
 };
 static const api_pb_msg_t pb_storage_v1_VolumeNodeResources = API_PB_MSG("VolumeNodeResources", f_pb_storage_v1_VolumeNodeResources);
 
 static const api_pb_field_t f_pb_storage_v1beta1_VolumeAttributesClass[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
-    {2, "driverName", API_PB_STRING, 0, NULL},
+    {2, "driverName", API_PB_STRING, API_PB_KEEP, NULL},
     {3, "parameters", API_PB_MAP, 0, &pb_map_string},
 };
 static const api_pb_msg_t pb_storage_v1beta1_VolumeAttributesClass = API_PB_MSG("VolumeAttributesClass", f_pb_storage_v1beta1_VolumeAttributesClass);
