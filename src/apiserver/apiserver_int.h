@@ -331,6 +331,9 @@ int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *d
  * ends the stream. `free_fn` releases `arg` when the connection is done. */
 int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
                      void (*free_fn)(void *arg));
+/* The same with another Content-Type (a protobuf watch). */
+int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, buf_t *out),
+                        void *arg, void (*free_fn)(void *arg));
 /* Whether r came in on the Unix socket (the in-process components). */
 int api_req_local(api_req_t *r);
 /* The socket of r's connection, or -1. It stays open at least until the

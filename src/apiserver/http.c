@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "apiserver_int.h"
+#include "apiserver/protobuf.h"
 #include "apiserver/schema.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -137,6 +138,20 @@ int api_reply_take(api_req_t *r, int code, const char *ctype, char *body, size_t
 int api_reply_json(api_req_t *r, int code, json_t *doc)
 {
     if (!doc) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    if (api_pb_accepts(api_header(r, "Accept"))) {
+        /* client-go's typed clients ask for protobuf first; a kind without
+         * a message (a CRD's, a Table) is answered in JSON, their second
+         * choice. */
+        buf_t b;
+        buf_init(&b, API_PB_REPLY_MAX);
+        if (!api_pb_encode(doc, &b)) {
+            json_decref(doc);
+            size_t len;
+            char *body = buf_detach(&b, &len);
+            return api_reply_take(r, code, API_PB_MEDIA_TYPE, body, len);
+        }
+        buf_free(&b);
+    }
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     if (!text) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
@@ -217,6 +232,12 @@ static void stream_free(void *cls)
 int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
                      void (*free_fn)(void *arg))
 {
+    return api_reply_stream_as(r, "application/json", next, arg, free_fn);
+}
+
+int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, buf_t *out),
+                        void *arg, void (*free_fn)(void *arg))
+{
     if (r->internal) {
         if (free_fn) free_fn(arg);
         return api_reply_status(r, 500, "InternalError", NULL,
@@ -243,11 +264,12 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
      * quiet watch when its next event came. A stream ends by itself (a
      * watch at its timeoutSeconds or when it falls behind). */
     MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-    return queue(r, 200, resp, "application/json");
+    return queue(r, 200, resp, ctype);
 }
 
 int api_req_local(api_req_t *r)
 {
+    if (r->internal) return 1; /* in-process */
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_DAEMON);
     pthread_mutex_lock(&r->srv->mu);
@@ -260,6 +282,7 @@ int api_req_socket(api_req_t *r)
 {
     /* libmicrohttpd closes it after the response's free callback (in
      * MHD_connection_close_, on the connection's thread). */
+    if (!r->conn) return -1; /* in-process: none */
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     return ci ? ci->connect_fd : -1;
