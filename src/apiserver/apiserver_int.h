@@ -45,7 +45,21 @@ enum {
     API_SUB_SCALE = 1u << 1,
 };
 
-/* One served resource: a line of the registry table (registry.c). */
+/* Verbs a resource serves (bit set), as discovery lists them. */
+enum {
+    API_V_GET = 1u << 0,
+    API_V_LIST = 1u << 1,
+    API_V_WATCH = 1u << 2,
+    API_V_CREATE = 1u << 3,
+    API_V_UPDATE = 1u << 4,
+    API_V_PATCH = 1u << 5,
+    API_V_DELETE = 1u << 6,
+    API_V_DELETECOLLECTION = 1u << 7,
+    API_V_ALL = (1u << 8) - 1,
+};
+
+/* One served resource: a row of the generated table (registry_gen.c, from
+ * scripts/gen-openapi-facts) or a CustomResourceDefinition's version. */
 typedef struct api_resource {
     const char *group;     /* "" for core */
     const char *version;
@@ -55,15 +69,21 @@ typedef struct api_resource {
     const char *list_kind;
     int namespaced;
     const char *short_names[4]; /* NULL-terminated */
-    int category_all;      /* listed in the "all" category */
-    unsigned subresources;
+    const char *categories[4];  /* NULL-terminated ("all", "api-extensions", ...) */
+    unsigned verbs;        /* API_V_* */
+    unsigned subresources; /* API_SUB_* */
     const char *const *field_selectors; /* beyond metadata.name/namespace; NULL-terminated */
     const struct api_strategy *strategy; /* per-kind rules, NULL for storage-only kinds */
+    /* Another version's objects, converted (NULL: stored as served): the
+     * group and resource whose store keys this resource reads and writes;
+     * its strategy's to_storage and from_storage convert. */
+    const char *storage_group, *storage_resource;
     /* A CustomResourceDefinition's resource (NULL for built-ins): its
      * openAPIV3Schema and additionalPrinterColumns for this version. */
     const json_t *crd_schema;
     const json_t *printer_columns;
     const json_t *crd_scale; /* subresources.scale: {specReplicasPath, ...} */
+    int crd_terminating;     /* its CRD is being deleted: no creates */
 } api_resource_t;
 
 /* The built-in table (registry.c); requests look resources up in a view. */
@@ -130,6 +150,7 @@ const api_resource_t *api_dyn_resource(const api_dyn_t *d);
 /* What a request path names (route.c). */
 typedef enum api_route_kind {
     API_ROUTE_NONE = 0,
+    API_ROUTE_ROOT,       /* /: the paths served */
     API_ROUTE_HEALTH,     /* /healthz /livez /readyz */
     API_ROUTE_VERSION,    /* /version */
     API_ROUTE_API,        /* /api */
@@ -163,7 +184,7 @@ enum {
     API_VERB_PATCH, API_VERB_DELETE, API_VERB_DELETECOLLECTION, API_VERB_OTHER,
     API_VERB_COUNT
 };
-#define API_RES_SLOTS 64    /* registry entries, the last slot for everything else */
+#define API_RES_SLOTS 96    /* registry entries, the last slot for everything else */
 #define API_CODE_COUNT 17   /* the codes metrics.c names, and "other" */
 #define API_BUCKET_COUNT 11 /* latency histogram bounds */
 typedef struct api_metrics api_metrics_t;
@@ -224,6 +245,7 @@ struct apiserver {
     wc_t **caches;          /* one per built-in resource, same index */
     api_view_t *view;       /* the current view (guarded by mu), a reference */
     struct crd_ctl *crd;    /* the CRD controller (crd.c) */
+    struct as_ctl *apiservices; /* the APIService controller (apiservice.c) */
     pthread_mutex_t metrics_mu; /* held while the source below is used */
     int (*metrics_fn)(void *arg, char **text);
     void *metrics_arg;
@@ -232,9 +254,20 @@ struct apiserver {
 };
 
 /* One request: lives from the first call of the access handler to the reply. */
+/* An in-process request (api_internal()): its query and headers, and where
+ * its reply goes instead of a connection. */
+#define API_INTERNAL_QUERY_MAX 8
+typedef struct api_internal {
+    const char *names[API_INTERNAL_QUERY_MAX], *values[API_INTERNAL_QUERY_MAX];
+    size_t nquery;
+    const char *manager; /* the User-Agent (field manager) */
+    buf_t out;           /* the reply's body */
+} api_internal_t;
+
 typedef struct api_req {
     apiserver_t *srv;
-    struct MHD_Connection *conn;
+    struct MHD_Connection *conn; /* NULL for an in-process request */
+    api_internal_t *internal;    /* only for an in-process request */
     const char *method;     /* borrowed from libmicrohttpd */
     const char *path;
     buf_t body;
@@ -255,6 +288,20 @@ typedef struct api_req {
 } api_req_t;
 
 enum { API_VALIDATE_IGNORE = 0, API_VALIDATE_WARN = 1, API_VALIDATE_STRICT = 2 };
+
+/* An in-process request through the normal handling of resource requests
+ * (routing, strategies, admission, managedFields, the watch cache, the
+ * store), without HTTP or authentication: for the API server's own
+ * controllers, which must write as clients do. `path` may carry a query
+ * ("?propagationPolicy=Background": names and values taken as they are, at
+ * most API_INTERNAL_QUERY_MAX, no %-decoding); `body` (borrowed, NULL: none)
+ * is sent as JSON; `manager` names the field manager. *code gets the HTTP
+ * code (0 if nothing answered), *out (may be NULL) the reply parsed (a new
+ * reference, NULL if not JSON). Watches and streams are not for it (500).
+ * Any thread but a request's. Errors: KP_ENOMEM, KP_EINVAL (path too long or
+ * too many query parameters). */
+int api_internal(apiserver_t *s, const char *method, const char *path, const json_t *body,
+                 const char *manager, int *code, json_t **out);
 
 /* Add `Warning: 299 - "<text>"` to the reply (kubectl prints it). */
 void api_warn(api_req_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -281,6 +328,9 @@ int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *d
  * ends the stream. `free_fn` releases `arg` when the connection is done. */
 int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
                      void (*free_fn)(void *arg));
+/* The same with another Content-Type (a protobuf watch). */
+int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, buf_t *out),
+                        void *arg, void (*free_fn)(void *arg));
 /* Whether r came in on the Unix socket (the in-process components). */
 int api_req_local(api_req_t *r);
 /* The socket of r's connection, or -1. It stays open at least until the
@@ -304,6 +354,11 @@ json_t *api_status_new(int code, const char *reason, const char *message,
 /* crd.c: the CustomResourceDefinition controller inside the API server. */
 int api_crd_start(struct apiserver *s);
 void api_crd_stop(struct apiserver *s); /* safe if never started */
+
+/* apiservice.c: the APIService controller inside the API server (a no-op
+ * when apiservices are not served). Errors: KP_ENOMEM. */
+int api_apiservice_start(struct apiserver *s);
+void api_apiservice_stop(struct apiserver *s); /* safe if never started */
 
 /* The finalizer a CRD carries until its objects are deleted (strategy_crd.c
  * adds it on create, crd.c removes it). */
@@ -339,6 +394,10 @@ int api_serve_health(api_req_t *r);
 /* rest.c */
 int api_serve_resource(api_req_t *r);
 int api_ensure_namespaces(apiserver_t *s);
+/* bootstrap_objects.c: create the objects every cluster starts with (the
+ * system PriorityClasses) where missing; never overwrites. Errors: the
+ * store's. */
+int api_ensure_objects(apiserver_t *s);
 
 /* object.c: metadata helpers. */
 /* 1 if a and b are equal JSON values, or both absent (NULL). */

@@ -5,6 +5,7 @@
  * The OpenAPI documents are openapi.c's; requests for them are passed on.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "apiserver_int.h"
@@ -23,10 +24,21 @@ static json_t *verbs_json(const char *const *verbs)
     return a;
 }
 
-static const char *const main_verbs[] = {"create", "delete", "deletecollection", "get",
-                                         "list", "patch", "update", "watch", NULL};
-static const char *const namespace_verbs[] = {"create", "delete", "get",   "list",
-                                              "patch",  "update", "watch", NULL};
+/* A resource's API_V_* verbs in Kubernetes' (alphabetical) order. */
+static json_t *verb_bits_json(unsigned verbs)
+{
+    static const struct { unsigned bit; const char *name; } names[] = {
+        {API_V_CREATE, "create"}, {API_V_DELETE, "delete"},
+        {API_V_DELETECOLLECTION, "deletecollection"}, {API_V_GET, "get"},
+        {API_V_LIST, "list"}, {API_V_PATCH, "patch"}, {API_V_UPDATE, "update"},
+        {API_V_WATCH, "watch"},
+    };
+    json_t *a = json_array();
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (verbs & names[i].bit) json_array_append_new(a, json_string(names[i].name));
+    return a;
+}
+
 static const char *const sub_verbs[] = {"get", "patch", "update", NULL};
 
 static json_t *sub_entry(const api_resource_t *r, const char *sub, const char *group,
@@ -51,16 +63,19 @@ static json_t *resource_list(const api_view_t *v, const char *group, const char 
         if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
         json_t *e = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", r->resource, "singularName",
                               r->singular, "namespaced", r->namespaced, "kind", r->kind,
-                              "verbs",
-                              verbs_json(strcmp(r->resource, "namespaces") ? main_verbs
-                                                                           : namespace_verbs));
+                              "verbs", verb_bits_json(r->verbs));
         if (r->short_names[0]) {
             json_t *sn = json_array();
             for (int k = 0; k < 4 && r->short_names[k]; k++)
                 json_array_append_new(sn, json_string(r->short_names[k]));
             json_object_set_new(e, "shortNames", sn);
         }
-        if (r->category_all) json_object_set_new(e, "categories", json_pack("[s]", "all"));
+        if (r->categories[0]) {
+            json_t *cat = json_array();
+            for (int k = 0; k < 4 && r->categories[k]; k++)
+                json_array_append_new(cat, json_string(r->categories[k]));
+            json_object_set_new(e, "categories", cat);
+        }
         json_array_append_new(list, e);
 
         if (r->subresources & API_SUB_STATUS)
@@ -127,6 +142,51 @@ static json_t *group_list(const api_view_t *v)
                      groups);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+/* GET /: the paths served, sorted, as kube-apiserver lists them. */
+static json_t *root_paths(const api_view_t *v)
+{
+    static const char *const fixed[] = {"/api",       "/api/v1",      "/apis",
+                                        "/apis/",     "/healthz",     "/livez",
+                                        "/metrics",   "/openapi/v2",  "/openapi/v3",
+                                        "/openapi/v3/", "/readyz",    "/version"};
+    json_t *set = json_object();
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        json_object_set_new(set, fixed[i], json_true());
+    for (size_t i = 0; v && i < v->count; i++) {
+        const api_resource_t *r = v->res[i];
+        if (!*r->group) continue;
+        char p[400];
+        snprintf(p, sizeof p, "/apis/%s", r->group);
+        json_object_set_new(set, p, json_true());
+        snprintf(p, sizeof p, "/apis/%s/%s", r->group, r->version);
+        json_object_set_new(set, p, json_true());
+    }
+    json_t *list = json_array();
+    const char *k;
+    json_t *val;
+    json_object_foreach(set, k, val) json_array_append_new(list, json_string(k));
+    json_decref(set);
+    size_t n = json_array_size(list);
+    json_t **items = calloc(n ? n : 1, sizeof *items);
+    if (!items) {
+        json_decref(list);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        items[i] = json_incref(json_array_get(list, i));
+    qsort(items, n, sizeof *items, cmp_str);
+    json_array_clear(list);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, items[i]);
+    free(items);
+    return json_pack("{s:o}", "paths", list);
+}
+
 int api_serve_discovery(api_req_t *r)
 {
     const api_route_t *rt = &r->route;
@@ -135,6 +195,9 @@ int api_serve_discovery(api_req_t *r)
                                 "the server does not allow this method on the requested resource");
     json_t *doc = NULL;
     switch (rt->kind) {
+    case API_ROUTE_ROOT:
+        doc = root_paths(r->view);
+        break;
     case API_ROUTE_HEALTH:
         return api_serve_health(r);
     case API_ROUTE_VERSION:

@@ -16,11 +16,11 @@
 #include "lib/base64.h"
 #include "lib/err.h"
 #include "rest_int.h"
+#include "strategy.h"
 #include "table.h"
 #include "protobuf.h"
 #include "selector.h"
 #include "store/store.h"
-#include "strategy.h"
 #include "watchcache.h"
 
 /* ---- shared helpers (rest_int.h) ---- */
@@ -299,7 +299,16 @@ int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
             json_object_del(json_object_get(*obj, "metadata"), "resourceVersion"); /* as stored */
         wc_obj_unref(v);
     }
-    if (!*obj) *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+    if (!*obj) {
+        *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+        /* Stored in another version: as this one (the cache's copy already is). */
+        const api_strategy_t *st = r->route.res ? r->route.res->strategy : NULL;
+        if (*obj && r->route.res && r->route.res->storage_resource && st && st->from_storage &&
+            !(*obj = st->from_storage(*obj))) {
+            free(kv);
+            return KP_ENOMEM;
+        }
+    }
     free(kv);
     return *obj ? 0 : KP_ECORRUPT;
 }
@@ -479,6 +488,11 @@ static int finish_list(api_req_t *r, list_sink_t *s, int64_t rev, const char *co
     if (rc) return api_reply_error(r, rc, NULL, "list too large");
     size_t len;
     char *body = buf_detach(&s->b, &len);
+    if (api_pb_accepts(api_header(r, "Accept"))) { /* the List as a message */
+        json_t *doc = json_loadb(body, len, 0, NULL);
+        free(body);
+        return api_reply_json(r, 200, doc);
+    }
     return api_reply_take(r, 200, "application/json", body, len);
 }
 
@@ -684,18 +698,22 @@ int api_serve_resource(api_req_t *r)
         if (own) return own->handler(r);
     }
 
+    /* The verbs the resource serves (namespaces, as in Kubernetes, are
+     * deleted one by one: no deletecollection). */
+    unsigned verbs = rt->res->verbs;
     if (!*rt->name) {
-        if (!strcmp(m, "GET"))
-            return rest_query_bool(r, "watch") ? rest_watch(r) : do_list(r);
-        if (!strcmp(m, "POST")) return rest_create(r);
-        /* Namespaces, as in Kubernetes, are deleted one by one. */
-        if (!strcmp(m, "DELETE") && strcmp(rt->res->resource, "namespaces"))
+        if (!strcmp(m, "GET")) {
+            int watch = rest_query_bool(r, "watch");
+            if (verbs & (watch ? API_V_WATCH : API_V_LIST)) return watch ? rest_watch(r) : do_list(r);
+        }
+        if (!strcmp(m, "POST") && (verbs & API_V_CREATE)) return rest_create(r);
+        if (!strcmp(m, "DELETE") && (verbs & API_V_DELETECOLLECTION))
             return rest_delete_collection(r);
     } else {
-        if (!strcmp(m, "GET")) return do_get(r);
-        if (!strcmp(m, "PUT")) return rest_update(r);
-        if (!strcmp(m, "PATCH")) return rest_patch(r);
-        if (!strcmp(m, "DELETE") && !*rt->sub) return rest_delete(r);
+        if (!strcmp(m, "GET") && (verbs & API_V_GET)) return do_get(r);
+        if (!strcmp(m, "PUT") && (verbs & API_V_UPDATE)) return rest_update(r);
+        if (!strcmp(m, "PATCH") && (verbs & API_V_PATCH)) return rest_patch(r);
+        if (!strcmp(m, "DELETE") && !*rt->sub && (verbs & API_V_DELETE)) return rest_delete(r);
     }
     return api_reply_status(r, 405, "MethodNotAllowed", NULL,
                             "the server does not allow this method on the requested resource");

@@ -115,6 +115,14 @@ typedef struct api_strategy {
      * namespace's status.phase Terminating). */
     void (*delete_mark)(json_t *obj);
 
+    /* A version served from another version's store keys (the row's
+     * storage_group/storage_resource): to_storage converts an object of this
+     * version to the stored one, from_storage back. Each consumes its
+     * argument and returns a new object (NULL when out of memory); both are
+     * pure (the watch cache calls from_storage on its own thread). */
+    json_t *(*to_storage)(json_t *obj);
+    json_t *(*from_storage)(json_t *obj);
+
     /* The kind's own subresources (NULL: none). */
     const api_sub_t *subs;
 } api_strategy_t;
@@ -130,7 +138,7 @@ extern const api_strategy_t api_strategy_statefulset;
 extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_job;
 extern const api_strategy_t api_strategy_service;
-extern const api_strategy_t api_strategy_crd;
+extern const api_strategy_t api_strategy_customresourcedefinition;
 
 /* Append a cause: reason is Kubernetes' (FieldValueRequired, FieldValueInvalid,
  * FieldValueNotSupported, FieldValueDuplicate, FieldValueForbidden,
@@ -163,5 +171,14 @@ int api_pod_log(struct api_req *r);
  * Failed), never started (Pending) or is already being deleted is evicted
  * without consulting its PodDisruptionBudgets: 1 if so. */
 int api_pod_eviction_skips_budget(const json_t *pod);
+
+/* The PodDisruptionBudget check of an eviction of `pod` (borrowed) in the
+ * request's namespace (strategy_poddisruptionbudget.c, Kubernetes'
+ * checkAndDecrement): 0 when the pod may go (no budget, an unready pod the
+ * budget spares, or a disruption now recorded in the budget's status, not
+ * under dryRun); -1 after replying (429 with a DisruptionBudget cause, 500
+ * for more than one budget, 403, or a store error). */
+struct api_req;
+int api_pdb_admit_eviction(struct api_req *r, const json_t *pod);
 
 #endif

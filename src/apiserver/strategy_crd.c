@@ -407,7 +407,7 @@ static void crd_validate(const json_t *obj, const json_t *old, json_t *causes)
     check_builtin(group, plural, causes);
 }
 
-const api_strategy_t api_strategy_crd = {
+const api_strategy_t api_strategy_customresourcedefinition = {
     .prepare_create = crd_prepare_create,
     .defaults = crd_defaults,
     .validate = crd_validate,
