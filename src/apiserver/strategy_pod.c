@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "apiserver_int.h"
+#include "lib/quantity.h"
 #include "strategy.h"
 
 void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
@@ -198,9 +199,68 @@ void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
 
 /* ---- pods ---- */
 
+/* Add one ResourceRequirements' cpu and memory (millicores, bytes) to the
+ * sums, as defaulting leaves it (a missing request is the limit); *both is
+ * cleared unless it limits both. Malformed quantities count as 0
+ * (validation of quantities is not ours). */
+static void qos_add(const json_t *res, int64_t req[2], int64_t lim[2], int *both)
+{
+    static const char *const names[2] = {"cpu", "memory"};
+    const json_t *rq = json_object_get(res, "requests"), *lm = json_object_get(res, "limits");
+    int found = 0;
+    for (int k = 0; k < 2; k++) {
+        const json_t *l = json_object_get(lm, names[k]), *r = json_object_get(rq, names[k]);
+        int64_t lv = 0, rv = 0;
+        if (l && kp_quantity_json(l, k == 0, &lv)) lv = 0;
+        if (!r) rv = lv;
+        else if (kp_quantity_json(r, k == 0, &rv)) rv = 0;
+        if (rv > 0) req[k] = rv > INT64_MAX - req[k] ? INT64_MAX : req[k] + rv;
+        if (lv > 0) lim[k] = lv > INT64_MAX - lim[k] ? INT64_MAX : lim[k] + lv;
+        found += lv > 0;
+    }
+    if (found < 2) *both = 0;
+}
+
+/* Does the pod-level spec.resources name cpu or memory? */
+static int qos_pod_level(const json_t *res)
+{
+    static const char *const names[2] = {"cpu", "memory"};
+    for (int k = 0; k < 2; k++)
+        if (json_object_get(json_object_get(res, "requests"), names[k]) ||
+            json_object_get(json_object_get(res, "limits"), names[k]))
+            return 1;
+    return 0;
+}
+
+/* Kubernetes' ComputePodQOS (pkg/apis/core/helper/qos): from pod-level
+ * resources when they name cpu or memory, else from the sums over the
+ * containers and init containers. BestEffort: no request or limit above 0;
+ * Guaranteed: every one limits cpu and memory and the summed requests equal
+ * the summed limits; Burstable otherwise. */
+static const char *pod_qos_class(const json_t *spec)
+{
+    int64_t req[2] = {0, 0}, lim[2] = {0, 0};
+    int both = 1;
+    const json_t *pod_res = json_object_get(spec, "resources");
+    if (qos_pod_level(pod_res)) {
+        qos_add(pod_res, req, lim, &both);
+    } else {
+        static const char *const lists[2] = {"containers", "initContainers"};
+        for (int l = 0; l < 2; l++) {
+            size_t i;
+            const json_t *c;
+            json_array_foreach(json_object_get(spec, lists[l]), i, c)
+                qos_add(json_object_get(c, "resources"), req, lim, &both);
+        }
+    }
+    if (!req[0] && !req[1] && !lim[0] && !lim[1]) return "BestEffort";
+    return both && req[0] == lim[0] && req[1] == lim[1] ? "Guaranteed" : "Burstable";
+}
+
 static void pod_prepare_create(json_t *pod)
 {
-    json_t *status = json_pack("{s:s, s:s}", "phase", "Pending", "qosClass", "BestEffort");
+    const char *qos = pod_qos_class(json_object_get(pod, "spec"));
+    json_t *status = json_pack("{s:s, s:s}", "phase", "Pending", "qosClass", qos);
     json_object_set_new(pod, "status", status);
 }
 
