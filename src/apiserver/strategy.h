@@ -99,6 +99,12 @@ typedef struct api_strategy {
     /* What marking for deletion changes besides deletionTimestamp (a
      * namespace's status.phase Terminating). */
     void (*delete_mark)(json_t *obj);
+
+    /* PrepareForUpdate of the status subresource, beyond what the generic
+     * path does (spec and every member but status and metadata kept from
+     * `old`; the server's metadata kept): what else a status write may not
+     * change (a pod's ownerReferences, a Deployment's labels). */
+    void (*prepare_status_update)(json_t *obj, const json_t *old);
 } api_strategy_t;
 
 extern const api_strategy_t api_strategy_pod;

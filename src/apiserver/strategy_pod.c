@@ -379,8 +379,27 @@ int api_pod_eviction_skips_budget(const json_t *pod)
     return json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") != NULL;
 }
 
+/* podStatusStrategy: pods/status may not change ownerReferences (old
+ * kubelets corrupted them), and a status without qosClass keeps the one set
+ * at create. */
+static void pod_prepare_status_update(json_t *pod, const json_t *old)
+{
+    json_t *meta = json_object_get(pod, "metadata");
+    json_t *owners = json_object_get(json_object_get(old, "metadata"), "ownerReferences");
+    if (json_is_object(meta)) {
+        if (owners) json_object_set(meta, "ownerReferences", owners);
+        else json_object_del(meta, "ownerReferences");
+    }
+    json_t *status = json_object_get(pod, "status");
+    const char *qos = json_string_value(json_object_get(status, "qosClass"));
+    json_t *old_qos = json_object_get(json_object_get(old, "status"), "qosClass");
+    if (json_is_object(status) && (!qos || !*qos) && old_qos)
+        json_object_set(status, "qosClass", old_qos);
+}
+
 const api_strategy_t api_strategy_pod = {
     .prepare_create = pod_prepare_create,
     .defaults = pod_defaults,
     .validate = pod_validate,
+    .prepare_status_update = pod_prepare_status_update,
 };
