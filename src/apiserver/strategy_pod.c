@@ -172,6 +172,59 @@ static void one_of(const json_t *spec, const char *key, const char *path,
               "Unsupported value: \"%s\": supported values: %s", s ? s : "?", list);
 }
 
+/* Kubernetes' IsValidSysctlName: at most 253 characters, segments of
+ * [a-z0-9]([-_a-z0-9]*[a-z0-9])? joined by '.' or '/'. */
+static int sysctl_name_ok(const char *name)
+{
+    size_t n = strlen(name), seg = 0;
+    if (!n || n > 253) return 0;
+    for (size_t i = 0; i <= n; i++) {
+        char c = name[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (c == '.' || c == '/' || c == '\0') {
+            char last = i ? name[i - 1] : '\0';
+            if (!seg || !((last >= 'a' && last <= 'z') || (last >= '0' && last <= '9'))) return 0;
+            seg = 0;
+        } else if (alnum || (seg && (c == '-' || c == '_'))) {
+            seg++;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* validateSysctls: each name given, valid, and not repeated. */
+static void validate_sysctls(const json_t *sysctls, const char *path, json_t *causes)
+{
+    size_t i, j;
+    const json_t *s, *t;
+    char field[320];
+    json_array_foreach(sysctls, i, s) {
+        const char *name = json_string_value(json_object_get(s, "name"));
+        snprintf(field, sizeof field, "%s.securityContext.sysctls[%zu].name", path, i);
+        if (!name || !*name) {
+            api_cause(causes, "FieldValueRequired", field, "Required value");
+            continue;
+        }
+        if (!sysctl_name_ok(name)) {
+            api_cause(causes, "FieldValueInvalid", field,
+                      "Invalid value: \"%s\": must have at most 253 characters and match regex "
+                      "([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?",
+                      name);
+            continue;
+        }
+        json_array_foreach(sysctls, j, t) {
+            if (j >= i) break;
+            const char *prev = json_string_value(json_object_get(t, "name"));
+            if (prev && !strcmp(prev, name)) {
+                api_cause(causes, "FieldValueDuplicate", field, "Duplicate value: \"%s\"", name);
+                break;
+            }
+        }
+    }
+}
+
 void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
 {
     char field[256];
@@ -185,6 +238,8 @@ void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
     snprintf(field, sizeof field, "%s.initContainers", path);
     validate_containers(json_object_get(spec, "initContainers"), field, 0, causes, names);
     json_decref(names);
+    validate_sysctls(json_object_get(json_object_get(spec, "securityContext"), "sysctls"), path,
+                     causes);
     static const char *const restart[] = {"Always", "OnFailure", "Never", NULL};
     static const char *const dns[] = {"ClusterFirstWithHostNet", "ClusterFirst", "Default",
                                       "None", NULL};

@@ -70,4 +70,37 @@ out=$(kp_curl POST /api/v1/namespaces/st-ns/pods -H "$J" -d '{"metadata":{"name"
   {"containers":[{"name":"c","image":"busybox","resources":{"requests":{"memory":"64Mi"}}}]}}')
 expect_eq "Burstable at create" "$(jget "$out" 'o["status"]["qosClass"]')" "Burstable"
 
+echo "--- ConfigMap and Secret validation"
+code() { kp_curl "$@" -o "$KP_DIR/body" -w '%{http_code}'; }
+expect_eq "configmap empty key" "$(code POST /api/v1/namespaces/st-ns/configmaps -H "$J" \
+  -d '{"metadata":{"name":"bad"},"data":{"":"x"}}')" "422"
+expect_match "configmap empty key names the field" "$(cat "$KP_DIR/body")" '"field":"data\[\]"'
+expect_eq "configmap duplicate key" "$(code POST /api/v1/namespaces/st-ns/configmaps -H "$J" \
+  -d '{"metadata":{"name":"bad"},"data":{"k":"x"},"binaryData":{"k":"eA=="}}')" "422"
+k create configmap frozen -n st-ns --from-literal=k=v >/dev/null
+k patch configmap frozen -n st-ns --type merge -p '{"immutable":true}' >/dev/null
+if out=$(k patch configmap frozen -n st-ns --type merge -p '{"data":{"k":"w"}}' 2>&1); then
+  fail "an immutable ConfigMap changed"
+fi
+expect_match "immutable configmap" "$out" 'data: Forbidden: field is immutable when `immutable` is set'
+k label configmap frozen -n st-ns changed=yes >/dev/null # metadata stays mutable
+out=$(kp_curl POST /api/v1/namespaces/st-ns/secrets -H "$J" \
+  -d '{"metadata":{"name":"s1"},"stringData":{"user":"admin"}}')
+expect_eq "secret type default" "$(jget "$out" 'o["type"]')" "Opaque"
+expect_eq "secret stringData into data" "$(jget "$out" 'o["data"]["user"]')" "YWRtaW4="
+expect_eq "secret stringData not stored" "$(jget "$out" '"stringData" in o')" "False"
+expect_eq "secret empty key" "$(code POST /api/v1/namespaces/st-ns/secrets -H "$J" \
+  -d '{"metadata":{"name":"bad"},"data":{"":"eA=="}}')" "422"
+expect_eq "tls secret without key" "$(code POST /api/v1/namespaces/st-ns/secrets -H "$J" \
+  -d '{"metadata":{"name":"bad"},"type":"kubernetes.io/tls","data":{"tls.crt":""}}')" "422"
+expect_match "tls secret names tls.key" "$(cat "$KP_DIR/body")" '"field":"data\[tls.key\]"'
+if out=$(k patch secret s1 -n st-ns --type merge -p '{"type":"kubernetes.io/basic-auth"}' 2>&1); then
+  fail "a Secret's type changed"
+fi
+expect_match "secret type immutable" "$out" 'type: Invalid value: "kubernetes.io/basic-auth": field is immutable'
+expect_eq "invalid sysctl" "$(code POST /api/v1/namespaces/st-ns/pods -H "$J" -d '{"metadata":
+  {"name":"sc"},"spec":{"securityContext":{"sysctls":[{"name":"kernel..x","value":"1"}]},
+  "containers":[{"name":"c","image":"busybox"}]}}')" "422"
+expect_match "invalid sysctl field" "$(cat "$KP_DIR/body")" '"field":"spec.securityContext.sysctls\[0\].name"'
+
 echo "PASS"
