@@ -118,6 +118,8 @@ int rest_tracks_generation(const api_resource_t *res);
  * missing), and metadata must have Kubernetes' shapes. -1 after replying. */
 int rest_check_type(api_req_t *r, json_t *obj);
 int rest_check_metadata_types(api_req_t *r, const json_t *obj);
+/* metadata.name of a PUT body must be the URL's. -1 after replying 400. */
+int rest_check_url_name(api_req_t *r, const json_t *obj);
 /* The object to store for an update of `cur` to `in` (both borrowed):
  * server-owned metadata kept, spec/status split, defaults, validation,
  * generation. A new reference, or NULL after replying. */

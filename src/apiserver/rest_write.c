@@ -665,19 +665,24 @@ static json_t *make_put(api_req_t *r, const json_t *cur, void *arg, int64_t *pre
     return rest_merge_for_write(r, cur, in);
 }
 
+int rest_check_url_name(api_req_t *r, const json_t *obj)
+{
+    const char *name = rest_meta_str(obj, "name");
+    if (!strcmp(name, r->route.name)) return 0;
+    api_reply_status(r, 400, "BadRequest", NULL,
+                     "the name of the object (%s) does not match the name on the URL (%s)", name,
+                     r->route.name);
+    return -1;
+}
+
 int rest_update(api_req_t *r)
 {
     json_t *in;
     int rc = rest_body_object(r, &in);
     if (rc || !in) return rc;
-    if (rest_check_type(r, in) || check_body_namespace(r, in) || rest_check_fields(r, in)) goto out;
-    const char *name = rest_meta_str(in, "name");
-    if (strcmp(name, r->route.name)) {
-        api_reply_status(r, 400, "BadRequest", NULL,
-                         "the name of the object (%s) does not match the name on the URL (%s)",
-                         name, r->route.name);
+    if (rest_check_type(r, in) || check_body_namespace(r, in) || rest_check_fields(r, in) ||
+        rest_check_url_name(r, in))
         goto out;
-    }
     rc = rest_update_loop(r, make_put, in, NULL);
 out:
     json_decref(in);

@@ -156,16 +156,8 @@ static int finalize_sub(api_req_t *r)
     json_t *in;
     int rc = rest_body_object(r, &in);
     if (rc || !in) return rc;
-    if (rest_check_type(r, in)) goto out;
-    const char *name = rest_meta_str(in, "name");
-    if (strcmp(name, r->route.name)) {
-        api_reply_status(r, 400, "BadRequest", NULL,
-                         "the name of the object (%s) does not match the name on the URL (%s)",
-                         name, r->route.name);
-        goto out;
-    }
-    rc = rest_update_loop(r, make_finalize, in, NULL);
-out:
+    if (!rest_check_type(r, in) && !rest_check_url_name(r, in))
+        rc = rest_update_loop(r, make_finalize, in, NULL);
     json_decref(in);
     return rc;
 }
