@@ -543,12 +543,12 @@ json_t *rest_merge_for_write_owned(api_req_t *r, const json_t *cur, json_t *in)
     const json_t *cmeta = json_object_get(cur, "metadata");
     const char *uid = rest_meta_str(in, "uid"), *cuid = rest_meta_str(cur, "uid");
     if (*uid && strcmp(uid, cuid)) {
-        json_decref(out);
         json_t *d = rest_details(res, r->route.name);
         api_reply_status(r, 409, "Conflict", d,
                          "Precondition failed: UID in precondition: %s, UID in object meta: %s",
                          uid, cuid);
         json_decref(d);
+        json_decref(out); /* uid points into it */
         return NULL;
     }
     /* The server's metadata. */
