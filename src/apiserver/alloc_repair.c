@@ -167,9 +167,10 @@ static int add_svc(void *arg, const store_kv_t *kv)
     return rc;
 }
 
-static const svc_ip_t *find_svc_ip(const vec_t *v, uint32_t ip)
+/* The element of sorted v whose first member is ip, or NULL. */
+static const void *find_ip(const vec_t *v, uint32_t ip)
 {
-    return bsearch(&ip, v->p, v->n, v->size, cmp_ip);
+    return v->n ? bsearch(&ip, v->p, v->n, v->size, cmp_ip) : NULL;
 }
 
 /* What open transactions hold: IPs into *ips (sorted), ports set in bm. */
@@ -211,7 +212,7 @@ static int repair_ips(api_alloc_t *a, int at_start, const vec_t *recs, const vec
                      "please recreate the Service", text, s->owner, a->cidr);
             continue;
         }
-        const rec_t *r = bsearch(&s->ip, recs->p, recs->n, recs->size, cmp_ip);
+        const rec_t *r = find_ip(recs, s->ip);
         if (r && !strcmp(r->owner, s->owner)) continue;
         if (r) {
             const svc_ip_t *other = NULL;
@@ -243,13 +244,13 @@ static int repair_ips(api_alloc_t *a, int at_start, const vec_t *recs, const vec
     for (size_t i = 0; i < recs->n; i++) {
         const rec_t *r = (const rec_t *)recs->p + i;
         if (!r->managed) continue;
-        const svc_ip_t *base = svcs->p, *s = find_svc_ip(svcs, r->ip);
+        const svc_ip_t *base = svcs->p, *s = find_ip(svcs, r->ip);
         size_t k = s ? (size_t)(s - base) : 0;
         while (s && k > 0 && base[k - 1].ip == r->ip) k--;
         int owned = 0;
         for (; s && k < svcs->n && base[k].ip == r->ip; k++)
             if (!strcmp(base[k].owner, r->owner)) owned = 1;
-        if (owned || bsearch(&r->ip, hold->p, hold->n, hold->size, cmp_ip)) continue;
+        if (owned || find_ip(hold, r->ip)) continue;
         if (!at_start && (!r->created || now - r->created < ORPHAN_GRACE_S)) continue;
         char key[96], text[16];
         alloc__ip_key(r->ip, key, sizeof key);
