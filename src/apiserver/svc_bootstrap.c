@@ -104,6 +104,16 @@ static int ensure_kubernetes_service(apiserver_t *s)
     char ip[16], addr[16];
     api_alloc_ip_text(api_alloc_first_ip(s->alloc), ip);
     endpoint_ip(s, addr);
+    /* A ClusterIP once given stays (it is immutable), also when the range
+     * changed: Kubernetes' controller reconciles only the ports and type. */
+    store_kv_t *kv = NULL;
+    if (!store_get(st, "/registry/core/services/default/kubernetes", 0, &kv)) {
+        json_t *cur = json_loadb(kv->value, kv->value_len, 0, NULL);
+        const char *have = api_json_str(json_object_get(cur, "spec"), "clusterIP");
+        if (*have && strlen(have) < sizeof ip) snprintf(ip, sizeof ip, "%s", have);
+        json_decref(cur);
+        free(kv);
+    }
     /* The Service through the allocator's record, as any Service's. */
     static const char *const svc_keep[] = {"spec", NULL};
     json_t *svc = json_pack(
@@ -115,13 +125,16 @@ static int ensure_kubernetes_service(apiserver_t *s)
         "clusterIPs", ip, "type", "ClusterIP", "sessionAffinity", "None", "ipFamilies", "IPv4",
         "ipFamilyPolicy", "SingleStack", "internalTrafficPolicy", "Cluster", "status",
         "loadBalancer");
-    uint32_t first = api_alloc_first_ip(s->alloc);
-    int rc = svc ? 0 : KP_ENOMEM;
+    uint32_t want = 0;
+    int rc = svc ? api_alloc_ip_parse(ip, &want) : KP_ENOMEM;
     if (!rc) {
         api_alloc_txn_t *t = NULL;
         uint32_t got;
         rc = api_alloc_txn_begin(s->alloc, 0, "default", "kubernetes", &t);
-        int ipc = rc ? rc : api_alloc_txn_ip(t, first, &got);
+        /* Out of the range (it changed): kept, and logged by the repair. */
+        int ipc = rc                                   ? rc
+                  : !api_alloc_ip_in_range(s->alloc, want) ? KP_EEXIST
+                                                       : api_alloc_txn_ip(t, want, &got);
         rc = rc ? rc : ensure(st, "/registry/core/services/default/kubernetes", svc, svc_keep);
         /* Taken already (a restart): its record stands; keep it either way. */
         api_alloc_txn_end(t, !rc || ipc == KP_EEXIST);
