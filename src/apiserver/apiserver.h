@@ -68,7 +68,21 @@ typedef struct apiserver_config {
      * toleration_seconds_set. */
     int toleration_seconds_set;
     int64_t not_ready_toleration_s, unreachable_toleration_s;
+    /* Services' addresses: the ClusterIP range (--service-cluster-ip-range,
+     * IPv4 only, prefix 12..30; NULL: 10.96.0.0/12) and the NodePort range
+     * (--service-node-port-range; NULL: 30000-32767); borrowed for
+     * apiserver_start. apiserver_check_service_ranges() says what is wrong
+     * with either. */
+    const char *service_cluster_ip_range;
+    const char *service_node_port_range;
+    /* Seconds between repair passes of the allocations (0: 180). */
+    int service_repair_interval_s;
 } apiserver_config_t;
+
+/* Check the two ranges as apiserver_start will (NULL: the default).
+ * Errors: KP_EINVAL, with `err` naming the flag and the reason. */
+int apiserver_check_service_ranges(const char *cidr, const char *ports, char *err,
+                                   size_t errlen);
 
 /* The IPv4 address of a listen string "ADDR:PORT" (ADDR empty or
  * "localhost": 127.0.0.1; PORT 0: any free port), as apiserver_start reads

@@ -251,6 +251,7 @@ struct apiserver {
     void *metrics_arg;
     api_metrics_t *metrics;
     struct api_schema *schema; /* the API's type facts (schema.h), immutable */
+    struct api_alloc *alloc;   /* Services' ClusterIPs and NodePorts (alloc.h) */
 };
 
 /* One request: lives from the first call of the access handler to the reply. */
@@ -385,6 +386,13 @@ json_t *api_crd_approval_condition(const json_t *crd);
 /* The built-in resource whose store keys a CRD of this group and plural would
  * share (either key prefix a prefix of the other), or NULL if none. */
 const api_resource_t *api_crd_builtin_clash(const char *group, const char *plural);
+
+/* svc_bootstrap.c: the addresses' allocators, their repair at start (before
+ * any request) and every few minutes after, and the `kubernetes` Service in
+ * `default` with its Endpoints and EndpointSlice pointing at this server.
+ * stop is safe if start never ran or failed. */
+int api_services_start(struct apiserver *s);
+void api_services_stop(struct apiserver *s);
 
 /* discovery.c */
 int api_serve_discovery(api_req_t *r);

@@ -669,6 +669,15 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         rc = lfd;
         goto fail;
     }
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof bound;
+    s->port = getsockname(lfd, (struct sockaddr *)&bound, &blen) ? ntohs(sa.sin_port)
+                                                                 : ntohs(bound.sin_port);
+    /* Before the first request: repaired allocations, the kubernetes Service. */
+    if ((rc = api_services_start(s))) {
+        close(lfd);
+        goto fail;
+    }
     int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
     api_conns_config_t ccfg = {.listen_fd = lfd, .tls = tls,
                                .max_connections = s->cfg.max_connections,
@@ -714,15 +723,12 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         MHD_stop_daemon(s->daemon);
         goto fail;
     }
-    struct sockaddr_in bound;
-    socklen_t blen = sizeof bound;
-    s->port = getsockname(lfd, (struct sockaddr *)&bound, &blen) ? ntohs(sa.sin_port)
-                                                                 : ntohs(bound.sin_port);
     *out = s;
     return 0;
 fail:
     api_apiservice_stop(s);
     api_crd_stop(s);
+    api_services_stop(s);
     api_conns_free(s->conns);
     close_caches(s);
     api_view_put(s->view);
@@ -763,6 +769,7 @@ void apiserver_stop(apiserver_t *s)
     api_conns_stop(s->conns); /* no more connections, before the daemon goes */
     MHD_stop_daemon(s->daemon);
     api_conns_free(s->conns);
+    api_services_stop(s); /* no request can allocate any more */
     close_caches(s);
     api_view_put(s->view);
     api_schema_free(s->schema);

@@ -195,6 +195,53 @@ static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const ch
     return rc;
 }
 
+/* The kind's write_begin (side effects outside the object: a Service's
+ * addresses) on a write of the main resource. 0 with *txn (NULL: nothing
+ * to end) for end_write() exactly once; -1 after replying: 422 for causes,
+ * InternalError for an error with a message (Kubernetes' NewInternalError
+ * carries it as the only cause), else the code's Status. */
+static int begin_write(api_req_t *r, json_t *obj, const json_t *old, const char *name, void **txn)
+{
+    const api_strategy_t *st = r->route.res->strategy;
+    *txn = NULL;
+    if (!st || !st->write_begin || r->route.sub[0]) return 0;
+    api_ctx_t c = {.srv = r->srv, .dry_run = r->dry_run};
+    json_t *causes = json_array();
+    int rc = causes ? st->write_begin(&c, obj, old, txn, causes) : KP_ENOMEM;
+    const char *msg = api_json_str(json_array_get(causes, 0), "message");
+    if (rc && *msg && !json_object_get(json_array_get(causes, 0), "field")) {
+        json_t *d = json_pack("{s:O}", "causes", causes);
+        api_reply_status(r, 500, "InternalError", d, "Internal error occurred: %s", msg);
+        json_decref(d);
+    } else if (rc) {
+        rest_store_error(r, rc, name);
+    } else if (json_array_size(causes)) {
+        reply_causes(r, name, causes);
+        rc = -1;
+    }
+    json_decref(causes);
+    return rc ? -1 : 0;
+}
+
+static void end_write(api_req_t *r, void *txn, int committed)
+{
+    const api_strategy_t *st = r->route.res->strategy;
+    if (txn && st->write_end) {
+        api_ctx_t c = {.srv = r->srv, .dry_run = r->dry_run};
+        st->write_end(&c, txn, committed);
+    }
+}
+
+/* The kind's deleted hook, once `obj` left the store. */
+static void deleted_hook(api_req_t *r, const json_t *obj)
+{
+    const api_strategy_t *st = r->route.res->strategy;
+    if (st && st->deleted && !r->route.sub[0] && !r->dry_run) {
+        api_ctx_t c = {.srv = r->srv, .dry_run = 0};
+        st->deleted(&c, obj);
+    }
+}
+
 static const char *json_kind(const json_t *v)
 {
     switch (json_typeof(v)) {
@@ -445,13 +492,17 @@ int rest_create_object(api_req_t *r, json_t *obj)
     }
     if (!r->applying && rest_track_fields(r, NULL, obj)) goto out;
     if (check_object_size(r, obj)) goto out;
+    void *txn;
+    if (begin_write(r, obj, NULL, name, &txn)) goto out;
     if (r->dry_run) { /* everything a create does, but the write */
+        end_write(r, txn, 0);
         json_object_del(meta, "resourceVersion");
         return api_reply_json(r, 201, obj);
     }
     char *text = encode_stored(r, &obj);
     int64_t rev = 0;
     rc = text ? store_create(r->srv->cfg.store, key, text, strlen(text), &rev) : KP_ENOMEM;
+    end_write(r, txn, rc == 0);
     if (rc) {
         free(text);
         rest_store_error(r, rc, name);
@@ -617,13 +668,17 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             json_decref(next);
             return 0;
         }
-        json_decref(cur);
-        if (check_object_size(r, next)) {
+        void *txn = NULL;
+        if (check_object_size(r, next) || begin_write(r, next, cur, name, &txn)) {
+            json_decref(cur);
             json_decref(next);
             return 0;
         }
-        if (r->dry_run) /* everything an update does, but the write */
+        json_decref(cur);
+        if (r->dry_run) { /* everything an update does, but the write */
+            end_write(r, txn, 0);
             return reply_unwritten(r, next, cur_rev, reply);
+        }
         /* A deleted object whose last finalizer this update removes is gone
          * now, unless a grace period still runs (a pod its node has yet to
          * stop: the node's final DELETE ends it). */
@@ -641,6 +696,8 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
         }
         if (rc) free(text);
+        end_write(r, txn, rc == 0);
+        if (!rc && finish) deleted_hook(r, next);
         if (rc == KP_ECONFLICT && !pre) { /* unconditional: try again on the newer state */
             json_decref(next);
             continue;
@@ -907,6 +964,7 @@ static int delete_one(api_req_t *r, const char *name, const rest_delete_opts_t *
             free(text);
             return rc;
         }
+        deleted_hook(r, cur);
         gone->doc = cur;
         return 0;
     }

@@ -87,9 +87,13 @@ typedef struct api_strategy {
     /* Side effects outside the object, as Kubernetes' REST wrappers make them
      * (a Service's ClusterIP and NodePorts): write_begin runs after
      * validation and before the store write; it may change obj (fill in what
-     * it allocated) and appends causes for a 422, or returns a KP_* error;
-     * *txn is its own. write_end then runs exactly once with committed 1
-     * when the store took the write, 0 to undo. `old` is NULL on create. */
+     * it allocated) and appends causes for a 422, or returns a KP_* error
+     * (with one cause holding only a message: Kubernetes' InternalError,
+     * 500, with that message); a failing write_begin leaves nothing behind.
+     * On success *txn is its own (NULL: nothing to end), and write_end then
+     * runs exactly once with committed 1 when the store took the write, 0
+     * to undo (also for a dry run, or a write retried on a conflict). `old`
+     * is NULL on create. */
     int (*write_begin)(const api_ctx_t *c, json_t *obj, const json_t *old, void **txn,
                        json_t *causes);
     void (*write_end)(const api_ctx_t *c, void *txn, int committed);

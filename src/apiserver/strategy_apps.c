@@ -1,6 +1,6 @@
 /*
  * strategy_apps.c -- workloads that embed a pod template (apps/v1 Deployment,
- * ReplicaSet, StatefulSet, DaemonSet; batch/v1 Job) and core Services:
+ * ReplicaSet, StatefulSet, DaemonSet; batch/v1 Job):
  * Kubernetes' defaults, and validation of replicas, selectors (required,
  * matching the template's labels, immutable) and strategies.
  */
@@ -342,52 +342,4 @@ const api_strategy_t api_strategy_job = {
     .defaults = job_defaults,
     .validate = job_validate,
     .generation = 1,
-};
-
-/* ---- Service ---- */
-
-static void service_defaults(json_t *svc)
-{
-    json_t *spec = child(svc, "spec");
-    set_default(spec, "type", json_string("ClusterIP"));
-    set_default(spec, "sessionAffinity", json_string("None"));
-    set_default(spec, "internalTrafficPolicy", json_string("Cluster"));
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(spec, "ports"), i, p) {
-        if (!json_is_object(p)) continue;
-        set_default(p, "protocol", json_string("TCP"));
-        json_t *port = json_object_get(p, "port");
-        if (port) set_default(p, "targetPort", json_deep_copy(port));
-    }
-}
-
-static void service_validate(const json_t *svc, const json_t *old, json_t *causes)
-{
-    (void)old;
-    const json_t *spec = json_object_get(svc, "spec");
-    const char *type = json_string_value(json_object_get(spec, "type"));
-    if (type && strcmp(type, "ClusterIP") && strcmp(type, "NodePort") &&
-        strcmp(type, "LoadBalancer") && strcmp(type, "ExternalName"))
-        api_cause(causes, "FieldValueNotSupported", "spec.type",
-                  "Unsupported value: \"%s\": supported values: \"ClusterIP\", \"ExternalName\", "
-                  "\"LoadBalancer\", \"NodePort\"",
-                  type);
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(spec, "ports"), i, p) {
-        const json_t *port = json_object_get(p, "port");
-        char field[64];
-        snprintf(field, sizeof field, "spec.ports[%zu].port", i);
-        if (!json_is_integer(port) || json_integer_value(port) < 1 ||
-            json_integer_value(port) > 65535)
-            api_cause(causes, "FieldValueInvalid", field,
-                      "Invalid value: must be between 1 and 65535, inclusive");
-    }
-}
-
-const api_strategy_t api_strategy_service = {
-    .name_rule = API_NAME_LABEL_1035, /* ValidateServiceName */
-    .defaults = service_defaults,
-    .validate = service_validate,
 };

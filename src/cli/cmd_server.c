@@ -15,6 +15,7 @@
  *                    [--max-connections N] [--max-unauthenticated-connections N]
  *                    [--read-header-timeout D] [--idle-timeout D] [--request-body-timeout D]
  *                    [--watch-cache-bytes N] [--watch-queue-bytes N]
+ *                    [--service-cluster-ip-range CIDR] [--service-node-port-range A-B]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin token in DIR/admin-token (created on first start), print how to point
@@ -95,6 +96,12 @@ static void usage(FILE *out, const char *cmd)
           "  --watch-queue-bytes N  events queued for one watcher, in bytes of JSON (default\n"
           "                     1Mi); a watcher further behind is closed and must re-watch\n",
           out);
+    fputs("  --service-cluster-ip-range CIDR  the IPv4 range Services' ClusterIPs come from\n"
+          "                     (default 10.96.0.0/12; prefix 12 to 30; the first address is\n"
+          "                     the kubernetes Service's; no IPv6 or dual-stack)\n"
+          "  --service-node-port-range A-B  the NodePorts of NodePort and LoadBalancer\n"
+          "                     Services (default 30000-32767)\n",
+          out);
 }
 
 /* "N", "NKi", "NMi" or "NGi": at least 64 KiB, at most 64 GiB. */
@@ -121,7 +128,7 @@ static int components_metrics(void *arg, char **text)
 enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_TOL_NOT_READY,
        OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE, OPT_MAX_INFLIGHT, OPT_MAX_MUTATING, OPT_MAX_CONNS,
        OPT_MAX_UNAUTH, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_BODY_TIMEOUT,
-       OPT_WATCH_CACHE_BYTES, OPT_WATCH_QUEUE_BYTES };
+       OPT_WATCH_CACHE_BYTES, OPT_WATCH_QUEUE_BYTES, OPT_SVC_CIDR, OPT_SVC_PORTS };
 
 static int serve(const char *cmd, int argc, char **argv)
 {
@@ -164,10 +171,14 @@ static int serve(const char *cmd, int argc, char **argv)
                                           OPT_WATCH_CACHE_BYTES},
                                          {"watch-queue-bytes", required_argument, NULL,
                                           OPT_WATCH_QUEUE_BYTES},
+                                         {"service-cluster-ip-range", required_argument, NULL,
+                                          OPT_SVC_CIDR},
+                                         {"service-node-port-range", required_argument, NULL,
+                                          OPT_SVC_PORTS},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
-    const char *token_file = NULL;
+    const char *token_file = NULL, *svc_cidr = NULL, *svc_ports = NULL;
     size_t watch_cache_bytes = 0, watch_queue_bytes = 0; /* 0: the API server's defaults */
     int all = !strcmp(cmd, "server");
     cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
@@ -255,12 +266,17 @@ static int serve(const char *cmd, int argc, char **argv)
                                                                   : "watch-queue-bytes",
                                        optarg);
             break;
+        case OPT_SVC_CIDR: svc_cidr = optarg; break;
+        case OPT_SVC_PORTS: svc_ports = optarg; break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_option_error(cmd, c, argv);
         }
     }
     if (optind != argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!all && !url_flag) return cli_usage_error(cmd, "--store URL is required");
+    char why[256];
+    if (apiserver_check_service_ranges(svc_cidr, svc_ports, why, sizeof why))
+        return cli_usage_error(cmd, "%s", why);
     int rc = cli_listen_check(cmd, "--listen", listen);
     if (rc) return rc;
 
@@ -338,7 +354,9 @@ static int serve(const char *cmd, int argc, char **argv)
                               .max_unauth_connections = lim.max_unauth_connections,
                               .header_timeout_s = lim.header_timeout_s,
                               .idle_timeout_s = lim.idle_timeout_s,
-                              .body_timeout_s = lim.body_timeout_s};
+                              .body_timeout_s = lim.body_timeout_s,
+                              .service_cluster_ip_range = svc_cidr,
+                              .service_node_port_range = svc_ports};
     apiserver_t *api = NULL;
     if ((rc = apiserver_start(&cfg, &api))) {
         apiserver_tls_free(&tls);
