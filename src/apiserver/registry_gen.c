@@ -5,14 +5,42 @@
 #include "apiserver_int.h"
 #include "strategy.h"
 
+extern const api_strategy_t api_strategy_certificatesigningrequest;
+extern const api_strategy_t api_strategy_clusterrole;
+extern const api_strategy_t api_strategy_clusterrolebinding;
+extern const api_strategy_t api_strategy_cronjob;
+extern const api_strategy_t api_strategy_csidriver;
+extern const api_strategy_t api_strategy_csinode;
+extern const api_strategy_t api_strategy_csistoragecapacity;
 extern const api_strategy_t api_strategy_customresourcedefinition;
 extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_deployment;
+extern const api_strategy_t api_strategy_endpoints;
+extern const api_strategy_t api_strategy_endpointslice;
+extern const api_strategy_t api_strategy_horizontalpodautoscaler;
+extern const api_strategy_t api_strategy_ingress;
+extern const api_strategy_t api_strategy_ingressclass;
+extern const api_strategy_t api_strategy_ipaddress;
 extern const api_strategy_t api_strategy_job;
+extern const api_strategy_t api_strategy_limitrange;
+extern const api_strategy_t api_strategy_networkpolicy;
+extern const api_strategy_t api_strategy_persistentvolume;
+extern const api_strategy_t api_strategy_persistentvolumeclaim;
 extern const api_strategy_t api_strategy_pod;
+extern const api_strategy_t api_strategy_podtemplate;
+extern const api_strategy_t api_strategy_priorityclass;
 extern const api_strategy_t api_strategy_replicaset;
+extern const api_strategy_t api_strategy_replicationcontroller;
+extern const api_strategy_t api_strategy_resourcequota;
+extern const api_strategy_t api_strategy_role;
+extern const api_strategy_t api_strategy_rolebinding;
+extern const api_strategy_t api_strategy_runtimeclass;
 extern const api_strategy_t api_strategy_service;
+extern const api_strategy_t api_strategy_servicecidr;
 extern const api_strategy_t api_strategy_statefulset;
+extern const api_strategy_t api_strategy_storageclass;
+extern const api_strategy_t api_strategy_volumeattachment;
+extern const api_strategy_t api_strategy_volumeattributesclass;
 static const char *const fields_core_events[] = {
     "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
     "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
@@ -62,7 +90,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_endpoints,
     },
     {
         .group = "",
@@ -92,7 +120,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_limitrange,
     },
     {
         .group = "",
@@ -138,7 +166,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_persistentvolumeclaim,
     },
     {
         .group = "",
@@ -153,7 +181,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_persistentvolume,
     },
     {
         .group = "",
@@ -183,7 +211,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_podtemplate,
     },
     {
         .group = "",
@@ -198,7 +226,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS | API_SUB_SCALE,
         .field_selectors = fields_core_replicationcontrollers,
-        .strategy = NULL,
+        .strategy = &api_strategy_replicationcontroller,
     },
     {
         .group = "",
@@ -213,7 +241,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_resourcequota,
     },
     {
         .group = "",
@@ -348,7 +376,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_horizontalpodautoscaler,
     },
     {
         .group = "batch",
@@ -363,7 +391,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_cronjob,
     },
     {
         .group = "batch",
@@ -393,7 +421,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = fields_certificates_k8s_io_certificatesigningrequests,
-        .strategy = NULL,
+        .strategy = &api_strategy_certificatesigningrequest,
     },
     {
         .group = "networking.k8s.io",
@@ -408,7 +436,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_ingressclass,
     },
     {
         .group = "networking.k8s.io",
@@ -423,7 +451,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_ingress,
     },
     {
         .group = "networking.k8s.io",
@@ -438,7 +466,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_ipaddress,
     },
     {
         .group = "networking.k8s.io",
@@ -453,7 +481,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_networkpolicy,
     },
     {
         .group = "networking.k8s.io",
@@ -468,7 +496,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_servicecidr,
     },
     {
         .group = "rbac.authorization.k8s.io",
@@ -483,7 +511,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_clusterrolebinding,
     },
     {
         .group = "rbac.authorization.k8s.io",
@@ -498,7 +526,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_clusterrole,
     },
     {
         .group = "rbac.authorization.k8s.io",
@@ -513,7 +541,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_rolebinding,
     },
     {
         .group = "rbac.authorization.k8s.io",
@@ -528,7 +556,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_role,
     },
     {
         .group = "storage.k8s.io",
@@ -543,7 +571,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_csidriver,
     },
     {
         .group = "storage.k8s.io",
@@ -558,7 +586,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_csinode,
     },
     {
         .group = "storage.k8s.io",
@@ -573,7 +601,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_csistoragecapacity,
     },
     {
         .group = "storage.k8s.io",
@@ -588,7 +616,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_storageclass,
     },
     {
         .group = "storage.k8s.io",
@@ -603,7 +631,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_volumeattachment,
     },
     {
         .group = "storage.k8s.io",
@@ -618,7 +646,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_volumeattributesclass,
     },
     {
         .group = "apiextensions.k8s.io",
@@ -648,7 +676,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_priorityclass,
     },
     {
         .group = "coordination.k8s.io",
@@ -678,7 +706,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_runtimeclass,
     },
     {
         .group = "discovery.k8s.io",
@@ -693,7 +721,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_endpointslice,
     },
 };
 
