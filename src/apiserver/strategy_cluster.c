@@ -178,7 +178,7 @@ static void check_object_ref(const json_t *ref, const char *path, json_t *causes
 
 static void check_metric_target(const json_t *t, const char *path, json_t *causes)
 {
-    char f[192];
+    char f[320];
     const json_t *type = json_object_get(t, "type");
     const char *s = json_string_value(type);
     snprintf(f, sizeof f, "%s.type", path);
@@ -371,8 +371,8 @@ static void csr_prepare_create(json_t *csr)
 /* Updates of the main resource change neither spec nor status. */
 static void csr_prepare_update(json_t *csr, const json_t *old)
 {
-    const json_t *spec = json_object_get(old, "spec");
-    if (spec) json_object_set(csr, "spec", (json_t *)spec);
+    json_t *spec = json_deep_copy(json_object_get(old, "spec"));
+    if (spec) json_object_set_new(csr, "spec", spec);
 }
 
 static const char *const csr_usages[] = {
@@ -442,8 +442,14 @@ static void check_signer_name(const json_t *v, json_t *causes)
 
 static void csr_validate(const json_t *csr, const json_t *old, json_t *causes)
 {
-    if (old) return; /* prepare_update kept the spec */
     const json_t *spec = json_object_get(csr, "spec");
+    if (old) {
+        /* prepare_update keeps the spec; where the write path does not call
+         * it, a changed spec is refused rather than stored. */
+        if (!api_json_same(spec, json_object_get(old, "spec")))
+            api__invalid(causes, "spec", spec, "field is immutable");
+        return;
+    }
     check_csr_request(json_object_get(spec, "request"), causes);
     const json_t *signer = json_object_get(spec, "signerName");
     check_signer_name(signer, causes);

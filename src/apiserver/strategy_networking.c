@@ -89,6 +89,8 @@ static void check_http_path(const json_t *p, const char *path, json_t *causes)
         return;
     }
     const char *type = json_string_value(pt);
+    json_t *empty = pathv ? NULL : json_string("");
+    if (!pathv) pathv = empty; /* Go prints the zero string */
     snprintf(f, sizeof f, "%s.path", path);
     if (type && (!strcmp(type, "Exact") || !strcmp(type, "Prefix"))) {
         if (*s != '/') api__invalid(causes, f, pathv, "must be an absolute path");
@@ -109,6 +111,7 @@ static void check_http_path(const json_t *p, const char *path, json_t *causes)
         snprintf(f, sizeof f, "%s.pathType", path);
         api__not_supported(causes, f, pt, types);
     }
+    json_decref(empty);
     snprintf(f, sizeof f, "%s.backend", path);
     check_backend(json_object_get(p, "backend"), f, causes);
 }
@@ -268,7 +271,7 @@ static void networkpolicy_defaults(json_t *np)
 static void check_np_port(const json_t *p, const char *path, json_t *causes)
 {
     static const char *const protocols[] = {"TCP", "UDP", "SCTP", NULL};
-    char f[160];
+    char f[192];
     api__enum(causes, p, "protocol", path, protocols);
     const json_t *port = json_object_get(p, "port"), *end = json_object_get(p, "endPort");
     int has_end = end && !json_is_null(end);
@@ -303,7 +306,7 @@ static int prefix_contains(const unsigned char *net, int bits, const unsigned ch
 
 static void check_ipblock(const json_t *b, const char *path, json_t *causes)
 {
-    char f[192];
+    char f[256];
     const json_t *cidr = json_object_get(b, "cidr");
     unsigned char net[16], ex[16];
     int fam, bits, efam, ebits;
