@@ -77,6 +77,10 @@ typedef struct api_resource {
     unsigned subresources; /* API_SUB_* */
     const char *const *field_selectors; /* beyond metadata.name/namespace; NULL-terminated */
     const struct api_strategy *strategy; /* per-kind rules, NULL for storage-only kinds */
+    /* Another version's objects, converted (NULL: stored as served): the
+     * group and resource whose store keys this resource reads and writes;
+     * its strategy's to_storage and from_storage convert. */
+    const char *storage_group, *storage_resource;
     /* A CustomResourceDefinition's resource (NULL for built-ins): its
      * openAPIV3Schema and additionalPrinterColumns for this version. */
     const json_t *crd_schema;
@@ -148,6 +152,7 @@ const api_resource_t *api_dyn_resource(const api_dyn_t *d);
 /* What a request path names (route.c). */
 typedef enum api_route_kind {
     API_ROUTE_NONE = 0,
+    API_ROUTE_ROOT,       /* /: the paths served */
     API_ROUTE_HEALTH,     /* /healthz /livez /readyz */
     API_ROUTE_VERSION,    /* /version */
     API_ROUTE_API,        /* /api */
@@ -242,6 +247,7 @@ struct apiserver {
     wc_t **caches;          /* one per built-in resource, same index */
     api_view_t *view;       /* the current view (guarded by mu), a reference */
     struct crd_ctl *crd;    /* the CRD controller (crd.c) */
+    struct as_ctl *apiservices; /* the APIService controller (apiservice.c) */
     pthread_mutex_t metrics_mu; /* held while the source below is used */
     int (*metrics_fn)(void *arg, char **text);
     void *metrics_arg;
@@ -323,6 +329,11 @@ json_t *api_status_new(int code, const char *reason, const char *message,
 int api_crd_start(struct apiserver *s);
 void api_crd_stop(struct apiserver *s); /* safe if never started */
 
+/* apiservice.c: the APIService controller inside the API server (a no-op
+ * when apiservices are not served). Errors: KP_ENOMEM. */
+int api_apiservice_start(struct apiserver *s);
+void api_apiservice_stop(struct apiserver *s); /* safe if never started */
+
 /* The finalizer a CRD carries until its objects are deleted (strategy_crd.c
  * adds it on create, crd.c removes it). */
 #define API_CRD_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
@@ -357,6 +368,10 @@ int api_serve_health(api_req_t *r);
 /* rest.c */
 int api_serve_resource(api_req_t *r);
 int api_ensure_namespaces(apiserver_t *s);
+/* bootstrap_objects.c: create the objects every cluster starts with (the
+ * system PriorityClasses) where missing; never overwrites. Errors: the
+ * store's. */
+int api_ensure_objects(apiserver_t *s);
 
 /* object.c: metadata helpers. */
 /* 1 if a and b are equal JSON values, or both absent (NULL). */

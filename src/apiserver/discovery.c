@@ -5,6 +5,7 @@
  * The OpenAPI documents are openapi.c's; requests for them are passed on.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "apiserver_int.h"
@@ -148,6 +149,51 @@ static json_t *group_list(const api_view_t *v)
                      groups);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+/* GET /: the paths served, sorted, as kube-apiserver lists them. */
+static json_t *root_paths(const api_view_t *v)
+{
+    static const char *const fixed[] = {"/api",       "/api/v1",      "/apis",
+                                        "/apis/",     "/healthz",     "/livez",
+                                        "/metrics",   "/openapi/v2",  "/openapi/v3",
+                                        "/openapi/v3/", "/readyz",    "/version"};
+    json_t *set = json_object();
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        json_object_set_new(set, fixed[i], json_true());
+    for (size_t i = 0; v && i < v->count; i++) {
+        const api_resource_t *r = v->res[i];
+        if (!*r->group) continue;
+        char p[400];
+        snprintf(p, sizeof p, "/apis/%s", r->group);
+        json_object_set_new(set, p, json_true());
+        snprintf(p, sizeof p, "/apis/%s/%s", r->group, r->version);
+        json_object_set_new(set, p, json_true());
+    }
+    json_t *list = json_array();
+    const char *k;
+    json_t *val;
+    json_object_foreach(set, k, val) json_array_append_new(list, json_string(k));
+    json_decref(set);
+    size_t n = json_array_size(list);
+    json_t **items = calloc(n ? n : 1, sizeof *items);
+    if (!items) {
+        json_decref(list);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        items[i] = json_incref(json_array_get(list, i));
+    qsort(items, n, sizeof *items, cmp_str);
+    json_array_clear(list);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, items[i]);
+    free(items);
+    return json_pack("{s:o}", "paths", list);
+}
+
 int api_serve_discovery(api_req_t *r)
 {
     const api_route_t *rt = &r->route;
@@ -156,6 +202,9 @@ int api_serve_discovery(api_req_t *r)
                                 "the server does not allow this method on the requested resource");
     json_t *doc = NULL;
     switch (rt->kind) {
+    case API_ROUTE_ROOT:
+        doc = root_paths(r->view);
+        break;
     case API_ROUTE_HEALTH:
         return api_serve_health(r);
     case API_ROUTE_VERSION:

@@ -32,6 +32,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "strategy.h"
 #include "watchcache.h"
 
 /* gnutls priorities of the TLS listener: its defaults without TLS 1.0/1.1. */
@@ -537,7 +538,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         goto fail;
     }
     if ((rc = api_schema_load(&s->schema))) goto fail;
-    if ((rc = api_ensure_namespaces(s))) goto fail;
+    if ((rc = api_ensure_namespaces(s)) || (rc = api_ensure_objects(s))) goto fail;
     size_t nres = api_registry_count();
     if (!(s->caches = calloc(nres, sizeof *s->caches))) {
         rc = KP_ENOMEM;
@@ -546,13 +547,21 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     for (size_t i = 0; i < nres; i++) {
         char prefix[128];
         api_key_prefix(api_registry_at(i), prefix, sizeof prefix);
-        wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes};
+        /* A version served from another's keys keeps its own cache of them,
+         * converted (so its objects are encoded once, as every cache's). */
+        const api_strategy_t *st = api_registry_at(i)->strategy;
+        wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes,
+                           .convert = api_registry_at(i)->storage_resource && st
+                                          ? st->from_storage
+                                          : NULL};
         if ((rc = wc_open(cfg->store, prefix, &wcc, &s->caches[i]))) {
             log_error("apiserver", "watch cache for %s: %s", prefix, err_str(rc));
             goto fail;
         }
     }
-    if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s))) goto fail;
+    if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s)) ||
+        (rc = api_apiservice_start(s)))
+        goto fail;
     int lfd = tcp_listen(&sa);
     if (lfd < 0) {
         rc = lfd;
@@ -610,6 +619,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     *out = s;
     return 0;
 fail:
+    api_apiservice_stop(s);
     api_crd_stop(s);
     api_conns_free(s->conns);
     close_caches(s);
@@ -641,6 +651,7 @@ void apiserver_stop(apiserver_t *s)
     pthread_mutex_unlock(&s->mu);
     /* Ending the watches lets the connection threads MHD_stop_daemon() waits
      * for finish; the caches close after them, when no request can use them. */
+    api_apiservice_stop(s);
     api_crd_stop(s);
     end_watches(s);
     if (s->unix_daemon) {

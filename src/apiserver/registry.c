@@ -53,21 +53,30 @@ int api_key_prefix(const api_resource_t *r, char *buf, size_t n)
     return api_ns_prefix(r, "", buf, n);
 }
 
+/* The group ("core" for "") and resource of r's store keys. */
+static void key_names(const api_resource_t *r, const char **group, const char **resource)
+{
+    *group = r->storage_resource ? r->storage_group : r->group;
+    *resource = r->storage_resource ? r->storage_resource : r->resource;
+    if (!**group) *group = "core";
+}
+
 int api_ns_prefix(const api_resource_t *r, const char *ns, char *buf, size_t n)
 {
-    const char *g = *r->group ? r->group : "core";
-    int w = r->namespaced && ns && *ns ? snprintf(buf, n, "/registry/%s/%s/%s/", g, r->resource, ns)
-                                       : snprintf(buf, n, "/registry/%s/%s/", g, r->resource);
+    const char *g, *res;
+    key_names(r, &g, &res);
+    int w = r->namespaced && ns && *ns ? snprintf(buf, n, "/registry/%s/%s/%s/", g, res, ns)
+                                       : snprintf(buf, n, "/registry/%s/%s/", g, res);
     return w < 0 || (size_t)w >= n ? KP_EINVAL : 0;
 }
 
 int api_object_key(const api_resource_t *r, const char *ns, const char *name, char *buf,
                    size_t n)
 {
-    int w = r->namespaced ? snprintf(buf, n, "/registry/%s/%s/%s/%s",
-                                     *r->group ? r->group : "core", r->resource, ns, name)
-                          : snprintf(buf, n, "/registry/%s/%s/%s",
-                                     *r->group ? r->group : "core", r->resource, name);
+    const char *g, *res;
+    key_names(r, &g, &res);
+    int w = r->namespaced ? snprintf(buf, n, "/registry/%s/%s/%s/%s", g, res, ns, name)
+                          : snprintf(buf, n, "/registry/%s/%s/%s", g, res, name);
     return w < 0 || (size_t)w >= n ? KP_EINVAL : 0;
 }
 

@@ -5,6 +5,7 @@
 #include "apiserver_int.h"
 #include "strategy.h"
 
+extern const api_strategy_t api_strategy_apiservice;
 extern const api_strategy_t api_strategy_certificatesigningrequest;
 extern const api_strategy_t api_strategy_clusterrole;
 extern const api_strategy_t api_strategy_clusterrolebinding;
@@ -17,7 +18,9 @@ extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_deployment;
 extern const api_strategy_t api_strategy_endpoints;
 extern const api_strategy_t api_strategy_endpointslice;
+extern const api_strategy_t api_strategy_event__events_v1;
 extern const api_strategy_t api_strategy_horizontalpodautoscaler;
+extern const api_strategy_t api_strategy_horizontalpodautoscaler__autoscaling_v1;
 extern const api_strategy_t api_strategy_ingress;
 extern const api_strategy_t api_strategy_ingressclass;
 extern const api_strategy_t api_strategy_ipaddress;
@@ -27,6 +30,7 @@ extern const api_strategy_t api_strategy_networkpolicy;
 extern const api_strategy_t api_strategy_persistentvolume;
 extern const api_strategy_t api_strategy_persistentvolumeclaim;
 extern const api_strategy_t api_strategy_pod;
+extern const api_strategy_t api_strategy_poddisruptionbudget;
 extern const api_strategy_t api_strategy_podtemplate;
 extern const api_strategy_t api_strategy_priorityclass;
 extern const api_strategy_t api_strategy_replicaset;
@@ -289,6 +293,21 @@ const api_resource_t api_registry_table[] = {
         .strategy = &api_strategy_service,
     },
     {
+        .group = "apiregistration.k8s.io",
+        .version = "v1",
+        .resource = "apiservices",
+        .singular = "apiservice",
+        .kind = "APIService",
+        .list_kind = "APIServiceList",
+        .namespaced = 0,
+        .short_names = {NULL},
+        .categories = {"api-extensions"},
+        .verbs = API_V_ALL,
+        .subresources = API_SUB_STATUS,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_apiservice,
+    },
+    {
         .group = "apps",
         .version = "v1",
         .resource = "controllerrevisions",
@@ -364,6 +383,23 @@ const api_resource_t api_registry_table[] = {
         .strategy = &api_strategy_statefulset,
     },
     {
+        .group = "events.k8s.io",
+        .version = "v1",
+        .resource = "events",
+        .singular = "event",
+        .kind = "Event",
+        .list_kind = "EventList",
+        .namespaced = 1,
+        .short_names = {"ev"},
+        .categories = {NULL},
+        .verbs = API_V_ALL,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_event__events_v1,
+        .storage_group = "",
+        .storage_resource = "events",
+    },
+    {
         .group = "autoscaling",
         .version = "v2",
         .resource = "horizontalpodautoscalers",
@@ -377,6 +413,23 @@ const api_resource_t api_registry_table[] = {
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
         .strategy = &api_strategy_horizontalpodautoscaler,
+    },
+    {
+        .group = "autoscaling",
+        .version = "v1",
+        .resource = "horizontalpodautoscalers",
+        .singular = "horizontalpodautoscaler",
+        .kind = "HorizontalPodAutoscaler",
+        .list_kind = "HorizontalPodAutoscalerList",
+        .namespaced = 1,
+        .short_names = {"hpa"},
+        .categories = {"all"},
+        .verbs = API_V_ALL,
+        .subresources = API_SUB_STATUS,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_horizontalpodautoscaler__autoscaling_v1,
+        .storage_group = "autoscaling",
+        .storage_resource = "horizontalpodautoscalers",
     },
     {
         .group = "batch",
@@ -497,6 +550,21 @@ const api_resource_t api_registry_table[] = {
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
         .strategy = &api_strategy_servicecidr,
+    },
+    {
+        .group = "policy",
+        .version = "v1",
+        .resource = "poddisruptionbudgets",
+        .singular = "poddisruptionbudget",
+        .kind = "PodDisruptionBudget",
+        .list_kind = "PodDisruptionBudgetList",
+        .namespaced = 1,
+        .short_names = {"pdb"},
+        .categories = {NULL},
+        .verbs = API_V_ALL,
+        .subresources = API_SUB_STATUS,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_poddisruptionbudget,
     },
     {
         .group = "rbac.authorization.k8s.io",

@@ -16,6 +16,7 @@
 #include "lib/base64.h"
 #include "lib/err.h"
 #include "rest_int.h"
+#include "strategy.h"
 #include "table.h"
 #include "protobuf.h"
 #include "selector.h"
@@ -298,7 +299,16 @@ int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
             json_object_del(json_object_get(*obj, "metadata"), "resourceVersion"); /* as stored */
         wc_obj_unref(v);
     }
-    if (!*obj) *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+    if (!*obj) {
+        *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+        /* Stored in another version: as this one (the cache's copy already is). */
+        const api_strategy_t *st = r->route.res ? r->route.res->strategy : NULL;
+        if (*obj && r->route.res && r->route.res->storage_resource && st && st->from_storage &&
+            !(*obj = st->from_storage(*obj))) {
+            free(kv);
+            return KP_ENOMEM;
+        }
+    }
     free(kv);
     return *obj ? 0 : KP_ECORRUPT;
 }

@@ -288,18 +288,16 @@ int rest_binding(api_req_t *r)
 /* May `pod` (borrowed) be disrupted now? 0 if so; -1 after replying (429
  * TooManyRequests with a DisruptionBudget cause when a budget forbids it).
  *
- * This is where PodDisruptionBudgets are checked once kplane serves them: a
+ * PodDisruptionBudgets are checked here, as Kubernetes does: a
  * pod api_pod_eviction_skips_budget() names goes at once; otherwise more
  * than one matching budget is a 500, a budget whose status lags its
  * generation or allows no disruption is a 429, and an allowed disruption is
  * recorded in the budget's status.disruptedPods (not under dryRun) before
- * the pod is deleted with its resourceVersion as a precondition. With no
- * budget kinds served, every eviction is allowed. */
+ * the pod is deleted (strategy_poddisruptionbudget.c). */
 static int eviction_allowed(api_req_t *r, const json_t *pod)
 {
-    (void)r;
     if (api_pod_eviction_skips_budget(pod)) return 0;
-    return 0; /* no PodDisruptionBudgets served yet */
+    return api_pdb_admit_eviction(r, pod);
 }
 
 /* Kubernetes answers an eviction with a Status Success, code 201. */

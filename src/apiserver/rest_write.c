@@ -46,6 +46,20 @@ static int reply_version(api_req_t *r, int code, const wc_obj_t *obj)
 /* Hand `obj`, just stored at `key` and `rev` as `text` (freed here), to the
  * watch cache (steals it) and reply with the version it becomes: through
  * `reply`, or as the object. */
+/* The bytes the store keeps of `*obj` (owned by the caller; NULL when out of
+ * memory). A resource stored in another version converts it first: *obj is
+ * then replaced by the stored form (the old one consumed), which is what the
+ * watch cache must be offered; the cache converts it back. */
+static char *encode_stored(api_req_t *r, json_t **obj)
+{
+    const api_resource_t *res = r->route.res;
+    const api_strategy_t *st = res->strategy;
+    if (res->storage_resource && st && st->to_storage) {
+        if (!(*obj = st->to_storage(*obj))) return NULL;
+    }
+    return json_dumps(*obj, JSON_COMPACT);
+}
+
 static int reply_written(api_req_t *r, int code, const char *key, json_t *obj, int64_t rev,
                          char *text, rest_reply_fn reply)
 {
@@ -480,7 +494,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
         json_object_del(meta, "resourceVersion");
         return api_reply_json(r, 201, obj);
     }
-    char *text = json_dumps(obj, JSON_COMPACT);
+    char *text = encode_stored(r, &obj);
     int64_t rev = 0;
     rc = text ? store_create(r->srv->cfg.store, key, text, strlen(text), &rev) : KP_ENOMEM;
     if (rc) {
@@ -654,7 +668,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         if (finish) {
             rc = store_delete(st, key, cur_rev, &rev);
         } else {
-            text = json_dumps(next, JSON_COMPACT);
+            text = encode_stored(r, &next);
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
         }
         if (rc) free(text);
@@ -973,7 +987,7 @@ static int delete_one(api_req_t *r, const char *name, const rest_delete_opts_t *
             return 0;
         }
         if (mark) {
-            text = json_dumps(cur, JSON_COMPACT);
+            text = encode_stored(r, &cur);
             rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
         } else {
             rc = store_delete(st, key, cur_rev, &rev);

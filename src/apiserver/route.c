@@ -83,6 +83,10 @@ int api_route_parse(const api_view_t *v, const char *path, api_route_t *rt)
     memset(rt, 0, sizeof *rt);
     if (strlen(path) >= sizeof copy) return KP_ENOTFOUND;
     int n = split(path, copy, sizeof copy, segs);
+    if (n == 0 && !strcmp(path, "/")) {
+        rt->kind = API_ROUTE_ROOT;
+        return 0;
+    }
     if (n <= 0) return KP_ENOTFOUND;
 
     const char *s0 = segs[0];

@@ -99,6 +99,14 @@ typedef struct api_strategy {
     /* What marking for deletion changes besides deletionTimestamp (a
      * namespace's status.phase Terminating). */
     void (*delete_mark)(json_t *obj);
+
+    /* A version served from another version's store keys (the row's
+     * storage_group/storage_resource): to_storage converts an object of this
+     * version to the stored one, from_storage back. Each consumes its
+     * argument and returns a new object (NULL when out of memory); both are
+     * pure (the watch cache calls from_storage on its own thread). */
+    json_t *(*to_storage)(json_t *obj);
+    json_t *(*from_storage)(json_t *obj);
 } api_strategy_t;
 
 extern const api_strategy_t api_strategy_pod;
@@ -132,5 +140,14 @@ void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unrea
  * Failed), never started (Pending) or is already being deleted is evicted
  * without consulting its PodDisruptionBudgets: 1 if so. */
 int api_pod_eviction_skips_budget(const json_t *pod);
+
+/* The PodDisruptionBudget check of an eviction of `pod` (borrowed) in the
+ * request's namespace (strategy_poddisruptionbudget.c, Kubernetes'
+ * checkAndDecrement): 0 when the pod may go (no budget, an unready pod the
+ * budget spares, or a disruption now recorded in the budget's status, not
+ * under dryRun); -1 after replying (429 with a DisruptionBudget cause, 500
+ * for more than one budget, 403, or a store error). */
+struct api_req;
+int api_pdb_admit_eviction(struct api_req *r, const json_t *pod);
 
 #endif

@@ -182,6 +182,8 @@ struct wc {
     const wc_obj_t **offers; /* min-heap by rev; each holds one reference */
     size_t offers_n, offers_cap;
     int64_t offer_floor;
+
+    json_t *(*convert)(json_t *stored); /* wc_config_t.convert; read-only */
 };
 
 /* ---- objects ---- */
@@ -414,8 +416,18 @@ fail:
     return rc;
 }
 
+/* What the cache keeps of the stored object `doc` (consumed): converted to
+ * the served version when the cache converts (its stored encoding then does
+ * not apply: *stored is cleared). NULL when out of memory. */
+static json_t *as_served(const wc_t *wc, json_t *doc, const char **stored)
+{
+    if (!wc || !wc->convert || !doc) return doc;
+    *stored = NULL;
+    return wc->convert(doc);
+}
+
 /* Parse a stored value into an object version. */
-static int obj_parse(const store_kv_t *kv, const wc_obj_t **out)
+static int obj_parse(const wc_t *wc, const store_kv_t *kv, const wc_obj_t **out)
 {
     json_error_t jerr;
     json_t *doc = json_loadb(kv->value, kv->value_len, 0, &jerr);
@@ -425,7 +437,9 @@ static int obj_parse(const store_kv_t *kv, const wc_obj_t **out)
         json_decref(doc);
         return KP_ECORRUPT;
     }
-    return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, kv->value, kv->value_len, out);
+    const char *stored = kv->value;
+    if (!(doc = as_served(wc, doc, &stored))) return KP_ENOMEM;
+    return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, stored, kv->value_len, out);
 }
 
 /* ---- offers (invariant 8) ---- */
@@ -535,6 +549,7 @@ int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const char *st
         json_decref(doc);
         return KP_EINVAL;
     }
+    if (!(doc = as_served(wc, doc, &stored))) return KP_ENOMEM;
     int rc = obj_new(key, strlen(key), doc, rev, stored, stored_len, out); /* outside every lock */
     if (!rc && wc) offers_keep(wc, *out);
     return rc;
@@ -812,7 +827,7 @@ static int prepare(wc_t *wc, const store_event_t *sev, wc_event_t *ev)
         ev->type = n ? WC_MODIFIED : WC_ADDED;
         ev->prev = n ? n->obj : NULL; /* the map's reference moves here in apply() */
         ev->obj = offers_take(wc, sev->kv.key, ev->rev); /* the writer's, if offered */
-        return ev->obj ? 0 : obj_parse(&sev->kv, &ev->obj);
+        return ev->obj ? 0 : obj_parse(wc, &sev->kv, &ev->obj);
     }
     if (!n) return KP_ECORRUPT;
     ev->type = WC_DELETED;
@@ -949,7 +964,7 @@ static int load(wc_t *wc)
         rev = r->revision;
         for (size_t i = 0; i < r->count && !rc; i++) {
             const wc_obj_t *o;
-            rc = obj_parse(&r->kvs[i], &o);
+            rc = obj_parse(wc, &r->kvs[i], &o);
             if (!rc) {
                 rc = map_insert(wc, o);
                 if (rc) wc_obj_unref(o);
@@ -982,6 +997,7 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
     wc->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)wc;
     wc->ring_cap = history;
     wc->ring_budget = history_bytes;
+    wc->convert = cfg ? cfg->convert : NULL;
     if (pthread_mutex_init(&wc->mu, NULL)) {
         free(wc);
         return KP_ENOMEM;

@@ -78,6 +78,14 @@ void wc_event_clear(wc_event_t *ev);
 typedef struct wc_config {
     size_t history;       /* events kept for watches from the past; 0: 10000 */
     size_t history_bytes; /* and their memory at most (see above); 0: WC_HISTORY_BYTES */
+    /* A resource served in another version than it is stored in (one stored
+     * object, two versions, as Kubernetes does): every version the cache
+     * keeps, from the store or offered (wc_offer() then takes the stored
+     * form), is convert(stored object), which consumes its argument and
+     * returns the served object (NULL when out of memory). Called on the
+     * cache's thread and on offering threads at once: it must be pure.
+     * NULL: objects are kept as stored. */
+    json_t *(*convert)(json_t *stored);
 } wc_config_t;
 
 #define WC_HISTORY_BYTES ((size_t)64 << 20) /* history per resource, default */
@@ -118,7 +126,8 @@ void wc_history_usage(wc_t *wc, size_t *bytes, size_t *events);
  * the cache publishes this object for the store event of (key, rev) instead
  * of parsing and encoding the stored value again.
  *
- * `doc` is stolen on every path. It must be the object exactly as stored:
+ * `doc` is stolen on every path. It must be the object exactly as stored
+ * (for a converting cache, in the stored version; the cache converts it):
  * json_dumps(doc, JSON_COMPACT) gave the stored bytes (so without
  * metadata.resourceVersion), and nothing has changed it since. From this call
  * on it is read by other threads: the caller must not modify it or any value

@@ -67,6 +67,10 @@ const kc_resource_t kc_daemonsets = {"apps", "v1", "daemonsets", "DaemonSet", 1}
 const kc_resource_t kc_controllerrevisions = {"apps", "v1", "controllerrevisions",
                                               "ControllerRevision", 1};
 const kc_resource_t kc_jobs = {"batch", "v1", "jobs", "Job", 1};
+const kc_resource_t kc_replicationcontrollers = {"", "v1", "replicationcontrollers",
+                                                 "ReplicationController", 1};
+const kc_resource_t kc_poddisruptionbudgets = {"policy", "v1", "poddisruptionbudgets",
+                                               "PodDisruptionBudget", 1};
 const kc_resource_t kc_leases = {"coordination.k8s.io", "v1", "leases", "Lease", 1};
 
 /* ---- kubeconfig ---- */

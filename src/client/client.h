@@ -123,7 +123,8 @@ typedef struct kc_resource {
 
 extern const kc_resource_t kc_pods, kc_nodes, kc_namespaces, kc_events, kc_services,
     kc_endpoints, kc_configmaps, kc_secrets, kc_deployments, kc_replicasets, kc_statefulsets,
-    kc_daemonsets, kc_controllerrevisions, kc_jobs, kc_leases;
+    kc_daemonsets, kc_controllerrevisions, kc_jobs, kc_leases, kc_replicationcontrollers,
+    kc_poddisruptionbudgets;
 
 /* ---- requests ----
  *

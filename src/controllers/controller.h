@@ -50,6 +50,7 @@ extern const ctrl_ops_t ctrl_job, ctrl_ttlafterfinished;
 extern const ctrl_ops_t ctrl_statefulset;
 extern const ctrl_ops_t ctrl_nodelifecycle, ctrl_tainteviction;
 extern const ctrl_ops_t ctrl_daemonset;
+extern const ctrl_ops_t ctrl_disruption;
 
 typedef struct ctrl_manager_config {
     int workers;          /* per controller; 0: 5 */

@@ -42,7 +42,7 @@ static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_depl
                                                     &ctrl_job, &ctrl_ttlafterfinished,
                                                     &ctrl_statefulset,
                                                     &ctrl_nodelifecycle, &ctrl_tainteviction,
-                                                    &ctrl_daemonset};
+                                                    &ctrl_daemonset, &ctrl_disruption};
 
 /* Sync duration histogram bounds, seconds. */
 static const double bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};

@@ -840,6 +840,55 @@ static void test_offer_published(void **state)
     wc_watcher_close(w);
 }
 
+/* A converting cache (a resource served in another version than stored):
+ * what it loads, follows and is offered is convert(stored), encoded once
+ * from the converted object, never spliced from the stored bytes. */
+static json_t *to_served(json_t *doc)
+{
+    json_t *data = json_object_get(doc, "data");
+    json_object_set(doc, "served", data ? data : json_null());
+    json_object_del(doc, "data");
+    json_object_set_new(doc, "apiVersion", json_string("example/v2"));
+    return doc;
+}
+
+static void test_convert(void **state)
+{
+    fixture_t *f = *state;
+    put(f->s, "ns", "before", "1"); /* loaded at open */
+    wc_config_t cfg = {.convert = to_served};
+    assert_int_equal(wc_open(f->s, PFX, &cfg, &f->wc), 0);
+    const wc_obj_t *o;
+    assert_int_equal(wc_get(f->wc, PFX "ns/before", &o), 0);
+    assert_non_null(strstr(o->json, "\"served\":{\"v\":\"1\"}"));
+    assert_null(strstr(o->json, "\"data\""));
+    assert_non_null(strstr(o->json, "example/v2"));
+    wc_obj_unref(o);
+
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
+    put(f->s, "ns", "followed", "2"); /* from the store watch */
+    wc_event_t ev;
+    next_ok(w, &ev);
+    assert_non_null(strstr(ev.obj->json, "\"served\":{\"v\":\"2\"}"));
+    assert_non_null(json_object_get(ev.obj->doc, "served"));
+    wc_event_clear(&ev);
+
+    /* An offer is given in the stored form and kept converted. */
+    json_t *doc = cm_doc("ns", "offered", "3");
+    char *text = json_dumps(doc, JSON_COMPACT);
+    const wc_obj_t *mine;
+    int64_t want = store_rev(f->s) + 1;
+    assert_int_equal(wc_offer(f->wc, PFX "ns/offered", want, doc, text, strlen(text), &mine), 0);
+    assert_non_null(strstr(mine->json, "\"served\":{\"v\":\"3\"}"));
+    assert_int_equal(write_text(f->s, PFX "ns/offered", text), want);
+    next_ok(w, &ev);
+    assert_ptr_equal(ev.obj, mine);
+    wc_event_clear(&ev);
+    wc_obj_unref(mine);
+    wc_watcher_close(w);
+}
+
 /* An offer with its stored text: the version's bytes are that text with the
  * resourceVersion spliced into the top-level metadata, whatever comes
  * before it; text the splice cannot place is encoded afresh. */
@@ -1424,6 +1473,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_initial_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_convert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_rejects_non_object, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paging, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follow, setup, teardown),
