@@ -285,9 +285,7 @@ static void cronjob_validate(const json_t *cj, const json_t *old, json_t *causes
     const json_t *spec = json_object_get(cj, "spec");
     const char *name = api_json_str(json_object_get(cj, "metadata"), "name");
     if (!old && strlen(name) > 52) {
-        json_t *v = json_string(name);
-        api__invalid(causes, "metadata.name", v, "must be no more than 52 characters");
-        json_decref(v);
+        api__invalid_str(causes, "metadata.name", name, "must be no more than 52 characters");
     }
     const json_t *sched = json_object_get(spec, "schedule");
     const char *s = json_string_value(sched);

@@ -103,9 +103,7 @@ static void runtimeclass_validate(const json_t *rc, const json_t *old, json_t *c
     json_object_foreach((json_t *)ns, k, q) {
         char err[512];
         if (sel_label_key_check(k, err, sizeof err)) {
-            json_t *v = json_string(k);
-            api__invalid(causes, "scheduling.nodeSelector", v, err);
-            json_decref(v);
+            api__invalid_str(causes, "scheduling.nodeSelector", k, err);
         }
     }
     if (old)

@@ -243,9 +243,7 @@ static void quota_validate(const json_t *q, const json_t *old, json_t *causes)
         char f[192], err[512];
         snprintf(f, sizeof f, "spec.hard[%s]", k);
         if (sel_label_key_check(k, err, sizeof err)) {
-            json_t *kv = json_string(k);
-            api__invalid(causes, f, kv, err);
-            json_decref(kv);
+            api__invalid_str(causes, f, k, err);
         }
         api__quantity_check(causes, f, v, 0, NULL);
     }

@@ -29,11 +29,15 @@ void api__value_text(const json_t *v, char *out, size_t n);
 void api__required(json_t *causes, const char *field, const char *detail);
 /* "Invalid value: <v>: <detail>". */
 void api__invalid(json_t *causes, const char *field, const json_t *v, const char *detail);
+/* The same for a string value (Go prints it quoted). */
+void api__invalid_str(json_t *causes, const char *field, const char *s, const char *detail);
 /* "Forbidden: <detail>". */
 void api__forbidden(json_t *causes, const char *field, const char *detail);
 /* "Unsupported value: <v>: supported values: "a", "b"". */
 void api__not_supported(json_t *causes, const char *field, const json_t *v,
                         const char *const *allowed);
+void api__not_supported_str(json_t *causes, const char *field, const char *s,
+                            const char *const *allowed);
 /* obj[key], when present and not null, must be a string of `allowed`;
  * the field is path + "." + key. Returns the string or NULL. */
 const char *api__enum(json_t *causes, const json_t *obj, const char *key, const char *path,

@@ -143,23 +143,17 @@ static void validate_subject(const json_t *s, int namespaced, const char *path, 
         if (!namespaced && !*api_json_str(s, "namespace")) api__required(causes, f, "");
     } else if (!strcmp(kind, "User") || !strcmp(kind, "Group")) {
         if (!*name) {
-            json_t *empty = json_string("");
-            api__invalid(causes, f, empty,
-                         !strcmp(kind, "User") ? "user name cannot be empty"
-                                               : "group name cannot be empty");
-            json_decref(empty);
+            api__invalid_str(causes, f, "",
+                             !strcmp(kind, "User") ? "user name cannot be empty"
+                                                   : "group name cannot be empty");
         }
         snprintf(f, sizeof f, "%s.apiGroup", path);
         if (strcmp(g, RBAC_GROUP)) {
-            json_t *v = json_string(g);
-            api__not_supported(causes, f, v, rbac_group);
-            json_decref(v);
+            api__not_supported_str(causes, f, g, rbac_group);
         }
     } else {
         snprintf(f, sizeof f, "%s.kind", path);
-        json_t *v = json_string(kind);
-        api__not_supported(causes, f, v, kinds);
-        json_decref(v);
+        api__not_supported_str(causes, f, kind, kinds);
     }
 }
 
@@ -182,22 +176,16 @@ static void validate_binding(const json_t *b, const json_t *old, int namespaced,
     const char *name = api_json_str(ref, "name");
     const char *const *kinds = namespaced ? ns_kinds : cluster_kinds;
     if (strcmp(group, RBAC_GROUP)) {
-        json_t *v = json_string(group);
-        api__not_supported(causes, "roleRef.apiGroup", v, groups);
-        json_decref(v);
+        api__not_supported_str(causes, "roleRef.apiGroup", group, groups);
     }
     if (!api__in(kind, kinds)) {
-        json_t *v = json_string(kind);
-        api__not_supported(causes, "roleRef.kind", v, kinds);
-        json_decref(v);
+        api__not_supported_str(causes, "roleRef.kind", kind, kinds);
     }
     const char *bad = *name ? api__path_segment_invalid(name) : NULL;
     if (!*name) {
         api__required(causes, "roleRef.name", "");
     } else if (bad) {
-        json_t *v = json_string(name);
-        api__invalid(causes, "roleRef.name", v, bad);
-        json_decref(v);
+        api__invalid_str(causes, "roleRef.name", name, bad);
     }
     size_t i;
     json_t *s;

@@ -253,9 +253,7 @@ static void check_parameters(const json_t *obj, json_t *causes)
     json_t *v;
     json_object_foreach((json_t *)params, k, v) {
         if (!*k) {
-            json_t *e = json_string("");
-            api__invalid(causes, "parameters", e, "field can not be empty.");
-            json_decref(e);
+            api__invalid_str(causes, "parameters", "", "field can not be empty.");
         }
         total += strlen(k) + (json_is_string(v) ? json_string_length(v) : 0);
     }

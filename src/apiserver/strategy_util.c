@@ -57,6 +57,19 @@ void api__invalid(json_t *causes, const char *field, const json_t *v, const char
     api_cause(causes, "FieldValueInvalid", field, "Invalid value: %s: %s", text, detail);
 }
 
+void api__invalid_str(json_t *causes, const char *field, const char *s, const char *detail)
+{
+    api_cause(causes, "FieldValueInvalid", field, "Invalid value: \"%s\": %s", s, detail);
+}
+
+void api__not_supported_str(json_t *causes, const char *field, const char *s,
+                            const char *const *allowed)
+{
+    json_t *v = json_string(s);
+    api__not_supported(causes, field, v, allowed);
+    json_decref(v);
+}
+
 void api__forbidden(json_t *causes, const char *field, const char *detail)
 {
     api_cause(causes, "FieldValueForbidden", field, "Forbidden: %s", detail);
@@ -183,9 +196,7 @@ int api__dns_name(json_t *causes, const char *field, const char *name, int label
         bad = api_name_invalid(name, label);
     }
     if (!bad) return 0;
-    json_t *v = json_string(name);
-    api__invalid(causes, field, v, bad);
-    json_decref(v);
+    api__invalid_str(causes, field, name, bad);
     return 1;
 }
 
