@@ -238,6 +238,7 @@ static void ingressclass_validate(const json_t *ic, const json_t *old, json_t *c
 }
 
 const api_strategy_t api_strategy_ingressclass = {
+    .generation = 1,
     .defaults = ingressclass_defaults,
     .validate = ingressclass_validate,
 };

@@ -98,6 +98,7 @@ static void test_ingressclass(void **state)
                               "{'spec':{'controller':'a.io/b','parameters':{'kind':'K','name':'n'}}}");
     strat_expect(c, "spec.parameters.scope", "'Cluster'");
     json_decref(c);
+    assert_int_equal(api_strategy_ingressclass.generation, 1);
 }
 
 #define NP(spec) "{'metadata':{'name':'n','namespace':'ns'},'spec':" spec "}"
