@@ -9,6 +9,7 @@ extern const api_strategy_t api_strategy_apiservice;
 extern const api_strategy_t api_strategy_certificatesigningrequest;
 extern const api_strategy_t api_strategy_clusterrole;
 extern const api_strategy_t api_strategy_clusterrolebinding;
+extern const api_strategy_t api_strategy_configmap;
 extern const api_strategy_t api_strategy_cronjob;
 extern const api_strategy_t api_strategy_csidriver;
 extern const api_strategy_t api_strategy_csinode;
@@ -39,6 +40,7 @@ extern const api_strategy_t api_strategy_resourcequota;
 extern const api_strategy_t api_strategy_role;
 extern const api_strategy_t api_strategy_rolebinding;
 extern const api_strategy_t api_strategy_runtimeclass;
+extern const api_strategy_t api_strategy_secret;
 extern const api_strategy_t api_strategy_service;
 extern const api_strategy_t api_strategy_servicecidr;
 extern const api_strategy_t api_strategy_statefulset;
@@ -79,7 +81,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_configmap,
     },
     {
         .group = "",
@@ -260,7 +262,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = fields_core_secrets,
-        .strategy = NULL,
+        .strategy = &api_strategy_secret,
     },
     {
         .group = "",

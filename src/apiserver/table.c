@@ -24,8 +24,17 @@
  *     no AGE unless a column asks for it; with no printer columns it prints
  *     NAME and Age (type date). A column's cell is the FIRST value its
  *     JSONPath finds (the convertor reads results[0][0]), rendered by type.
- *  6. Kinds without a printer print NAME and AGE; CustomResourceDefinitions
- *     print NAME and CREATED AT (kube-apiserver's default convertor).
+ *  6. Built-in kinds whose Kubernetes registry uses the DefaultTableConvertor
+ *     (limitranges, roles, clusterroles, csistoragecapacities,
+ *     customresourcedefinitions) print NAME and CREATED AT; a Table asked
+ *     for without a resource prints NAME and AGE.
+ *  7. Printers live here (the kinds served before issue 15), in table_core.c
+ *     (core kinds added since) and table_groups.c (the other groups); the
+ *     lookup is by group and resource (printer_of()).
+ *  8. A version served from another's store (events.k8s.io events,
+ *     autoscaling/v1 HPAs) prints as the stored resource does, from the
+ *     object converted by its strategy's to_storage: Kubernetes prints the
+ *     internal object, the same whichever version was asked for.
  *
  * Row builders append exactly one cell per column; a missing cell can only
  * come from a failed allocation, so api_table_add_row() checks the count and
@@ -36,36 +45,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/table.h"
+#include "apiserver/strategy.h"
+#include "apiserver/table_int.h"
 #include "lib/buf.h"
 #include "lib/err.h"
-
-#define NO_TIME  INT64_MIN  /* Go's zero metav1.Time */
-#define CELL_MAX (1u << 20) /* cap on one rendered cell */
-
-/* ---- reading objects ---------------------------------------------------- */
-
-static const json_t *jget(const json_t *o, const char *k)
-{
-    return json_is_object(o) ? json_object_get(o, k) : NULL;
-}
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(jget(o, k));
-    return s ? s : "";
-}
-
-static json_int_t jint(const json_t *o, const char *k, json_int_t dflt)
-{
-    const json_t *v = jget(o, k);
-    return json_is_integer(v) ? json_integer_value(v) : dflt;
-}
-
-static const json_t *jdig2(const json_t *o, const char *a, const char *b)
-{
-    return jget(jget(o, a), b);
-}
 
 /* The status of the first condition of `type` in `conds`, or NULL. */
 static const char *cond_status(const json_t *conds, const char *type)
@@ -84,393 +67,11 @@ static int cond_true(const json_t *conds, const char *type)
     return s && !strcmp(s, "True");
 }
 
-/* ---- a capped string builder over buf_t --------------------------------- */
-
-typedef struct sb {
-    buf_t b;
-    int err;
-} sb_t;
-
-static void sb_init(sb_t *s)
-{
-    buf_init(&s->b, CELL_MAX);
-    s->err = 0;
-}
-
-static void sb_putn(sb_t *s, const char *p, size_t n)
-{
-    if (!s->err && n && buf_append(&s->b, p, n)) s->err = 1;
-}
-
-static void sb_put(sb_t *s, const char *p)
-{
-    sb_putn(s, p, strlen(p));
-}
-
-static void sb_printf(sb_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sb_t *s, const char *fmt, ...)
-{
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (w < 0 || (size_t)w >= sizeof tmp)
-        s->err = 1; /* only short numeric forms come here */
-    else
-        sb_putn(s, tmp, (size_t)w);
-}
-
-static const char *sb_str(const sb_t *s)
-{
-    return s->b.p ? s->b.p : "";
-}
-
-/* The contents as a JSON string (NULL on error); the builder is released. */
-static json_t *sb_take(sb_t *s)
-{
-    json_t *j = s->err ? NULL : json_stringn(sb_str(s), s->b.len);
-    buf_free(&s->b);
-    return j;
-}
-
-/* ---- cells --------------------------------------------------------------- */
-
-static void cell(json_t *cells, json_t *v)
-{
-    json_array_append_new(cells, v);
-}
-static void cell_str(json_t *cells, const char *s)
-{
-    cell(cells, json_string(s));
-}
-static void cell_int(json_t *cells, json_int_t v)
-{
-    cell(cells, json_integer(v));
-}
-static void cell_sb(json_t *cells, sb_t *s)
-{
-    cell(cells, sb_take(s));
-}
-
-/* s, or `dflt` when s is empty. */
-static const char *or_else(const char *s, const char *dflt)
-{
-    return *s ? s : dflt;
-}
-
-/* ---- time ---------------------------------------------------------------- */
-
-static int digits(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-/* Parse RFC 3339 ("2024-05-01T10:00:00Z", fraction and offset allowed) into
- * Unix seconds (fractions dropped). Returns 0, or -1 if s is not such a time. */
-static int ts_parse(const char *s, int64_t *out)
-{
-    int y, mo, d, h, mi, se;
-    if (!s || strlen(s) < 20 || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) ||
-        s[7] != '-' || digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
-        digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) || s[16] != ':' ||
-        digits(s + 17, 2, &se))
-        return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return -1;
-    const char *p = s + 19;
-    if (*p == '.') {
-        if (p[1] < '0' || p[1] > '9') return -1;
-        for (p++; *p >= '0' && *p <= '9'; p++) {
-        }
-    }
-    int64_t off = 0;
-    if ((*p == 'Z' || *p == 'z') && !p[1]) {
-        off = 0;
-    } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
-        int oh, om;
-        if (digits(p + 1, 2, &oh) || digits(p + 4, 2, &om)) return -1;
-        off = (*p == '+' ? 1 : -1) * (int64_t)(oh * 3600 + om * 60);
-    } else {
-        return -1;
-    }
-    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
-    return 0;
-}
-
-void api_table_age(int64_t s, char *out, size_t n)
-{
-    if (s < -1) {
-        snprintf(out, n, "<invalid>");
-        return;
-    }
-    if (s < 0) s = 0;
-    int64_t m = s / 60, h = s / 3600, d = h / 24;
-    if (s < 120)
-        snprintf(out, n, "%llds", (long long)s);
-    else if (m < 10 && s % 60)
-        snprintf(out, n, "%lldm%llds", (long long)m, (long long)(s % 60));
-    else if (m < 180)
-        snprintf(out, n, "%lldm", (long long)m);
-    else if (h < 8 && m % 60)
-        snprintf(out, n, "%lldh%lldm", (long long)h, (long long)(m % 60));
-    else if (h < 48)
-        snprintf(out, n, "%lldh", (long long)h);
-    else if (h < 24 * 8 && h % 24)
-        snprintf(out, n, "%lldd%lldh", (long long)d, (long long)(h % 24));
-    else if (h < 24 * 365 * 2)
-        snprintf(out, n, "%lldd", (long long)d);
-    else if (h < 24 * 365 * 8 && d % 365)
-        snprintf(out, n, "%lldy%lldd", (long long)(d / 365), (long long)(d % 365));
-    else
-        snprintf(out, n, "%lldy", (long long)(d / 365));
-}
-
-/* translateTimestampSince: the age of `t` (NO_TIME: "<unknown>"). */
-static void cell_since_t(json_t *cells, int64_t t, int64_t now)
-{
-    char age[32] = "<unknown>";
-    if (t != NO_TIME) api_table_age(now - t, age, sizeof age);
-    cell_str(cells, age);
-}
-
-static int64_t ts_or_none(const char *s)
-{
-    int64_t t;
-    return s && *s && !ts_parse(s, &t) ? t : NO_TIME;
-}
-
-static void cell_since(json_t *cells, const char *ts, int64_t now)
-{
-    cell_since_t(cells, ts_or_none(ts), now);
-}
-
-static void cell_age(json_t *cells, const json_t *obj, int64_t now)
-{
-    cell_since(cells, jstr(jget(obj, "metadata"), "creationTimestamp"), now);
-}
-
-/* ---- labels, selectors, containers ---------------------------------------- */
-
-static int cmp_cstr(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The keys of object `o`, sorted (caller frees the array, not the strings;
- * they are borrowed from `o`). NULL with *n 0 when empty; *n (size_t)-1 on
- * an allocation failure. */
-static const char **sorted_keys(const json_t *o, size_t *n)
-{
-    *n = json_is_object(o) ? json_object_size(o) : 0;
-    if (!*n) return NULL;
-    const char **k = malloc(*n * sizeof *k);
-    if (!k) {
-        *n = (size_t)-1;
-        return NULL;
-    }
-    size_t i = 0;
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)o, key, v) {
-        k[i++] = key;
-    }
-    qsort(k, *n, sizeof *k, cmp_cstr);
-    return k;
-}
-
-/* labels.FormatLabels: "a=1,b=2" sorted by key, "<none>" when empty. */
-static void cell_labels(json_t *cells, const json_t *labels)
-{
-    size_t n;
-    const char **k = sorted_keys(labels, &n);
-    sb_t s;
-    sb_init(&s);
-    if (n == (size_t)-1)
-        s.err = 1;
-    else if (!n)
-        sb_put(&s, "<none>");
-    for (size_t i = 0; n != (size_t)-1 && i < n; i++) {
-        if (i) sb_put(&s, ",");
-        sb_put(&s, k[i]);
-        sb_put(&s, "=");
-        sb_put(&s, jstr(labels, k[i]));
-    }
-    free(k);
-    cell_sb(cells, &s);
-}
-
-/* One requirement of a label selector, for sorting by key. */
-typedef struct req {
-    const char *key;
-    const char *op;       /* "=", " in ", " notin ", "", "!" */
-    const json_t *values; /* array, or a single string for "=" */
-} req_t;
-
-/* metav1.LabelSelectorAsSelector(sel).String() into s: requirements sorted by
- * key (stable), values of in/notin sorted. Returns 0, or -1 if the selector is
- * invalid (an unknown operator, or values where none are allowed). A NULL or
- * empty selector writes nothing. Keys and values are not re-validated: the
- * object passed validation when it was stored. */
-static int selector_string(const json_t *sel, sb_t *s)
-{
-    const json_t *ml = jget(sel, "matchLabels"), *me = jget(sel, "matchExpressions");
-    size_t nl = json_is_object(ml) ? json_object_size(ml) : 0;
-    size_t ne = json_array_size(me), n = 0;
-    if (!nl && !ne) return 0;
-    req_t *r = calloc(nl + ne, sizeof *r);
-    if (!r) {
-        s->err = 1;
-        return 0;
-    }
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)ml, key, v) {
-        r[n++] = (req_t){key, "=", v};
-    }
-    size_t i;
-    int rc = 0;
-    json_array_foreach(me, i, v) {
-        const char *op = jstr(v, "operator");
-        const json_t *vals = jget(v, "values");
-        size_t nv = json_array_size(vals);
-        req_t q = {jstr(v, "key"), NULL, vals};
-        if (!strcmp(op, "In"))
-            q.op = " in ";
-        else if (!strcmp(op, "NotIn"))
-            q.op = " notin ";
-        else if (!strcmp(op, "Exists"))
-            q.op = "";
-        else if (!strcmp(op, "DoesNotExist"))
-            q.op = "!";
-        if (!q.op || (*q.op == ' ' ? nv == 0 : nv != 0)) {
-            rc = -1;
-            goto done;
-        }
-        r[n++] = q;
-    }
-    for (i = 1; i < n; i++) { /* insertion sort: stable, like Go's for short lists */
-        req_t t = r[i];
-        size_t j = i;
-        for (; j > 0 && strcmp(r[j - 1].key, t.key) > 0; j--)
-            r[j] = r[j - 1];
-        r[j] = t;
-    }
-    for (i = 0; i < n; i++) {
-        if (i) sb_put(s, ",");
-        if (!strcmp(r[i].op, "!")) sb_put(s, "!");
-        sb_put(s, r[i].key);
-        if (!strcmp(r[i].op, "=")) {
-            sb_put(s, "=");
-            sb_put(s, json_string_value(r[i].values) ? json_string_value(r[i].values) : "");
-        } else if (*r[i].op == ' ') {
-            size_t nv;
-            const char **vs = malloc(json_array_size(r[i].values) * sizeof *vs);
-            if (!vs) {
-                s->err = 1;
-                break;
-            }
-            nv = 0;
-            for (size_t k = 0; k < json_array_size(r[i].values); k++) {
-                const char *x = json_string_value(json_array_get(r[i].values, k));
-                vs[nv++] = x ? x : "";
-            }
-            qsort(vs, nv, sizeof *vs, cmp_cstr);
-            sb_put(s, r[i].op);
-            sb_put(s, "(");
-            for (size_t k = 0; k < nv; k++) {
-                if (k) sb_put(s, ",");
-                sb_put(s, vs[k]);
-            }
-            sb_put(s, ")");
-            free(vs);
-        }
-    }
-done:
-    free(r);
-    return rc;
-}
-
-/* metav1.FormatLabelSelector: "<none>" when empty, "<error>" when invalid. */
-static void cell_format_selector(json_t *cells, const json_t *sel)
-{
-    sb_t s;
-    sb_init(&s);
-    if (selector_string(sel, &s)) {
-        buf_free(&s.b);
-        cell_str(cells, "<error>");
-        return;
-    }
-    if (!s.b.len) sb_put(&s, "<none>");
-    cell_sb(cells, &s);
-}
-
-/* layoutContainerCells: names and images of the template's containers. */
-static void cells_containers(json_t *cells, const json_t *pod_spec)
-{
-    const json_t *cs = jget(pod_spec, "containers");
-    sb_t names, images;
-    sb_init(&names);
-    sb_init(&images);
-    for (size_t i = 0; i < json_array_size(cs); i++) {
-        const json_t *c = json_array_get(cs, i);
-        if (i) {
-            sb_put(&names, ",");
-            sb_put(&images, ",");
-        }
-        sb_put(&names, jstr(c, "name"));
-        sb_put(&images, jstr(c, "image"));
-    }
-    cell_sb(cells, &names);
-    cell_sb(cells, &images);
-}
-
 /* ---- column definitions ----------------------------------------------------- */
 
-typedef struct col {
-    const char *name;
-    const char *type;
-    const char *format;
-    const char *desc;
-    int priority;
-} col_t;
-
-#define C(n, t, d)                                                                                 \
-    {                                                                                              \
-        n, t, "", d, 0                                                                             \
-    }
-#define W(n, t, d)                                                                                 \
-    {                                                                                              \
-        n, t, "", d, 1                                                                             \
-    }
-#define COL_NAME                                                                                   \
-    {                                                                                              \
-        "Name", "string", "name", "Name of the object, unique within its namespace.", 0            \
-    }
-#define COL_AGE        C("Age", "string", "Time since the object was created.")
-#define COL_CONTAINERS W("Containers", "string", "Container names of the pod template.")
-#define COL_IMAGES     W("Images", "string", "Container images of the pod template.")
-#define COL_SELECTOR   W("Selector", "string", "Label selector of the pods this object manages.")
-
-static const col_t namespace_cols[] = {
+static const api_table_col_t namespace_cols[] = {
     COL_NAME, C("Status", "string", "Lifecycle phase of the namespace."), COL_AGE};
-static const col_t pod_cols[] = {
+static const api_table_col_t pod_cols[] = {
     COL_NAME,
     C("Ready", "string", "Ready containers out of all containers of the pod."),
     C("Status", "string", "Summary of the pod's phase and container states."),
@@ -481,7 +82,7 @@ static const col_t pod_cols[] = {
     W("Nominated Node", "string", "Node the scheduler nominated while preempting for the pod."),
     W("Readiness Gates", "string", "Readiness gates whose condition is True, out of all."),
 };
-static const col_t node_cols[] = {
+static const api_table_col_t node_cols[] = {
     COL_NAME,
     C("Status", "string", "Readiness of the node, and whether it takes new pods."),
     C("Roles", "string", "Roles named by the node's role labels."),
@@ -493,7 +94,7 @@ static const col_t node_cols[] = {
     W("Kernel-Version", "string", "Kernel version the node reports."),
     W("Container-Runtime", "string", "Container runtime and version the node reports."),
 };
-static const col_t event_cols[] = {
+static const api_table_col_t event_cols[] = {
     C("Last Seen", "string", "Time since the event was last observed."),
     C("Type", "string", "Normal or Warning."),
     C("Reason", "string", "Short machine-readable cause of the event."),
@@ -505,11 +106,12 @@ static const col_t event_cols[] = {
     W("Count", "string", "How many times the event was observed."),
     {"Name", "string", "name", "Name of the event object.", 1},
 };
-static const col_t configmap_cols[] = {
+static const api_table_col_t configmap_cols[] = {
     COL_NAME, C("Data", "string", "Number of keys in data and binaryData."), COL_AGE};
-static const col_t secret_cols[] = {COL_NAME, C("Type", "string", "Type of the secret."),
-                                    C("Data", "string", "Number of keys in data."), COL_AGE};
-static const col_t service_cols[] = {
+static const api_table_col_t secret_cols[] = {COL_NAME, C("Type", "string", "Type of the secret."),
+                                              C("Data", "string", "Number of keys in data."),
+                                              COL_AGE};
+static const api_table_col_t service_cols[] = {
     COL_NAME,
     C("Type", "string", "How the service is exposed."),
     C("Cluster-IP", "string", "Virtual IP address of the service inside the cluster."),
@@ -518,11 +120,11 @@ static const col_t service_cols[] = {
     COL_AGE,
     W("Selector", "string", "Labels of the pods the service sends traffic to."),
 };
-static const col_t serviceaccount_cols[] = {
+static const api_table_col_t serviceaccount_cols[] = {
     COL_NAME, C("Secrets", "string", "Number of secrets listed by the account."), COL_AGE};
-static const col_t endpoints_cols[] = {
+static const api_table_col_t endpoints_cols[] = {
     COL_NAME, C("Endpoints", "string", "Address:port pairs, the first three of them."), COL_AGE};
-static const col_t deployment_cols[] = {
+static const api_table_col_t deployment_cols[] = {
     COL_NAME,
     C("Ready", "string", "Ready pods out of the desired replicas."),
     C("Up-to-date", "string", "Pods running the current template."),
@@ -532,7 +134,7 @@ static const col_t deployment_cols[] = {
     COL_IMAGES,
     COL_SELECTOR,
 };
-static const col_t replicaset_cols[] = {
+static const api_table_col_t replicaset_cols[] = {
     COL_NAME,
     C("Desired", "integer", "Replicas asked for."),
     C("Current", "integer", "Replicas that exist."),
@@ -542,10 +144,10 @@ static const col_t replicaset_cols[] = {
     COL_IMAGES,
     COL_SELECTOR,
 };
-static const col_t statefulset_cols[] = {
+static const api_table_col_t statefulset_cols[] = {
     COL_NAME, C("Ready", "string", "Ready pods out of the desired replicas."), COL_AGE,
     COL_CONTAINERS, COL_IMAGES};
-static const col_t daemonset_cols[] = {
+static const api_table_col_t daemonset_cols[] = {
     COL_NAME,
     C("Desired", "integer", "Nodes that should run the daemon pod."),
     C("Current", "integer", "Nodes running at least one daemon pod."),
@@ -558,10 +160,10 @@ static const col_t daemonset_cols[] = {
     COL_IMAGES,
     COL_SELECTOR,
 };
-static const col_t controllerrevision_cols[] = {
+static const api_table_col_t controllerrevision_cols[] = {
     COL_NAME, C("Controller", "string", "The object controlling this revision, as kind/name."),
     C("Revision", "string", "Revision number."), COL_AGE};
-static const col_t job_cols[] = {
+static const api_table_col_t job_cols[] = {
     COL_NAME,
     C("Status", "string", "Complete, Failed, Suspended, Running, ..."),
     C("Completions", "string", "Succeeded pods out of the completions asked for."),
@@ -571,28 +173,22 @@ static const col_t job_cols[] = {
     COL_IMAGES,
     COL_SELECTOR,
 };
-static const col_t lease_cols[] = {
+static const api_table_col_t lease_cols[] = {
     COL_NAME, C("Holder", "string", "Identity of the current holder of the lease."), COL_AGE};
-static const col_t crd_cols[] = {COL_NAME, C("Created At", "date", "Creation time of the object.")};
-static const col_t generic_cols[] = {COL_NAME, COL_AGE};
-static const col_t custom_generic_cols[] = {COL_NAME,
-                                            C("Age", "date", "Time since the object was created.")};
+static const api_table_col_t default_cols[] = {
+    COL_NAME, C("Created At", "date", "Creation time of the object.")};
+static const api_table_col_t generic_cols[] = {COL_NAME, COL_AGE};
+static const api_table_col_t custom_generic_cols[] = {
+    COL_NAME, C("Age", "date", "Time since the object was created.")};
 
 /* ---- printers of built-in kinds -------------------------------------------- */
-
-typedef void (*row_fn)(json_t *row, json_t *cells, const json_t *obj, int64_t now);
-
-static void cell_name(json_t *cells, const json_t *obj)
-{
-    cell_str(cells, jstr(jget(obj, "metadata"), "name"));
-}
 
 static void row_namespace(json_t *row, json_t *cells, const json_t *o, int64_t now)
 {
     (void)row;
     cell_name(cells, o);
     cell_str(cells, jstr(jget(o, "status"), "phase"));
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
 }
 
 /* printPod's STATUS, READY and RESTARTS, kept together while walking. */
@@ -612,7 +208,7 @@ static void set_reason(podsum_t *p, json_t *r)
 static int64_t finished_at(const json_t *cs)
 {
     const json_t *t = jdig2(cs, "lastState", "terminated");
-    return json_is_object(t) ? ts_or_none(jstr(t, "finishedAt")) : NO_TIME;
+    return json_is_object(t) ? api__table_ts(jstr(t, "finishedAt")) : API_TABLE_NO_TIME;
 }
 
 /* Is init container `name` of `spec` a sidecar (restartPolicy Always)? */
@@ -710,7 +306,13 @@ static void row_pod(json_t *row, json_t *cells, const json_t *o, int64_t now)
     const json_t *spec = jget(o, "spec"), *status = jget(o, "status");
     const json_t *conds = jget(status, "conditions");
     const char *phase = jstr(status, "phase");
-    podsum_t p = {NULL, 0, (int)json_array_size(jget(spec, "containers")), 0, 0, NO_TIME, NO_TIME};
+    podsum_t p = {NULL,
+                  0,
+                  (int)json_array_size(jget(spec, "containers")),
+                  0,
+                  0,
+                  API_TABLE_NO_TIME,
+                  API_TABLE_NO_TIME};
     size_t i;
     const json_t *c;
 
@@ -747,13 +349,13 @@ static void row_pod(json_t *row, json_t *cells, const json_t *o, int64_t now)
     cell(cells, json_sprintf("%d/%d", p.ready, p.total));
     cell(cells, p.reason);
     char age[32];
-    if (p.restarts != 0 && p.last != NO_TIME) {
+    if (p.restarts != 0 && p.last != API_TABLE_NO_TIME) {
         api_table_age(now - p.last, age, sizeof age);
         cell(cells, json_sprintf("%" JSON_INTEGER_FORMAT " (%s ago)", p.restarts, age));
     } else {
         cell(cells, json_sprintf("%" JSON_INTEGER_FORMAT, p.restarts));
     }
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
 
     const char *ip = jstr(json_array_get(jget(status, "podIPs"), 0), "ip");
     cell_str(cells, or_else(or_else(ip, jstr(status, "podIP")), "<none>"));
@@ -801,7 +403,7 @@ static void row_node(json_t *row, json_t *cells, const json_t *o, int64_t now)
     cell_sb(cells, &s);
 
     size_t n;
-    const char **k = sorted_keys(labels, &n);
+    const char **k = api__table_sorted_keys(labels, &n);
     const char **roles = n && n != (size_t)-1 ? malloc(n * sizeof *roles) : NULL;
     size_t nr = 0;
     sb_init(&s);
@@ -813,7 +415,7 @@ static void row_node(json_t *row, json_t *cells, const json_t *o, int64_t now)
         else if (!strcmp(k[i], "kubernetes.io/role") && *jstr(labels, k[i]))
             roles[nr++] = jstr(labels, k[i]);
     }
-    if (nr) qsort(roles, nr, sizeof *roles, cmp_cstr);
+    if (nr) qsort(roles, nr, sizeof *roles, api__table_cmp_cstr);
     for (i = 0; i < nr; i++) {
         if (i && !strcmp(roles[i], roles[i - 1])) continue; /* a set */
         if (s.b.len) sb_put(&s, ",");
@@ -823,7 +425,7 @@ static void row_node(json_t *row, json_t *cells, const json_t *o, int64_t now)
     free(roles);
     free(k);
     cell_sb(cells, &s);
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
     cell_str(cells, jstr(info, "kubeletVersion"));
     cell_str(cells, node_address(status, "InternalIP"));
     cell_str(cells, node_address(status, "ExternalIP"));
@@ -847,13 +449,13 @@ static void row_event(json_t *row, json_t *cells, const json_t *o, int64_t now)
 {
     (void)row;
     const json_t *inv = jget(o, "involvedObject"), *series = jget(o, "series");
-    int64_t first = ts_or_none(jstr(o, "firstTimestamp"));
-    if (first == NO_TIME) first = ts_or_none(jstr(o, "eventTime"));
-    int64_t last = ts_or_none(jstr(o, "lastTimestamp"));
-    if (last == NO_TIME) last = first;
+    int64_t first = api__table_ts(jstr(o, "firstTimestamp"));
+    if (first == API_TABLE_NO_TIME) first = api__table_ts(jstr(o, "eventTime"));
+    int64_t last = api__table_ts(jstr(o, "lastTimestamp"));
+    if (last == API_TABLE_NO_TIME) last = first;
     json_int_t count = jint(o, "count", 0);
     if (json_is_object(series)) {
-        last = ts_or_none(jstr(series, "lastObservedTime"));
+        last = api__table_ts(jstr(series, "lastObservedTime"));
         count = jint(series, "count", 0);
     } else if (count == 0) {
         count = 1;
@@ -870,20 +472,20 @@ static void row_event(json_t *row, json_t *cells, const json_t *o, int64_t now)
     }
     sb_init(&source);
     const json_t *src = jget(o, "source");
-    sb_put(&source, or_else(jstr(src, "component"), jstr(o, "reportingController")));
+    sb_put(&source, or_else(jstr(src, "component"), jstr(o, "reportingComponent")));
     const char *inst = or_else(jstr(src, "host"), jstr(o, "reportingInstance"));
     if (*inst) {
         sb_put(&source, ", ");
         sb_put(&source, inst);
     }
-    cell_since_t(cells, last, now);
+    api__table_since_t(cells, last, now);
     cell_str(cells, jstr(o, "type"));
     cell_str(cells, jstr(o, "reason"));
     cell_sb(cells, &target);
     cell_str(cells, jstr(inv, "fieldPath"));
     cell_sb(cells, &source);
     cell(cells, trimmed(jstr(o, "message")));
-    cell_since_t(cells, first, now);
+    api__table_since_t(cells, first, now);
     cell_int(cells, count);
     cell_name(cells, o);
 }
@@ -898,7 +500,7 @@ static void row_configmap(json_t *row, json_t *cells, const json_t *o, int64_t n
     (void)row;
     cell_name(cells, o);
     cell_int(cells, (json_int_t)(obj_size(jget(o, "data")) + obj_size(jget(o, "binaryData"))));
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
 }
 
 static void row_secret(json_t *row, json_t *cells, const json_t *o, int64_t now)
@@ -907,17 +509,7 @@ static void row_secret(json_t *row, json_t *cells, const json_t *o, int64_t now)
     cell_name(cells, o);
     cell_str(cells, jstr(o, "type"));
     cell_int(cells, (json_int_t)obj_size(jget(o, "data")));
-    cell_age(cells, o, now);
-}
-
-/* Append the items of string array `a` to s, separated by ",". */
-static void sb_join(sb_t *s, const json_t *a)
-{
-    for (size_t i = 0; i < json_array_size(a); i++) {
-        const char *v = json_string_value(json_array_get(a, i));
-        if (s->b.len) sb_put(s, ",");
-        sb_put(s, v ? v : "");
-    }
+    api__table_age_cell(cells, o, now);
 }
 
 /* getServiceExternalIP, wide (the server never clips to 16 characters). */
@@ -928,7 +520,7 @@ static void cell_service_external(json_t *cells, const json_t *spec, const json_
     sb_t s;
     sb_init(&s);
     if (!strcmp(type, "ClusterIP") || !strcmp(type, "NodePort")) {
-        sb_join(&s, ext);
+        api__table_join(&s, ext, ",");
         if (!s.b.len && !json_array_size(ext)) sb_put(&s, "<none>");
     } else if (!strcmp(type, "LoadBalancer")) {
         const json_t *ing = jdig2(status, "loadBalancer", "ingress");
@@ -940,14 +532,14 @@ static void cell_service_external(json_t *cells, const json_t *spec, const json_
             const char *x = *jstr(e, "ip") ? jstr(e, "ip") : jstr(e, "hostname");
             if (*x) v[m++] = x;
         }
-        if (m) qsort(v, m, sizeof *v, cmp_cstr); /* a sorted set */
+        if (m) qsort(v, m, sizeof *v, api__table_cmp_cstr); /* a sorted set */
         for (size_t i = 0; i < m; i++) {
             if (i && !strcmp(v[i], v[i - 1])) continue;
             if (i) sb_put(&s, ",");
             sb_put(&s, v[i]);
         }
         free(v);
-        sb_join(&s, ext);
+        api__table_join(&s, ext, ",");
         if (!s.b.len && !json_array_size(ext)) sb_put(&s, "<pending>");
     } else if (!strcmp(type, "ExternalName")) {
         sb_put(&s, jstr(spec, "externalName"));
@@ -974,15 +566,15 @@ static void row_service(json_t *row, json_t *cells, const json_t *o, int64_t now
         const json_t *p = json_array_get(ports, i);
         json_int_t np = jint(p, "nodePort", 0);
         if (i) sb_put(&s, ",");
-        sb_printf(&s, "%" JSON_INTEGER_FORMAT, jint(p, "port", 0));
-        if (np > 0) sb_printf(&s, ":%" JSON_INTEGER_FORMAT, np);
+        api__table_sbf(&s, "%" JSON_INTEGER_FORMAT, jint(p, "port", 0));
+        if (np > 0) api__table_sbf(&s, ":%" JSON_INTEGER_FORMAT, np);
         sb_put(&s, "/");
         sb_put(&s, or_else(jstr(p, "protocol"), "TCP"));
     }
     if (!s.b.len) sb_put(&s, "<none>");
     cell_sb(cells, &s);
-    cell_age(cells, o, now);
-    cell_labels(cells, jget(spec, "selector"));
+    api__table_age_cell(cells, o, now);
+    api__table_labels(cells, jget(spec, "selector"));
 }
 
 static void row_serviceaccount(json_t *row, json_t *cells, const json_t *o, int64_t now)
@@ -990,7 +582,7 @@ static void row_serviceaccount(json_t *row, json_t *cells, const json_t *o, int6
     (void)row;
     cell_name(cells, o);
     cell_int(cells, (json_int_t)json_array_size(jget(o, "secrets")));
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
 }
 
 /* formatEndpoints: "ip:port,..." for the first three, then " + N more...". */
@@ -1019,14 +611,15 @@ static void row_endpoints(json_t *row, json_t *cells, const json_t *o, int64_t n
                 sb_put(&s, v6 ? "[" : "");
                 sb_put(&s, ip);
                 sb_put(&s, v6 ? "]" : "");
-                sb_printf(&s, ":%" JSON_INTEGER_FORMAT, jint(json_array_get(ports, p), "port", 0));
+                api__table_sbf(&s, ":%" JSON_INTEGER_FORMAT,
+                               jint(json_array_get(ports, p), "port", 0));
             }
         }
     }
-    if (count > 3) sb_printf(&s, " + %zu more...", count - 3);
+    if (count > 3) api__table_sbf(&s, " + %zu more...", count - 3);
     cell_name(cells, o);
     cell_sb(cells, &s);
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
 }
 
 static const json_t *template_spec(const json_t *o)
@@ -1043,11 +636,11 @@ static void row_deployment(json_t *row, json_t *cells, const json_t *o, int64_t 
                              jint(st, "readyReplicas", 0), jint(spec, "replicas", 1)));
     cell_int(cells, jint(st, "updatedReplicas", 0));
     cell_int(cells, jint(st, "availableReplicas", 0));
-    cell_age(cells, o, now);
-    cells_containers(cells, template_spec(o));
+    api__table_age_cell(cells, o, now);
+    api__table_containers(cells, template_spec(o));
     sb_t s; /* LabelSelectorAsSelector(...).String(): "" when empty, unlike the others */
     sb_init(&s);
-    if (selector_string(jget(spec, "selector"), &s)) {
+    if (api__table_selector(jget(spec, "selector"), &s)) {
         buf_free(&s.b);
         cell_str(cells, "<invalid>");
     } else {
@@ -1063,9 +656,9 @@ static void row_replicaset(json_t *row, json_t *cells, const json_t *o, int64_t 
     cell_int(cells, jint(spec, "replicas", 1));
     cell_int(cells, jint(st, "replicas", 0));
     cell_int(cells, jint(st, "readyReplicas", 0));
-    cell_age(cells, o, now);
-    cells_containers(cells, template_spec(o));
-    cell_format_selector(cells, jget(spec, "selector"));
+    api__table_age_cell(cells, o, now);
+    api__table_containers(cells, template_spec(o));
+    api__table_format_selector(cells, jget(spec, "selector"));
 }
 
 static void row_statefulset(json_t *row, json_t *cells, const json_t *o, int64_t now)
@@ -1075,8 +668,8 @@ static void row_statefulset(json_t *row, json_t *cells, const json_t *o, int64_t
     cell(cells, json_sprintf("%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
                              jint(jget(o, "status"), "readyReplicas", 0),
                              jint(jget(o, "spec"), "replicas", 1)));
-    cell_age(cells, o, now);
-    cells_containers(cells, template_spec(o));
+    api__table_age_cell(cells, o, now);
+    api__table_containers(cells, template_spec(o));
 }
 
 static void row_daemonset(json_t *row, json_t *cells, const json_t *o, int64_t now)
@@ -1089,10 +682,10 @@ static void row_daemonset(json_t *row, json_t *cells, const json_t *o, int64_t n
     cell_int(cells, jint(st, "numberReady", 0));
     cell_int(cells, jint(st, "updatedNumberScheduled", 0));
     cell_int(cells, jint(st, "numberAvailable", 0));
-    cell_labels(cells, jget(template_spec(o), "nodeSelector"));
-    cell_age(cells, o, now);
-    cells_containers(cells, template_spec(o));
-    cell_format_selector(cells, jdig2(o, "spec", "selector"));
+    api__table_labels(cells, jget(template_spec(o), "nodeSelector"));
+    api__table_age_cell(cells, o, now);
+    api__table_containers(cells, template_spec(o));
+    api__table_format_selector(cells, jdig2(o, "spec", "selector"));
 }
 
 static void row_controllerrevision(json_t *row, json_t *cells, const json_t *o, int64_t now)
@@ -1129,7 +722,7 @@ static void row_controllerrevision(json_t *row, json_t *cells, const json_t *o, 
     cell_name(cells, o);
     cell_sb(cells, &s);
     cell_int(cells, jint(o, "revision", 0));
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
 }
 
 static void row_job(json_t *row, json_t *cells, const json_t *o, int64_t now)
@@ -1159,13 +752,15 @@ static void row_job(json_t *row, json_t *cells, const json_t *o, int64_t now)
         cell(cells, json_sprintf("%" JSON_INTEGER_FORMAT "/1 of %" JSON_INTEGER_FORMAT, ok, par));
     else
         cell(cells, json_sprintf("%" JSON_INTEGER_FORMAT "/1", ok));
-    int64_t start = ts_or_none(jstr(st, "startTime")), end = ts_or_none(jstr(st, "completionTime"));
+    int64_t start = api__table_ts(jstr(st, "startTime")),
+            end = api__table_ts(jstr(st, "completionTime"));
     char dur[32] = "";
-    if (start != NO_TIME) api_table_age((end != NO_TIME ? end : now) - start, dur, sizeof dur);
+    if (start != API_TABLE_NO_TIME)
+        api_table_age((end != API_TABLE_NO_TIME ? end : now) - start, dur, sizeof dur);
     cell_str(cells, dur);
-    cell_age(cells, o, now);
-    cells_containers(cells, template_spec(o));
-    cell_format_selector(cells, jget(spec, "selector"));
+    api__table_age_cell(cells, o, now);
+    api__table_containers(cells, template_spec(o));
+    api__table_format_selector(cells, jget(spec, "selector"));
 }
 
 static void row_lease(json_t *row, json_t *cells, const json_t *o, int64_t now)
@@ -1173,24 +768,24 @@ static void row_lease(json_t *row, json_t *cells, const json_t *o, int64_t now)
     (void)row;
     cell_name(cells, o);
     cell_str(cells, jstr(jget(o, "spec"), "holderIdentity"));
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
 }
 
 /* The default convertor's "Created At": creationTimestamp in UTC, RFC 3339. */
-static void row_crd(json_t *row, json_t *cells, const json_t *o, int64_t now)
+static void row_default(json_t *row, json_t *cells, const json_t *o, int64_t now)
 {
     (void)row;
     (void)now;
-    int64_t t = ts_or_none(jstr(jget(o, "metadata"), "creationTimestamp"));
-    int64_t days = t == NO_TIME ? 0 : (t >= 0 ? t / 86400 : -((-t + 86399) / 86400));
-    int64_t sec = t == NO_TIME ? 0 : t - days * 86400;
+    int64_t t = api__table_ts(jstr(jget(o, "metadata"), "creationTimestamp"));
+    int64_t days = t == API_TABLE_NO_TIME ? 0 : (t >= 0 ? t / 86400 : -((-t + 86399) / 86400));
+    int64_t sec = t == API_TABLE_NO_TIME ? 0 : t - days * 86400;
     /* civil_from_days (Howard Hinnant), Go's zero time for a missing one */
     int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
     int64_t doe = z - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
     int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
     int64_t y = yoe + era * 400 + (m <= 2);
-    if (t == NO_TIME) y = 1, m = 1, d = 1;
+    if (t == API_TABLE_NO_TIME) y = 1, m = 1, d = 1;
     cell_name(cells, o);
     cell(cells, json_sprintf("%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y,
                              (long long)m, (long long)d, (long long)(sec / 3600),
@@ -1201,47 +796,31 @@ static void row_generic(json_t *row, json_t *cells, const json_t *o, int64_t now
 {
     (void)row;
     cell_name(cells, o);
-    cell_age(cells, o, now);
+    api__table_age_cell(cells, o, now);
 }
 
-typedef struct printer {
-    const char *group;
-    const char *resource;
-    const col_t *cols;
-    size_t ncols;
-    row_fn row;
-} printer_t;
-
-#define P(g, r, c, f)                                                                              \
-    {                                                                                              \
-        g, r, c, sizeof c / sizeof c[0], f                                                         \
-    }
-static const printer_t printers[] = {
-    P("", "namespaces", namespace_cols, row_namespace),
-    P("", "pods", pod_cols, row_pod),
-    P("", "nodes", node_cols, row_node),
-    P("", "events", event_cols, row_event),
-    P("", "configmaps", configmap_cols, row_configmap),
-    P("", "secrets", secret_cols, row_secret),
-    P("", "services", service_cols, row_service),
-    P("", "serviceaccounts", serviceaccount_cols, row_serviceaccount),
-    P("", "endpoints", endpoints_cols, row_endpoints),
-    P("apps", "deployments", deployment_cols, row_deployment),
-    P("apps", "replicasets", replicaset_cols, row_replicaset),
-    P("apps", "statefulsets", statefulset_cols, row_statefulset),
-    P("apps", "daemonsets", daemonset_cols, row_daemonset),
-    P("apps", "controllerrevisions", controllerrevision_cols, row_controllerrevision),
-    P("batch", "jobs", job_cols, row_job),
-    P("coordination.k8s.io", "leases", lease_cols, row_lease),
-    P("apiextensions.k8s.io", "customresourcedefinitions", crd_cols, row_crd),
+static const api_table_printer_t printers[] = {
+    PRINTER("", "namespaces", namespace_cols, row_namespace),
+    PRINTER("", "pods", pod_cols, row_pod),
+    PRINTER("", "nodes", node_cols, row_node),
+    PRINTER("", "events", event_cols, row_event),
+    PRINTER("", "configmaps", configmap_cols, row_configmap),
+    PRINTER("", "secrets", secret_cols, row_secret),
+    PRINTER("", "services", service_cols, row_service),
+    PRINTER("", "serviceaccounts", serviceaccount_cols, row_serviceaccount),
+    PRINTER("", "endpoints", endpoints_cols, row_endpoints),
+    PRINTER("apps", "deployments", deployment_cols, row_deployment),
+    PRINTER("apps", "replicasets", replicaset_cols, row_replicaset),
+    PRINTER("apps", "statefulsets", statefulset_cols, row_statefulset),
+    PRINTER("apps", "daemonsets", daemonset_cols, row_daemonset),
+    PRINTER("apps", "controllerrevisions", controllerrevision_cols, row_controllerrevision),
+    PRINTER("batch", "jobs", job_cols, row_job),
+    PRINTER("coordination.k8s.io", "leases", lease_cols, row_lease),
 };
-static const printer_t generic_printer = P("", "", generic_cols, row_generic);
-static const printer_t custom_generic_printer = P("", "", custom_generic_cols, row_generic);
-
-int api__table_time(const char *s, int64_t *out)
-{
-    return ts_parse(s, out);
-}
+static const api_table_printer_t generic_printer = PRINTER("", "", generic_cols, row_generic);
+static const api_table_printer_t default_printer = PRINTER("", "", default_cols, row_default);
+static const api_table_printer_t custom_generic_printer =
+    PRINTER("", "", custom_generic_cols, row_generic);
 
 /* ---- the public API ----------------------------------------------------- */
 
@@ -1252,14 +831,33 @@ static const json_t *custom_columns(const api_resource_t *res)
     return res && json_array_size(res->printer_columns) ? res->printer_columns : NULL;
 }
 
-static const printer_t *printer_of(const api_resource_t *res)
+/* Whether `res` serves another version's stored objects: it then prints as
+ * the stored resource does, from the object converted to the stored form
+ * (Kubernetes' printers work on the internal object, the same whichever
+ * version a client asked for). */
+static int converts(const api_resource_t *res)
+{
+    return res && res->storage_resource && res->storage_group && res->strategy &&
+           res->strategy->to_storage;
+}
+
+static const api_table_printer_t *printer_of(const api_resource_t *res)
 {
     if (!res) return &generic_printer;
     if (res->crd_schema || res->printer_columns) return &custom_generic_printer;
-    for (size_t i = 0; i < sizeof printers / sizeof printers[0]; i++)
-        if (!strcmp(printers[i].group, res->group) && !strcmp(printers[i].resource, res->resource))
-            return &printers[i];
-    return &generic_printer;
+    const char *group = converts(res) ? res->storage_group : res->group;
+    const char *resource = converts(res) ? res->storage_resource : res->resource;
+    const struct {
+        const api_table_printer_t *p;
+        size_t n;
+    } sets[] = {{printers, sizeof printers / sizeof printers[0]},
+                {api__table_printers_core, api__table_printers_core_n},
+                {api__table_printers_groups, api__table_printers_groups_n}};
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
+        for (size_t i = 0; i < sets[k].n; i++)
+            if (!strcmp(sets[k].p[i].group, group) && !strcmp(sets[k].p[i].resource, resource))
+                return &sets[k].p[i];
+    return &default_printer; /* kube-apiserver's DefaultTableConvertor */
 }
 
 int api_table_include_parse(const char *s)
@@ -1274,10 +872,10 @@ static json_t *columns_of(const api_resource_t *res)
 {
     const json_t *pc = custom_columns(res);
     if (pc) return api__table_custom_columns(pc);
-    const printer_t *p = printer_of(res);
+    const api_table_printer_t *p = printer_of(res);
     json_t *cols = json_array();
     for (size_t i = 0; cols && i < p->ncols; i++) {
-        const col_t *c = &p->cols[i];
+        const api_table_col_t *c = &p->cols[i];
         if (json_array_append_new(cols,
                                   json_pack("{s:s, s:s, s:s, s:s, s:i}", "name", c->name, "type",
                                             c->type, "format", c->format, "description", c->desc,
@@ -1344,7 +942,7 @@ int api_table_add_row(json_t *table, const api_resource_t *res, const json_t *ob
     if (!json_is_array(rows) || !json_is_object(obj) ||
         (include != API_TABLE_METADATA && include != API_TABLE_OBJECT && include != API_TABLE_NONE))
         return KP_EINVAL;
-    json_t *row = json_object(), *cells = json_array();
+    json_t *row = json_object(), *cells = json_array(), *stored = NULL;
     if (!row || !cells || json_object_set(row, "cells", cells)) goto nomem;
     const json_t *pc = custom_columns(res);
     size_t want;
@@ -1352,18 +950,24 @@ int api_table_add_row(json_t *table, const api_resource_t *res, const json_t *ob
         api__table_custom_cells(cells, pc, obj, now_s);
         want = api__table_custom_ncols(pc);
     } else {
-        const printer_t *p = printer_of(res);
-        p->row(row, cells, obj, now_s);
+        const api_table_printer_t *p = printer_of(res);
+        if (converts(res)) { /* to_storage consumes the copy */
+            json_t *copy = json_deep_copy(obj);
+            if (!copy || !(stored = res->strategy->to_storage(copy))) goto nomem;
+        }
+        p->row(row, cells, stored ? stored : obj, now_s);
         want = p->ncols;
     }
     if (json_array_size(cells) != want) goto nomem;
     if (json_object_set_new(row, "object", row_object(table, res, obj, include)) ||
         json_array_append(rows, row))
         goto nomem;
+    json_decref(stored);
     json_decref(cells);
     json_decref(row);
     return 0;
 nomem:
+    json_decref(stored);
     json_decref(cells);
     json_decref(row);
     return KP_ENOMEM;

@@ -6,10 +6,12 @@
  * the server answers with the columns a real cluster prints (pods: NAME READY
  * STATUS RESTARTS AGE, wide: IP NODE NOMINATED NODE READINESS GATES; ...),
  * rendered server-side, so that `kubectl get` shows them. Built-in kinds have
- * their printers in table.c (as kube-apiserver 1.32 prints them); a
- * CustomResourceDefinition's resource prints NAME and its
- * additionalPrinterColumns (api_resource_t.printer_columns; table_kinds.c),
- * or NAME and AGE when it has none; every other kind prints NAME and AGE.
+ * their printers in table.c, table_core.c and table_groups.c (as
+ * kube-apiserver 1.32 prints them), or print NAME and CREATED AT when
+ * Kubernetes has no printer for them; a CustomResourceDefinition's resource
+ * prints NAME and its additionalPrinterColumns
+ * (api_resource_t.printer_columns; table_kinds.c), or NAME and AGE when it
+ * has none.
  *
  * As kube-apiserver does, every row carries the cells of the -o wide
  * (priority 1) columns too: kubectl hides them unless asked.
@@ -62,7 +64,7 @@ int api_table_add_row(json_t *table, const api_resource_t *res, const json_t *ob
  * -1 s (clock skew). `out` gets at most n bytes, NUL-terminated. */
 void api_table_age(int64_t seconds, char *out, size_t n);
 
-/* ---- internal to table.c and table_kinds.c ---------------------------- */
+/* ---- internal to table*.c (more in table_int.h) ------------------------ */
 
 /* Parse an RFC 3339 time ("2024-05-01T10:00:00Z"; fraction and offset
  * allowed; the fraction is dropped) into Unix seconds. 0, or -1 if `s` (may be

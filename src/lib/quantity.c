@@ -1,8 +1,6 @@
 /*
- * quantity.c -- Kubernetes resource quantities (resource.Quantity): the
- * decimal and binary suffixes and exponents of apimachinery's
- * ParseQuantity, rounded up to an integer count of units or thousandths.
- * Pure functions; safe from any thread.
+ * quantity.c -- resource.Quantity strings as integers, for the scheduler's
+ * fit and the apiserver's pod QoS class. Pure functions.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -95,4 +93,26 @@ int kp_quantity_parse(const char *s, int milli, int64_t *out)
     if (v > (uint64_t)INT64_MAX) return KP_ETOOLARGE;
     *out = (int64_t)v;
     return 0;
+}
+
+int kp_quantity_json(const json_t *v, int milli, int64_t *out)
+{
+    if (json_is_string(v)) return kp_quantity_parse(json_string_value(v), milli, out);
+    int64_t f = milli ? 1000 : 1;
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0) return KP_EINVAL;
+        if (x > INT64_MAX / f) return KP_ETOOLARGE;
+        *out = (int64_t)x * f;
+        return 0;
+    }
+    if (json_is_real(v)) {
+        double x = json_real_value(v) * (double)f;
+        if (!(x >= 0)) return KP_EINVAL;
+        if (x >= 9.2e18) return KP_ETOOLARGE;
+        int64_t i = (int64_t)x;
+        *out = (double)i < x ? i + 1 : i; /* rounded up */
+        return 0;
+    }
+    return KP_EINVAL;
 }

@@ -16,8 +16,6 @@
  * Owns: the arrays it allocates into sched_pod_t, sched_node_info_t,
  * sched_usage_t and sched_hist_t (freed by their _clear/_free).
  */
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,35 +24,6 @@
 #include "lib/nodematch.h"
 #include "lib/quantity.h"
 #include "scheduler/sched_int.h"
-
-/* ---- quantities ---- */
-
-int sched_quantity_parse(const char *s, int milli, int64_t *out)
-{
-    return kp_quantity_parse(s, milli, out);
-}
-
-int sched_quantity_json(const json_t *v, int milli, int64_t *out)
-{
-    if (json_is_string(v)) return sched_quantity_parse(json_string_value(v), milli, out);
-    int64_t f = milli ? 1000 : 1;
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        if (x < 0) return KP_EINVAL;
-        if (x > INT64_MAX / f) return KP_ETOOLARGE;
-        *out = (int64_t)x * f;
-        return 0;
-    }
-    if (json_is_real(v)) {
-        double x = json_real_value(v) * (double)f;
-        if (!(x >= 0)) return KP_EINVAL;
-        if (x >= 9.2e18) return KP_ETOOLARGE;
-        int64_t i = (int64_t)x;
-        *out = (double)i < x ? i + 1 : i; /* rounded up */
-        return 0;
-    }
-    return KP_EINVAL;
-}
 
 /* ---- pods ---- */
 
@@ -80,7 +49,7 @@ static int container_req(const json_t *c, int64_t v[NRES], int64_t nz[2])
         const json_t *q = json_object_get(req, res_names[i]);
         if (!q) q = json_object_get(lim, res_names[i]);
         v[i] = 0;
-        if (q && sched_quantity_json(q, i == RES_CPU, &v[i]) < 0) {
+        if (q && kp_quantity_json(q, i == RES_CPU, &v[i]) < 0) {
             v[i] = 0;
             rc = KP_EINVAL;
         }
@@ -165,7 +134,7 @@ int sched_pod_parse(const json_t *pod, sched_pod_t *out)
     for (int r = 0; r < NRES; r++) {
         const json_t *q = json_object_get(overhead, res_names[r]);
         int64_t v = 0;
-        if (q && sched_quantity_json(q, r == RES_CPU, &v) < 0) bad = 1;
+        if (q && kp_quantity_json(q, r == RES_CPU, &v) < 0) bad = 1;
         req[r] += v;
         if (r < 2) nzreq[r] += v;
     }
@@ -214,7 +183,7 @@ static int64_t node_res(const json_t *status, const char *name, int milli)
     const json_t *q = json_object_get(json_object_get(status, "allocatable"), name);
     if (!q) q = json_object_get(json_object_get(status, "capacity"), name);
     int64_t v = 0;
-    if (q && sched_quantity_json(q, milli, &v) < 0) v = 0;
+    if (q && kp_quantity_json(q, milli, &v) < 0) v = 0;
     return v;
 }
 

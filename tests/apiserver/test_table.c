@@ -308,8 +308,13 @@ static void test_columns(void **state)
                           .resource = "customresourcedefinitions",
                           .kind = "CustomResourceDefinition"};
     check_columns(&crd, "Name:string:name:0|Created At:date::0");
-    api_resource_t other = {.group = "policy", .version = "v1", .resource = "poddisruptionbudgets"};
-    check_columns(&other, "Name:string:name:0|Age:string::0");
+    /* kinds printers.go has no printer for: the DefaultTableConvertor */
+    check_columns(R("", "limitranges"), "Name:string:name:0|Created At:date::0");
+    check_columns(R("rbac.authorization.k8s.io", "roles"), "Name:string:name:0|Created At:date::0");
+    check_columns(R("rbac.authorization.k8s.io", "clusterroles"),
+                  "Name:string:name:0|Created At:date::0");
+    api_resource_t other = {.group = "example.com", .version = "v1", .resource = "things"};
+    check_columns(&other, "Name:string:name:0|Created At:date::0");
 }
 
 /* ---- pods ----------------------------------------------------------------------------- */
@@ -778,6 +783,384 @@ static void test_jobs(void **state)
                 "['del','Terminating','0/1','','5m','','','<none>']");
 }
 
+/* ---- kinds served since issue 15 ------------------------------------------------------ */
+
+static const api_resource_t *R2(const char *group, const char *version, const char *resource)
+{
+    const api_resource_t *r = api_registry_find(group, version, resource);
+    if (!r) fail_msg("no registry entry for %s/%s/%s", group, version, resource);
+    return r;
+}
+
+static void test_new_columns(void **state)
+{
+    (void)state;
+    check_columns(R("", "podtemplates"),
+                  "Name:string:name:0|Containers:string::0|Images:string::0|Pod Labels:string::0");
+    check_columns(R("", "replicationcontrollers"),
+                  "Name:string:name:0|Desired:integer::0|Current:integer::0|Ready:integer::0|"
+                  "Age:string::0|Containers:string::1|Images:string::1|Selector:string::1");
+    check_columns(R("", "persistentvolumes"),
+                  "Name:string:name:0|Capacity:string::0|Access Modes:string::0|"
+                  "Reclaim Policy:string::0|Status:string::0|Claim:string::0|"
+                  "StorageClass:string::0|VolumeAttributesClass:string::0|Reason:string::0|"
+                  "Age:string::0|VolumeMode:string::1");
+    check_columns(R("", "persistentvolumeclaims"),
+                  "Name:string:name:0|Status:string::0|Volume:string::0|Capacity:string::0|"
+                  "Access Modes:string::0|StorageClass:string::0|"
+                  "VolumeAttributesClass:string::0|Age:string::0|VolumeMode:string::1");
+    check_columns(R("", "resourcequotas"),
+                  "Name:string:name:0|Age:string::0|Request:string::0|Limit:string::0");
+    check_columns(R2("autoscaling", "v2", "horizontalpodautoscalers"),
+                  "Name:string:name:0|Reference:string::0|Targets:string::0|MinPods:string::0|"
+                  "MaxPods:string::0|Replicas:string::0|Age:string::0");
+    check_columns(R("batch", "cronjobs"),
+                  "Name:string:name:0|Schedule:string::0|Timezone:string::0|Suspend:boolean::0|"
+                  "Active:integer::0|Last Schedule:string::0|Age:string::0|"
+                  "Containers:string::1|Images:string::1|Selector:string::1");
+    check_columns(R("certificates.k8s.io", "certificatesigningrequests"),
+                  "Name:string:name:0|Age:string::0|SignerName:string::0|Requestor:string::0|"
+                  "RequestedDuration:string::0|Condition:string::0");
+    check_columns(R("discovery.k8s.io", "endpointslices"),
+                  "Name:string:name:0|AddressType:string::0|Ports:string::0|"
+                  "Endpoints:string::0|Age:string::0");
+    check_columns(R("networking.k8s.io", "ingresses"),
+                  "Name:string:name:0|Class:string::0|Hosts:string::0|Address:string::0|"
+                  "Ports:string::0|Age:string::0");
+    check_columns(R("networking.k8s.io", "ingressclasses"),
+                  "Name:string:name:0|Controller:string::0|Parameters:string::0|Age:string::0");
+    check_columns(R("networking.k8s.io", "ipaddresses"), "Name:string:name:0|ParentRef:string::0");
+    check_columns(R("networking.k8s.io", "networkpolicies"),
+                  "Name:string:name:0|Pod-Selector:string::0|Age:string::0");
+    check_columns(R("networking.k8s.io", "servicecidrs"),
+                  "Name:string:name:0|CIDRs:string::0|Age:string::0");
+    check_columns(R("node.k8s.io", "runtimeclasses"),
+                  "Name:string:name:0|Handler:string::0|Age:string::0");
+    check_columns(R("rbac.authorization.k8s.io", "rolebindings"),
+                  "Name:string:name:0|Role:string::0|Age:string::0|Users:string::1|"
+                  "Groups:string::1|ServiceAccounts:string::1");
+    check_columns(R("rbac.authorization.k8s.io", "clusterrolebindings"),
+                  "Name:string:name:0|Role:string::0|Age:string::0|Users:string::1|"
+                  "Groups:string::1|ServiceAccounts:string::1");
+    check_columns(R("scheduling.k8s.io", "priorityclasses"),
+                  "Name:string:name:0|Value:integer::0|Global-Default:boolean::0|Age:string::0|"
+                  "PreemptionPolicy:string::0");
+    check_columns(R("storage.k8s.io", "storageclasses"),
+                  "Name:string:name:0|Provisioner:string::0|ReclaimPolicy:string::0|"
+                  "VolumeBindingMode:string::0|AllowVolumeExpansion:string::0|Age:string::0");
+    check_columns(R("storage.k8s.io", "csidrivers"),
+                  "Name:string:name:0|AttachRequired:boolean::0|PodInfoOnMount:boolean::0|"
+                  "StorageCapacity:boolean::0|TokenRequests:string::0|"
+                  "RequiresRepublish:boolean::0|Modes:string::0|Age:string::0");
+    check_columns(R("storage.k8s.io", "csinodes"),
+                  "Name:string:name:0|Drivers:integer::0|Age:string::0");
+    check_columns(R("storage.k8s.io", "csistoragecapacities"),
+                  "Name:string:name:0|Created At:date::0");
+    check_columns(R("apiregistration.k8s.io", "apiservices"),
+                  "Name:string:name:0|Service:string::0|Available:string::0|Age:string::0");
+    /* versions served from another's store print as the stored one */
+    check_columns(R2("autoscaling", "v1", "horizontalpodautoscalers"),
+                  "Name:string:name:0|Reference:string::0|Targets:string::0|MinPods:string::0|"
+                  "MaxPods:string::0|Replicas:string::0|Age:string::0");
+    check_columns(R("events.k8s.io", "events"),
+                  "Last Seen:string::0|Type:string::0|Reason:string::0|Object:string::0|"
+                  "Subobject:string::1|Source:string::1|Message:string::0|"
+                  "First Seen:string::1|Count:string::1|Name:string:name:1");
+    check_columns(R("storage.k8s.io", "volumeattachments"),
+                  "Name:string:name:0|Attacher:string:name:0|PV:string::0|Node:string::0|"
+                  "Attached:boolean::0|Age:string::0");
+    check_columns(R("storage.k8s.io", "volumeattributesclasses"),
+                  "Name:string:name:0|DriverName:string::0|Age:string::0");
+    api_resource_t pdb = {.group = "policy", .version = "v1", .resource = "poddisruptionbudgets"};
+    check_columns(&pdb, "Name:string:name:0|Min Available:string::0|Max Unavailable:string::0|"
+                        "Allowed Disruptions:integer::0|Age:string::0");
+}
+
+static void test_core_kinds(void **state)
+{
+    (void)state;
+    check_cells(R("", "podtemplates"),
+                "{" META("pt") ",'template':{'metadata':{'labels':{'b':'2','a':'1'}},"
+                               "'spec':{'containers':[{'name':'web','image':'nginx:1.25'}]}}}",
+                "['pt','web','nginx:1.25','a=1,b=2']");
+    check_cells(R("", "podtemplates"), "{" META("bare") "}", "['bare','','','<none>']");
+    check_cells(R("", "replicationcontrollers"),
+                "{" META("rc") ",'spec':{'replicas':3,'selector':{'app':'web'}," TEMPLATE "},"
+                               "'status':{'replicas':3,'readyReplicas':2}}",
+                "['rc',3,3,2,'5m','web,log','nginx:1.25,busybox','app=web']");
+    check_cells(R("", "replicationcontrollers"), "{" META("rc0") ",'spec':{}}",
+                "['rc0',1,0,0,'5m','','','<none>']");
+    /* a bound PV: access modes in RWO,ROX,RWX,RWOP order, each once */
+    check_cells(R("", "persistentvolumes"),
+                "{'metadata':{'name':'pv1','creationTimestamp':'2024-04-30T12:00:00Z'},"
+                "'spec':{'capacity':{'storage':'10Gi'},'accessModes':['ReadWriteMany',"
+                "'ReadWriteOnce','ReadOnlyMany','ReadWriteOnce'],"
+                "'persistentVolumeReclaimPolicy':'Retain','storageClassName':'fast',"
+                "'claimRef':{'namespace':'default','name':'data'},'volumeMode':'Filesystem'},"
+                "'status':{'phase':'Bound'}}",
+                "['pv1','10Gi','RWO,ROX,RWX','Retain','Bound','default/data','fast','<unset>','',"
+                "'24h','Filesystem']");
+    check_cells(R("", "persistentvolumes"),
+                "{'metadata':{'name':'pv2','creationTimestamp':'2024-05-01T11:55:00Z',"
+                "'deletionTimestamp':'2024-05-01T11:59:00Z','annotations':"
+                "{'volume.beta.kubernetes.io/storage-class':'old'}},"
+                "'spec':{'accessModes':['ReadWriteOncePod'],'storageClassName':'new',"
+                "'volumeAttributesClassName':'gold'},'status':{'phase':'Released',"
+                "'reason':'Gone'}}",
+                "['pv2','0','RWOP','','Terminating','','old','gold','Gone','5m','<unset>']");
+    /* PVC: capacity and access modes only once bound */
+    check_cells(R("", "persistentvolumeclaims"),
+                "{" META("data") ",'spec':{'accessModes':['ReadWriteOnce'],'resources':"
+                                 "{'requests':{'storage':'1Gi'}},'storageClassName':'standard',"
+                                 "'volumeMode':'Filesystem'},'status':{'phase':'Pending'}}",
+                "['data','Pending','','','','standard','<unset>','5m','Filesystem']");
+    check_cells(R("", "persistentvolumeclaims"),
+                "{" META("data") ",'spec':{'volumeName':'pv1','resources':{'requests':"
+                                 "{'storage':'1Gi'}}},'status':{'phase':'Bound','accessModes':"
+                                 "['ReadOnlyMany','ReadWriteOnce'],'capacity':{'storage':'10Gi'}}}",
+                "['data','Bound','pv1','10Gi','RWO,ROX','','<unset>','5m','<unset>']");
+    check_cells(R("", "resourcequotas"),
+                "{" META("q") ",'status':{'hard':{'pods':'10','limits.memory':'2Gi',"
+                              "'requests.cpu':'1','limits.cpu':'2'},'used':{'pods':'3',"
+                              "'requests.cpu':'500m','limits.cpu':'1'}}}",
+                "['q','5m','pods: 3/10, requests.cpu: 500m/1',"
+                "'limits.cpu: 1/2, limits.memory: 0/2Gi']");
+    check_cells(R("", "resourcequotas"), "{" META("empty") ",'spec':{'hard':{'pods':'1'}}}",
+                "['empty','5m','','']");
+    check_cells(R("", "limitranges"),
+                "{'metadata':{'name':'lr','creationTimestamp':'2024-05-01T11:55:00Z'}}",
+                "['lr','2024-05-01T11:55:00Z']");
+}
+
+static void test_workload_kinds(void **state)
+{
+    (void)state;
+    const api_resource_t *hpa = R2("autoscaling", "v2", "horizontalpodautoscalers");
+    /* no status yet: <unknown> current values */
+    check_cells(hpa,
+                "{" META("web") ",'spec':{'scaleTargetRef':{'apiVersion':'apps/v1','kind':"
+                                "'Deployment','name':'web'},'minReplicas':2,'maxReplicas':10,"
+                                "'metrics':[{'type':'Resource','resource':{'name':'cpu','target':"
+                                "{'type':'Utilization','averageUtilization':80}}}]}}",
+                "['web','Deployment/web','cpu: <unknown>/80%','2',10,0,'5m']");
+    check_cells(hpa,
+                "{" META("m") ",'spec':{'scaleTargetRef':{'kind':'StatefulSet','name':'db'},"
+                              "'maxReplicas':3,'metrics':["
+                              "{'type':'Resource','resource':{'name':'memory','target':{'type':"
+                              "'AverageValue','averageValue':'500Mi'}}},"
+                              "{'type':'Pods','pods':{'metric':{'name':'qps'},'target':{'type':"
+                              "'AverageValue','averageValue':'10'}}},"
+                              "{'type':'External','external':{'metric':{'name':'q'},'target':"
+                              "{'type':'Value','value':'5'}}}]},"
+                              "'status':{'currentReplicas':2,'currentMetrics':["
+                              "{'type':'Resource','resource':{'name':'memory','current':"
+                              "{'averageValue':'200Mi'}}},{'type':'Pods','pods':{'current':"
+                              "{'averageValue':'7'}}}]}}",
+                "['m','StatefulSet/db','memory: 200Mi/500Mi, 7/10 + 1 more...','<unset>',3,2,"
+                "'5m']");
+    check_cells(hpa,
+                "{" META("o") ",'spec':{'scaleTargetRef':{'kind':'Deployment','name':'a'},"
+                              "'maxReplicas':3,'metrics':[{'type':'Object','object':{'target':"
+                              "{'type':'AverageValue','averageValue':'3'}}},{'type':'Resource',"
+                              "'resource':{'name':'cpu','target':{'type':'Utilization'}}}]},"
+                              "'status':{'currentMetrics':[{'type':'Object','object':"
+                              "{'current':{'value':'1'}}},{'type':'Resource','resource':"
+                              "{'current':{'averageUtilization':41}}}]}}",
+                "['o','Deployment/a','<unknown>/3 (avg), cpu: 41%/<auto>','<unset>',3,0,'5m']");
+    check_cells(hpa, "{" META("none") ",'spec':{'scaleTargetRef':{'kind':'D','name':'n'}}}",
+                "['none','D/n','<none>','<unset>',0,0,'5m']");
+
+    /* autoscaling/v1 prints its v2 form: the CPU target becomes a metric */
+    check_cells(R2("autoscaling", "v1", "horizontalpodautoscalers"),
+                "{" META("web1") ",'spec':{'scaleTargetRef':{'apiVersion':'apps/v1','kind':"
+                                 "'Deployment','name':'web'},'minReplicas':1,'maxReplicas':5,"
+                                 "'targetCPUUtilizationPercentage':60},'status':"
+                                 "{'currentReplicas':1,'currentCPUUtilizationPercentage':12}}",
+                "['web1','Deployment/web','cpu: 12%/60%','1',5,1,'5m']");
+    /* events.k8s.io/v1 prints as the core Event it is stored as */
+    check_cells(
+        R("events.k8s.io", "events"),
+        "{'metadata':{'name':'e1','namespace':'default'},'regarding':{'kind':'Pod','name':"
+        "'web'},'note':'Pulled image','reason':'Pulled','type':'Normal',"
+        "'deprecatedLastTimestamp':'2024-05-01T11:58:00Z','deprecatedCount':3,"
+        "'reportingController':'kubelet','reportingInstance':'node-1'}",
+        "['2m','Normal','Pulled','pod/web','','kubelet, node-1','Pulled image','<unknown>',3,"
+        "'e1']");
+
+    const api_resource_t *cj = R("batch", "cronjobs");
+    check_cells(cj,
+                "{" META("nightly") ",'spec':{'schedule':'0 3 * * *','suspend':false,"
+                                    "'jobTemplate':{'spec':{" TEMPLATE "}}},'status':{'active':"
+                                    "[{'name':'j1'}],'lastScheduleTime':'2024-05-01T03:00:00Z'}}",
+                "['nightly','0 3 * * *','<none>','False',1,'9h','5m','web,log',"
+                "'nginx:1.25,busybox','<none>']");
+    check_cells(cj,
+                "{" META("tz") ",'spec':{'schedule':'*/5 * * * *','timeZone':'Europe/Paris',"
+                               "'suspend':true,'jobTemplate':{'spec':{'selector':{'matchLabels':"
+                               "{'a':'b'}}}}},'status':{'lastScheduleTime':"
+                               "'2024-05-01T11:58:30Z'}}",
+                "['tz','*/5 * * * *','Europe/Paris','True',0,'90s','5m','','','a=b']");
+    check_cells(cj, "{" META("new") ",'spec':{'schedule':'@hourly'}}",
+                "['new','@hourly','<none>','<unset>',0,'<none>','5m','','','<none>']");
+
+    const api_resource_t *csr = R("certificates.k8s.io", "certificatesigningrequests");
+    check_cells(csr,
+                "{" META("node-csr") ",'spec':{'signerName':'kubernetes.io/kube-apiserver-client',"
+                                     "'username':'alice','expirationSeconds':86400},"
+                                     "'status':{'conditions':[{'type':'Approved','status':'True'}],"
+                                     "'certificate':'LS0t'}}",
+                "['node-csr','5m','kubernetes.io/kube-apiserver-client','alice','24h',"
+                "'Approved,Issued']");
+    check_cells(csr,
+                "{" META("c2") ",'spec':{'username':'bob'},'status':{'conditions':[{'type':"
+                               "'Approved'},{'type':'Failed'},{'type':'Denied'}]}}",
+                "['c2','5m','<none>','bob','<none>','Denied,Failed']");
+    check_cells(csr, "{" META("c3") ",'spec':{'expirationSeconds':3600}}",
+                "['c3','5m','<none>','','60m','Pending']");
+}
+
+static void test_network_kinds(void **state)
+{
+    (void)state;
+    const api_resource_t *eps = R("discovery.k8s.io", "endpointslices");
+    check_cells(eps,
+                "{" META("web-abc") ",'addressType':'IPv4','ports':[{'name':'http','port':80},"
+                                    "{'name':'metrics'},{}],'endpoints':[{'addresses':"
+                                    "['10.0.0.1']},{'addresses':['10.0.0.2','10.0.0.3']},"
+                                    "{'addresses':['10.0.0.4','10.0.0.5']}]}",
+                "['web-abc','IPv4','80,metrics,*','10.0.0.1,10.0.0.2,10.0.0.3 + 2 more...','5m']");
+    check_cells(eps, "{" META("empty") ",'addressType':'IPv6'}",
+                "['empty','IPv6','<unset>','<unset>','5m']");
+    check_cells(eps,
+                "{" META("p") ",'addressType':'FQDN','ports':[{'port':1},{'port':2},{'port':3},"
+                              "{'port':4}]}",
+                "['p','FQDN','1,2,3 + 1 more...','<unset>','5m']");
+
+    const api_resource_t *ing = R("networking.k8s.io", "ingresses");
+    check_cells(
+        ing,
+        "{" META("web") ",'spec':{'ingressClassName':'nginx','rules':[{'host':'a.example'},"
+                        "{'http':{}},{'host':'b.example'},{'host':'c.example'},"
+                        "{'host':'d.example'}],'tls':[{'hosts':['a.example']}]},"
+                        "'status':{'loadBalancer':{'ingress':[{'ip':'192.0.2.9'},"
+                        "{'hostname':'lb.example'},{'ip':'192.0.2.10'},{'ip':'192.0.2.9'}]}}}",
+        "['web','nginx','a.example,b.example,c.example + 2 more...',"
+        "'192.0.2.10,192.0.2.9,lb.example','80, 443','5m']");
+    check_cells(ing, "{" META("any") ",'spec':{'defaultBackend':{}}}",
+                "['any','<none>','*','','80','5m']");
+    const api_resource_t *ic = R("networking.k8s.io", "ingressclasses");
+    check_cells(ic,
+                "{" META("nginx") ",'spec':{'controller':'k8s.io/ingress-nginx','parameters':"
+                                  "{'apiGroup':'k8s.example.com','kind':'IngressParameters',"
+                                  "'name':'external-lb'}}}",
+                "['nginx','k8s.io/ingress-nginx','IngressParameters.k8s.example.com/external-lb',"
+                "'5m']");
+    check_cells(ic, "{" META("plain") ",'spec':{'controller':'example.com/c'}}",
+                "['plain','example.com/c','<none>','5m']");
+    const api_resource_t *ip = R("networking.k8s.io", "ipaddresses");
+    check_cells(ip,
+                "{" META("10.96.0.10") ",'spec':{'parentRef':{'group':'','resource':'services',"
+                                       "'namespace':'kube-system','name':'kube-dns'}}}",
+                "['10.96.0.10','services/kube-system/kube-dns']");
+    check_cells(ip,
+                "{" META("10.96.0.11") ",'spec':{'parentRef':{'group':'Gateway.Example',"
+                                       "'resource':'Gateways','name':'gw'}}}",
+                "['10.96.0.11','gateways.gateway.example/gw']");
+    check_cells(ip, "{" META("10.96.0.12") ",'spec':{}}", "['10.96.0.12','<none>']");
+    const api_resource_t *np = R("networking.k8s.io", "networkpolicies");
+    check_cells(np,
+                "{" META("deny") ",'spec':{'podSelector':{'matchLabels':{'app':'db'}},"
+                                 "'policyTypes':['Ingress']}}",
+                "['deny','app=db','5m']");
+    check_cells(np, "{" META("all") ",'spec':{'podSelector':{}}}", "['all','<none>','5m']");
+    check_cells(R("networking.k8s.io", "servicecidrs"),
+                "{" META("kubernetes") ",'spec':{'cidrs':['10.96.0.0/12','fd00::/108']}}",
+                "['kubernetes','10.96.0.0/12,fd00::/108','5m']");
+    check_cells(R("node.k8s.io", "runtimeclasses"), "{" META("gvisor") ",'handler':'runsc'}",
+                "['gvisor','runsc','5m']");
+}
+
+static void test_cluster_kinds(void **state)
+{
+    (void)state;
+    const char *subjects = "'subjects':[{'kind':'User','name':'alice'},{'kind':'Group','name':"
+                           "'devs'},{'kind':'ServiceAccount','name':'ci','namespace':'build'},"
+                           "{'kind':'User','name':'bob'},{'kind':'Other','name':'x'}]";
+    char obj[1024];
+    snprintf(obj, sizeof obj,
+             "{" META("read-pods") ",'roleRef':{'apiGroup':'rbac.authorization.k8s.io','kind':"
+                                   "'ClusterRole','name':'view'},%s}",
+             subjects);
+    check_cells(R("rbac.authorization.k8s.io", "rolebindings"), obj,
+                "['read-pods','ClusterRole/view','5m','alice, bob','devs','build/ci']");
+    check_cells(R("rbac.authorization.k8s.io", "clusterrolebindings"),
+                "{" META("admins") ",'roleRef':{'kind':'ClusterRole','name':'cluster-admin'}}",
+                "['admins','ClusterRole/cluster-admin','5m','','','']");
+    check_cells(R("rbac.authorization.k8s.io", "roles"),
+                "{'metadata':{'name':'r','creationTimestamp':'2024-05-01T11:55:00Z'},'rules':[]}",
+                "['r','2024-05-01T11:55:00Z']");
+    const api_resource_t *pc = R("scheduling.k8s.io", "priorityclasses");
+    check_cells(pc,
+                "{" META("high") ",'value':1000000,'globalDefault':true,'preemptionPolicy':"
+                                 "'PreemptLowerPriority'}",
+                "['high',1000000,true,'5m','PreemptLowerPriority']");
+    check_cells(pc, "{" META("low") ",'value':-5}", "['low',-5,false,'5m','']");
+    const api_resource_t *sc = R("storage.k8s.io", "storageclasses");
+    check_cells(sc,
+                "{'metadata':{'name':'standard','creationTimestamp':'2024-05-01T11:55:00Z',"
+                "'annotations':{'storageclass.kubernetes.io/is-default-class':'true'}},"
+                "'provisioner':'rancher.io/local-path','reclaimPolicy':'Retain',"
+                "'volumeBindingMode':'WaitForFirstConsumer','allowVolumeExpansion':true}",
+                "['standard (default)','rancher.io/local-path','Retain','WaitForFirstConsumer',"
+                "true,'5m']");
+    check_cells(sc, "{" META("plain") ",'provisioner':'p'}",
+                "['plain','p','Delete','Immediate',false,'5m']");
+    const api_resource_t *csid = R("storage.k8s.io", "csidrivers");
+    check_cells(csid,
+                "{" META("ebs.csi.aws.com") ",'spec':{'attachRequired':false,'podInfoOnMount':"
+                                            "true,'tokenRequests':[{'audience':'a'},{'audience':"
+                                            "'b'}],'volumeLifecycleModes':['Persistent',"
+                                            "'Ephemeral']}}",
+                "['ebs.csi.aws.com',false,true,false,'a,b',false,'Persistent,Ephemeral','5m']");
+    check_cells(csid, "{" META("d") ",'spec':{}}",
+                "['d',true,false,false,'<unset>',false,'<none>','5m']");
+    check_cells(R("storage.k8s.io", "csinodes"),
+                "{" META("node-1") ",'spec':{'drivers':[{'name':'a','nodeID':'n'},{'name':'b',"
+                                   "'nodeID':'n'}]}}",
+                "['node-1',2,'5m']");
+    check_cells(R("storage.k8s.io", "csistoragecapacities"),
+                "{" META("cap1") ",'storageClassName':'fast','capacity':'100Gi'}",
+                "['cap1','2024-05-01T11:55:00Z']");
+    const api_resource_t *apis = R("apiregistration.k8s.io", "apiservices");
+    check_cells(apis,
+                "{" META("v1.apps") ",'spec':{'group':'apps','version':'v1'},'status':"
+                                    "{'conditions':[{'type':'Available','status':'True',"
+                                    "'reason':'Local'}]}}",
+                "['v1.apps','Local','True','5m']");
+    check_cells(apis,
+                "{" META("v1beta1.metrics.k8s.io") ",'spec':{'service':{'namespace':'kube-system',"
+                                                   "'name':'metrics-server'}},'status':"
+                                                   "{'conditions':[{'type':'Available','status':"
+                                                   "'False','reason':'ServiceNotFound'}]}}",
+                "['v1beta1.metrics.k8s.io','kube-system/metrics-server',"
+                "'False (ServiceNotFound)','5m']");
+    check_cells(apis, "{" META("v1.x") ",'spec':{}}", "['v1.x','Local','Unknown','5m']");
+    check_cells(R("storage.k8s.io", "volumeattachments"),
+                "{" META("csi-123") ",'spec':{'attacher':'ebs.csi.aws.com','nodeName':'node-1',"
+                                    "'source':{'persistentVolumeName':'pv1'}},'status':"
+                                    "{'attached':true}}",
+                "['csi-123','ebs.csi.aws.com','pv1','node-1',true,'5m']");
+    check_cells(R("storage.k8s.io", "volumeattributesclasses"),
+                "{" META("gold") ",'driverName':'ebs.csi.aws.com','parameters':{'iops':'3000'}}",
+                "['gold','ebs.csi.aws.com','5m']");
+    api_resource_t pdb = {.group = "policy", .version = "v1", .resource = "poddisruptionbudgets"};
+    check_cells(&pdb,
+                "{" META("web") ",'spec':{'minAvailable':2},'status':{'disruptionsAllowed':1}}",
+                "['web','2','N/A',1,'5m']");
+    check_cells(&pdb, "{" META("db") ",'spec':{'maxUnavailable':'25%'}}",
+                "['db','N/A','25%',0,'5m']");
+}
+
 /* ---- the simple kinds --------------------------------------------------------------- */
 
 static void test_simple_kinds(void **state)
@@ -836,12 +1219,12 @@ static void test_events(void **state)
                 "{'metadata':{'name':'e2'},'involvedObject':{'kind':'Node'},'reason':"
                 "'FailedScheduling','message':'m','type':'Warning','eventTime':"
                 "'2024-05-01T11:59:30.123456Z','series':{'count':4,'lastObservedTime':"
-                "'2024-05-01T11:57:00.000000Z'},'reportingController':'default-scheduler'}",
+                "'2024-05-01T11:57:00.000000Z'},'reportingComponent':'default-scheduler'}",
                 "['3m','Warning','FailedScheduling','node','','default-scheduler','m','30s',4,"
                 "'e2']");
     check_cells(ev,
                 "{'metadata':{'name':'e3'},'involvedObject':{'kind':'ReplicaSet','name':'rs'},"
-                "'reportingController':'rc','reportingInstance':'i-1','firstTimestamp':"
+                "'reportingComponent':'rc','reportingInstance':'i-1','firstTimestamp':"
                 "'2024-05-01T11:58:00Z'}",
                 "['2m','','','replicaset/rs','','rc, i-1','','2m',1,'e3']");
     check_cells(ev, "{'metadata':{'name':'e4'}}",
@@ -1121,6 +1504,24 @@ static void test_enomem(void **state)
                "{'metadata':{'name':'e'},'involvedObject':{'kind':'Pod','name':'p'},"
                "'source':{'component':'c','host':'h'},'message':' m '}",
                API_TABLE_NONE);
+    fault_rows(R("", "resourcequotas"),
+               "{" META("q") ",'status':{'hard':{'pods':'10','limits.cpu':'2'},'used':{'pods':"
+                             "'1'}}}",
+               API_TABLE_NONE);
+    fault_rows(R2("autoscaling", "v2", "horizontalpodautoscalers"),
+               "{" META("h") ",'spec':{'scaleTargetRef':{'kind':'D','name':'n'},'metrics':["
+                             "{'type':'Resource','resource':{'name':'cpu','target':{"
+                             "'averageUtilization':80}}},{'type':'Pods','pods':{'target':{}}},"
+                             "{'type':'X'}]}}",
+               API_TABLE_NONE);
+    fault_rows(R("networking.k8s.io", "ingresses"),
+               "{" META("i") ",'spec':{'rules':[{'host':'a'}]},'status':{'loadBalancer':"
+                             "{'ingress':[{'ip':'1.1.1.1'},{'ip':'1.1.1.0'}]}}}",
+               API_TABLE_NONE);
+    fault_rows(R("rbac.authorization.k8s.io", "rolebindings"),
+               "{" META("b") ",'roleRef':{'kind':'Role','name':'r'},'subjects':[{'kind':'User',"
+                             "'name':'u'},{'kind':'ServiceAccount','name':'s','namespace':'n'}]}",
+               API_TABLE_NONE);
     json_t *pc = jq("[{'name':'R','type':'string','jsonPath':'.spec.items[?(@.port>1)].name'},"
                     "{'name':'M','type':'string','jsonPath':'.spec.map'},"
                     "{'name':'D','type':'date','jsonPath':'.spec.when'}]");
@@ -1166,6 +1567,11 @@ int main(void)
         cmocka_unit_test(test_daemonsets_revisions),
         cmocka_unit_test(test_jobs),
         cmocka_unit_test(test_simple_kinds),
+        cmocka_unit_test(test_new_columns),
+        cmocka_unit_test(test_core_kinds),
+        cmocka_unit_test(test_workload_kinds),
+        cmocka_unit_test(test_network_kinds),
+        cmocka_unit_test(test_cluster_kinds),
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_custom_columns),
         cmocka_unit_test(test_jsonpath_types),
