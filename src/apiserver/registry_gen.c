@@ -6,20 +6,48 @@
 #include "strategy.h"
 
 extern const api_strategy_t api_strategy_apiservice;
+extern const api_strategy_t api_strategy_certificatesigningrequest;
+extern const api_strategy_t api_strategy_clusterrole;
+extern const api_strategy_t api_strategy_clusterrolebinding;
 extern const api_strategy_t api_strategy_configmap;
+extern const api_strategy_t api_strategy_cronjob;
+extern const api_strategy_t api_strategy_csidriver;
+extern const api_strategy_t api_strategy_csinode;
+extern const api_strategy_t api_strategy_csistoragecapacity;
 extern const api_strategy_t api_strategy_customresourcedefinition;
 extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_deployment;
+extern const api_strategy_t api_strategy_endpoints;
+extern const api_strategy_t api_strategy_endpointslice;
 extern const api_strategy_t api_strategy_event__events_v1;
+extern const api_strategy_t api_strategy_horizontalpodautoscaler;
 extern const api_strategy_t api_strategy_horizontalpodautoscaler__autoscaling_v1;
+extern const api_strategy_t api_strategy_ingress;
+extern const api_strategy_t api_strategy_ingressclass;
+extern const api_strategy_t api_strategy_ipaddress;
 extern const api_strategy_t api_strategy_job;
+extern const api_strategy_t api_strategy_limitrange;
 extern const api_strategy_t api_strategy_namespace;
+extern const api_strategy_t api_strategy_networkpolicy;
+extern const api_strategy_t api_strategy_persistentvolume;
+extern const api_strategy_t api_strategy_persistentvolumeclaim;
 extern const api_strategy_t api_strategy_pod;
 extern const api_strategy_t api_strategy_poddisruptionbudget;
+extern const api_strategy_t api_strategy_podtemplate;
+extern const api_strategy_t api_strategy_priorityclass;
 extern const api_strategy_t api_strategy_replicaset;
+extern const api_strategy_t api_strategy_replicationcontroller;
+extern const api_strategy_t api_strategy_resourcequota;
+extern const api_strategy_t api_strategy_role;
+extern const api_strategy_t api_strategy_rolebinding;
+extern const api_strategy_t api_strategy_runtimeclass;
 extern const api_strategy_t api_strategy_secret;
 extern const api_strategy_t api_strategy_service;
+extern const api_strategy_t api_strategy_servicecidr;
 extern const api_strategy_t api_strategy_statefulset;
+extern const api_strategy_t api_strategy_storageclass;
+extern const api_strategy_t api_strategy_volumeattachment;
+extern const api_strategy_t api_strategy_volumeattributesclass;
 static const char *const fields_core_events[] = {
     "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
     "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
@@ -69,7 +97,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_endpoints,
     },
     {
         .group = "",
@@ -99,7 +127,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_limitrange,
     },
     {
         .group = "",
@@ -145,7 +173,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_persistentvolumeclaim,
     },
     {
         .group = "",
@@ -160,7 +188,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_persistentvolume,
     },
     {
         .group = "",
@@ -190,7 +218,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_podtemplate,
     },
     {
         .group = "",
@@ -205,7 +233,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS | API_SUB_SCALE,
         .field_selectors = fields_core_replicationcontrollers,
-        .strategy = NULL,
+        .strategy = &api_strategy_replicationcontroller,
     },
     {
         .group = "",
@@ -220,7 +248,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_resourcequota,
     },
     {
         .group = "",
@@ -387,7 +415,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_horizontalpodautoscaler,
     },
     {
         .group = "autoscaling",
@@ -419,7 +447,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_cronjob,
     },
     {
         .group = "batch",
@@ -449,7 +477,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = fields_certificates_k8s_io_certificatesigningrequests,
-        .strategy = NULL,
+        .strategy = &api_strategy_certificatesigningrequest,
     },
     {
         .group = "networking.k8s.io",
@@ -464,7 +492,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_ingressclass,
     },
     {
         .group = "networking.k8s.io",
@@ -479,7 +507,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_ingress,
     },
     {
         .group = "networking.k8s.io",
@@ -494,7 +522,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_ipaddress,
     },
     {
         .group = "networking.k8s.io",
@@ -509,7 +537,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_networkpolicy,
     },
     {
         .group = "networking.k8s.io",
@@ -524,7 +552,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_servicecidr,
     },
     {
         .group = "policy",
@@ -554,7 +582,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_clusterrolebinding,
     },
     {
         .group = "rbac.authorization.k8s.io",
@@ -569,7 +597,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_clusterrole,
     },
     {
         .group = "rbac.authorization.k8s.io",
@@ -584,7 +612,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_rolebinding,
     },
     {
         .group = "rbac.authorization.k8s.io",
@@ -599,7 +627,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_role,
     },
     {
         .group = "storage.k8s.io",
@@ -614,7 +642,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_csidriver,
     },
     {
         .group = "storage.k8s.io",
@@ -629,7 +657,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_csinode,
     },
     {
         .group = "storage.k8s.io",
@@ -644,7 +672,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_csistoragecapacity,
     },
     {
         .group = "storage.k8s.io",
@@ -659,7 +687,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_storageclass,
     },
     {
         .group = "storage.k8s.io",
@@ -674,7 +702,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = API_SUB_STATUS,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_volumeattachment,
     },
     {
         .group = "storage.k8s.io",
@@ -689,7 +717,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_volumeattributesclass,
     },
     {
         .group = "apiextensions.k8s.io",
@@ -719,7 +747,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_priorityclass,
     },
     {
         .group = "coordination.k8s.io",
@@ -749,7 +777,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_runtimeclass,
     },
     {
         .group = "discovery.k8s.io",
@@ -764,7 +792,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_endpointslice,
     },
 };
 

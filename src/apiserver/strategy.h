@@ -174,6 +174,9 @@ void api_immutable_validate(const json_t *obj, const json_t *old, const char *co
 /* Shared by kinds that embed a pod template (strategy_apps.c). */
 void api_pod_spec_defaults(json_t *spec);
 void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes);
+/* A Job's spec at `path` (counts, pod template, restart policy, completion
+ * mode): Jobs and CronJobs' jobTemplate (strategy_apps.c). */
+void api_job_spec_validate(const json_t *spec, const char *path, json_t *causes);
 
 /* Admission DefaultTolerationSeconds on a pod being created or updated
  * (strategy_pod.c): the not-ready and unreachable NoExecute tolerations it

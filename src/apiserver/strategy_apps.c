@@ -33,11 +33,11 @@ static void template_defaults(json_t *spec)
     if (json_is_object(tmpl)) api_pod_spec_defaults(child(tmpl, "spec"));
 }
 
-static void check_count(const json_t *spec, const char *key, json_t *causes)
+static void check_count_at(const json_t *spec, const char *path, const char *key, json_t *causes)
 {
     const json_t *v = json_object_get(spec, key);
-    char field[64];
-    snprintf(field, sizeof field, "spec.%s", key);
+    char field[160];
+    snprintf(field, sizeof field, "%s.%s", path, key);
     if (!v || json_is_null(v)) return;
     if (!json_is_integer(v))
         api_cause(causes, "FieldValueTypeInvalid", field, "Invalid value: must be an integer");
@@ -45,6 +45,11 @@ static void check_count(const json_t *spec, const char *key, json_t *causes)
         api_cause(causes, "FieldValueInvalid", field,
                   "Invalid value: %lld: must be greater than or equal to 0",
                   (long long)json_integer_value(v));
+}
+
+static void check_count(const json_t *spec, const char *key, json_t *causes)
+{
+    check_count_at(spec, "spec", key, causes);
 }
 
 /* spec.selector: required and non-empty, matching the template's labels,
@@ -79,15 +84,21 @@ static void check_selector(const json_t *obj, const json_t *old, int required, j
                   "Invalid value: field is immutable");
 }
 
-static void check_template(const json_t *obj, json_t *causes, const char *const *restart)
+/* spec.template (at `path`, the spec's own path): present, a valid pod
+ * spec, with one of the restart policies allowed. */
+static void check_template_at(const json_t *spec, const char *path, json_t *causes,
+                              const char *const *restart)
 {
-    const json_t *tmpl = json_object_get(json_object_get(obj, "spec"), "template");
+    const json_t *tmpl = json_object_get(spec, "template");
+    char field[160];
+    snprintf(field, sizeof field, "%s.template", path);
     if (!json_is_object(tmpl)) {
-        api_cause(causes, "FieldValueRequired", "spec.template", "Required value");
+        api_cause(causes, "FieldValueRequired", field, "Required value");
         return;
     }
     const json_t *pspec = json_object_get(tmpl, "spec");
-    api_pod_spec_validate(pspec, "spec.template.spec", causes);
+    snprintf(field, sizeof field, "%s.template.spec", path);
+    api_pod_spec_validate(pspec, field, causes);
     const char *rp = json_string_value(json_object_get(pspec, "restartPolicy"));
     for (const char *const *a = restart; rp && *a; a++)
         if (!strcmp(rp, *a)) return;
@@ -97,10 +108,15 @@ static void check_template(const json_t *obj, json_t *causes, const char *const 
         size_t n = strlen(list);
         snprintf(list + n, sizeof list - n, "%s\"%s\"", n ? ", " : "", *a);
     }
-    api_cause(causes, rp ? "FieldValueNotSupported" : "FieldValueRequired",
-              "spec.template.spec.restartPolicy",
+    snprintf(field, sizeof field, "%s.template.spec.restartPolicy", path);
+    api_cause(causes, rp ? "FieldValueNotSupported" : "FieldValueRequired", field,
               rp ? "Unsupported value: \"%s\": supported values: %s" : "Required value%s%s",
               rp ? rp : "", rp ? list : "");
+}
+
+static void check_template(const json_t *obj, json_t *causes, const char *const *restart)
+{
+    check_template_at(json_object_get(obj, "spec"), "spec", causes, restart);
 }
 
 static const char *const always[] = {"Always", NULL};
@@ -309,23 +325,34 @@ static void job_defaults(json_t *job)
     template_defaults(spec);
 }
 
-static void job_validate(const json_t *job, const json_t *old, json_t *causes)
+/* Kubernetes' validateJobSpec, for a Job's spec and a CronJob's
+ * jobTemplate.spec alike (strategy.h). */
+void api_job_spec_validate(const json_t *spec, const char *path, json_t *causes)
 {
     static const char *const restart[] = {"OnFailure", "Never", NULL};
-    const json_t *spec = json_object_get(job, "spec");
-    check_count(spec, "parallelism", causes);
-    check_count(spec, "completions", causes);
-    check_count(spec, "backoffLimit", causes);
-    check_selector(job, old, 1, causes);
-    check_template(job, causes, restart);
+    char field[160];
+    check_count_at(spec, path, "parallelism", causes);
+    check_count_at(spec, path, "completions", causes);
+    check_count_at(spec, path, "backoffLimit", causes);
+    check_count_at(spec, path, "activeDeadlineSeconds", causes);
+    check_template_at(spec, path, causes, restart);
     const char *mode = json_string_value(json_object_get(spec, "completionMode"));
+    snprintf(field, sizeof field, "%s.completionMode", path);
     if (mode && strcmp(mode, "NonIndexed") && strcmp(mode, "Indexed"))
-        api_cause(causes, "FieldValueNotSupported", "spec.completionMode",
+        api_cause(causes, "FieldValueNotSupported", field,
                   "Unsupported value: \"%s\": supported values: \"NonIndexed\", \"Indexed\"",
                   mode);
+    snprintf(field, sizeof field, "%s.completions", path);
     if (mode && !strcmp(mode, "Indexed") && !json_is_integer(json_object_get(spec, "completions")))
-        api_cause(causes, "FieldValueRequired", "spec.completions",
+        api_cause(causes, "FieldValueRequired", field,
                   "Required value: when completion mode is Indexed");
+}
+
+static void job_validate(const json_t *job, const json_t *old, json_t *causes)
+{
+    const json_t *spec = json_object_get(job, "spec");
+    api_job_spec_validate(spec, "spec", causes);
+    check_selector(job, old, 1, causes);
     if (old) {
         const json_t *ospec = json_object_get(old, "spec");
         if (!api_json_same(json_object_get(spec, "completions"), json_object_get(ospec, "completions")))

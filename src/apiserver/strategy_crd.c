@@ -22,6 +22,7 @@
 #include "apiserver_int.h"
 #include "store/store.h"
 #include "strategy.h"
+#include "strategy_int.h"
 
 #define APPROVAL_ANNOTATION "api-approved.kubernetes.io"
 #define APPROVAL_PATH       "metadata.annotations[" APPROVAL_ANNOTATION "]"
@@ -77,9 +78,8 @@ static void crd_defaults(json_t *obj)
 
 /* ---- name rules ---- */
 
-/* Kubernetes' IsDNS1035Label messages for s, joined with ",", into out
- * (empty when valid). `s` is compared lower-cased when fold is set (kinds). */
-static void dns1035(const char *s, int fold, char *out, size_t n)
+/* Kubernetes' IsDNS1035Label messages (strategy_int.h). */
+void api__dns1035(const char *s, int fold, char *out, size_t n)
 {
     size_t len = strlen(s), w = 0;
     int ok = len > 0;
@@ -111,7 +111,7 @@ static void check_label(const char *v, int fold, const char *path, const char *p
                         json_t *causes)
 {
     char why[512];
-    dns1035(v, fold, why, sizeof why);
+    api__dns1035(v, fold, why, sizeof why);
     if (*why)
         api_cause(causes, "FieldValueInvalid", path, "Invalid value: \"%s\": %s%s", v, prefix, why);
 }

@@ -1,0 +1,97 @@
+/*
+ * strategy_int.h -- helpers the strategy files share (strategy_util.c):
+ * defaulting, Kubernetes' cause wordings (Required, Invalid, NotSupported,
+ * Forbidden, immutable fields), and the value rules several kinds use
+ * (quantities, IP addresses and CIDRs, DNS names).
+ *
+ * Everything here reads or changes only the JSON it is given, on the
+ * caller's thread; nothing keeps a pointer past the call.
+ */
+#ifndef KP_STRATEGY_INT_H
+#define KP_STRATEGY_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* obj[key] = value unless obj has key; steals value either way. */
+void api__set_default(json_t *obj, const char *key, json_t *value);
+
+/* 1 if s is one of the NULL-terminated list. */
+int api__in(const char *s, const char *const *allowed);
+
+/* Kubernetes' rendering of a value in an Invalid message: strings quoted,
+ * numbers and booleans bare, "null" for absent; objects and arrays as
+ * compact JSON (Go prints its own struct syntax there). Truncated to n. */
+void api__value_text(const json_t *v, char *out, size_t n);
+
+/* "Required value" (with ": detail" when detail is non-empty). */
+void api__required(json_t *causes, const char *field, const char *detail);
+/* "Invalid value: <v>: <detail>". */
+void api__invalid(json_t *causes, const char *field, const json_t *v, const char *detail);
+/* The same for a string value (Go prints it quoted). */
+void api__invalid_str(json_t *causes, const char *field, const char *s, const char *detail);
+/* "Forbidden: <detail>". */
+void api__forbidden(json_t *causes, const char *field, const char *detail);
+/* "Unsupported value: <v>: supported values: "a", "b"". */
+void api__not_supported(json_t *causes, const char *field, const json_t *v,
+                        const char *const *allowed);
+void api__not_supported_str(json_t *causes, const char *field, const char *s,
+                            const char *const *allowed);
+/* obj[key], when present and not null, must be a string of `allowed`;
+ * the field is path + "." + key. Returns the string or NULL. */
+const char *api__enum(json_t *causes, const json_t *obj, const char *key, const char *path,
+                      const char *const *allowed);
+/* An update may not change the value: "Invalid value: <new>: field is
+ * immutable" when a and b differ (absent equals absent). */
+void api__immutable(json_t *causes, const char *field, const json_t *now, const json_t *was);
+/* obj[key], when present: an integer >= min ("must be greater than or equal
+ * to <min>"). Returns 1 and *out when it is an integer. */
+int api__int_min(json_t *causes, const json_t *obj, const char *key, const char *path,
+                 long long min, long long *out);
+
+/* A quantity (string or JSON number) in whole units rounded up (milli:
+ * thousandths). 0, or KP_EINVAL when malformed. Negative values come back
+ * negative; too large ones as INT64_MAX. */
+int api__quantity(const json_t *v, int milli, int64_t *out);
+/* Kubernetes' message for a malformed quantity. */
+#define API_QUANTITY_MSG                                                                           \
+    "quantities must match the regular expression "                                                \
+    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+/* IP addresses and CIDRs as netutils reads them: family 4 or 6, the
+ * address in network order in addr (16 bytes, IPv4 in the first 4). Return
+ * 0 or KP_EINVAL. */
+int api__parse_ip(const char *s, unsigned char addr[16], int *family);
+int api__parse_cidr(const char *s, unsigned char addr[16], int *family, int *prefix);
+#define API_IP_MSG   "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+#define API_CIDR_MSG "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+
+/* Kubernetes' IsDNS1035Label messages for s, ","-joined into out (empty
+ * when valid); `fold` compares lower-cased (kinds). (strategy_crd.c) */
+void api__dns1035(const char *s, int fold, char *out, size_t n);
+/* An Invalid cause when `name` is not a DNS-1123 subdomain (label: 1) or a
+ * DNS-1035 label (label: 2); returns 1 if it was bad. */
+int api__dns_name(json_t *causes, const char *field, const char *name, int label);
+/* The problem with `name` as a path segment (ValidatePathSegmentName), or
+ * NULL. */
+const char *api__path_segment_invalid(const char *name);
+
+/* 0 if robfig/cron's ParseStandard (CronJob schedules) accepts spec, else
+ * -1 with its error text in err. (strategy_batch_cronjob.c) */
+int api__cron_parse(const char *spec, char *err, size_t errlen);
+
+/* Quantity rules of ValidateResourceQuantityValue and friends: the value at
+ * `field` parses, and is > 0 (positive) or >= 0. Returns 0 and *out when it
+ * parses. */
+int api__quantity_check(json_t *causes, const char *field, const json_t *v, int positive,
+                        int64_t *out);
+
+/* A label selector (metav1.LabelSelector) at `field`, when present. */
+void api__selector_check(json_t *causes, const char *field, const json_t *sel);
+
+/* Kubernetes' IsValidPortNum and IsValidPortName at `field`. */
+void api__port_number(json_t *causes, const char *field, const json_t *v);
+void api__port_name(json_t *causes, const char *field, const json_t *v);
+
+#endif
