@@ -265,6 +265,14 @@ int kc_restmap_build(kc_discovery_fetch_fn fetch, void *arg, kc_restmap_t **out)
         rc = KP_ECORRUPT;
         goto fail;
     }
+    /* Bounded before any group-version is fetched. */
+    json_array_foreach(list, i, g) {
+        gvs += json_array_size(json_object_get(g, "versions"));
+    }
+    if (gvs > KC_DISCOVERY_MAX_GROUPS) {
+        rc = KP_ETOOLARGE;
+        goto fail;
+    }
     json_array_foreach(list, i, g) {
         const char *name = json_string_value(json_object_get(g, "name"));
         const char *pref = json_string_value(
@@ -273,10 +281,6 @@ int kc_restmap_build(kc_discovery_fetch_fn fetch, void *arg, kc_restmap_t **out)
         json_array_foreach(json_object_get(g, "versions"), k, v) {
             const char *ver = json_string_value(json_object_get(v, "version"));
             if (!valid_name(ver, sizeof m->res->version)) continue;
-            if (++gvs > KC_DISCOVERY_MAX_GROUPS) {
-                rc = KP_ETOOLARGE;
-                goto fail;
-            }
             int preferred = pref ? !strcmp(pref, ver) : k == 0;
             if ((rc = add_group_version(m, fetch, arg, name, ver, preferred))) goto fail;
         }
