@@ -9,7 +9,8 @@
  *      under d->mu and read without it.
  *   3. At most one read of the server runs at a time (d->read_mu); a
  *      caller that waited for it uses the snapshot it produced when that
- *      one is fresh enough, instead of reading again.
+ *      read started after the caller asked (or is young enough for it),
+ *      instead of reading again.
  *
  * A read: GET /api (versions; kplane and Kubernetes serve "v1"), /api/<v>,
  * GET /apis (groups, each with its versions and preferred version), then
@@ -40,7 +41,7 @@ struct kc_discovery {
     pthread_mutex_t mu;      /* guards map, read_ns, reads */
     pthread_mutex_t read_mu; /* one read at a time */
     kc_restmap_t *map;
-    int64_t read_ns; /* monotonic time the current map was read; 0: none */
+    int64_t read_ns; /* monotonic time the current map's read started; 0: none */
     uint64_t reads;
 };
 
@@ -347,8 +348,7 @@ int kc_discovery_map(kc_discovery_t *d, int max_age_ms, kc_restmap_t **out)
 {
     *out = NULL;
     if (max_age_ms < 0) max_age_ms = d->cfg.period_ms;
-    if (max_age_ms < d->cfg.min_interval_ms) max_age_ms = d->cfg.min_interval_ms;
-    int64_t age;
+    int64_t asked = clock_mono_ns(), age;
     kc_restmap_t *m = current(d, &age);
     if (m && age < max_age_ms) {
         *out = m;
@@ -356,19 +356,24 @@ int kc_discovery_map(kc_discovery_t *d, int max_age_ms, kc_restmap_t **out)
     }
     kc_restmap_unref(m);
     pthread_mutex_lock(&d->read_mu);
-    m = current(d, &age); /* another caller may have read it meanwhile */
-    if (m && age < max_age_ms) {
+    /* A read that started after we asked, while we waited, will do. */
+    m = current(d, &age);
+    pthread_mutex_lock(&d->mu);
+    int shared = m && d->read_ns >= asked;
+    pthread_mutex_unlock(&d->mu);
+    if (m && (shared || age < max_age_ms)) {
         pthread_mutex_unlock(&d->read_mu);
         *out = m;
         return 0;
     }
     kc_restmap_t *fresh;
+    int64_t started = clock_mono_ns();
     int rc = kc_restmap_build(d->cfg.fetch, d->cfg.fetch_arg, &fresh);
     if (!rc) {
         pthread_mutex_lock(&d->mu);
         kc_restmap_t *old = d->map;
         d->map = kc_restmap_ref(fresh);
-        d->read_ns = clock_mono_ns();
+        d->read_ns = started;
         d->reads++;
         pthread_mutex_unlock(&d->mu);
         kc_restmap_unref(old);
@@ -395,7 +400,7 @@ int kc_discovery_lookup(kc_discovery_t *d, const char *api_version, const char *
     const kc_api_resource_t *e = kc_restmap_for_kind(m, api_version, kind);
     if (!e) { /* unknown: perhaps new since the snapshot */
         kc_restmap_unref(m);
-        if ((rc = kc_discovery_map(d, 0, &m))) return rc;
+        if ((rc = kc_discovery_map(d, d->cfg.min_interval_ms, &m))) return rc;
         e = kc_restmap_for_kind(m, api_version, kind);
     }
     if (!e) {

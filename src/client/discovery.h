@@ -9,8 +9,9 @@
  *                   group/version/kind <-> resource. Refcounted; readers
  *                   take no lock.
  *   kc_discovery_t  holds the current snapshot and replaces it when asked:
- *                   when it is older than a period, or on demand when a
- *                   kind is unknown (at most once per min_interval_ms), as
+ *                   when it is older than a period, when a caller asks
+ *                   for a fresh one, or when a kind is unknown (at most
+ *                   once per min_interval_ms), as
  *                   client-go's DeferredDiscoveryRESTMapper resets on a
  *                   "no match".
  *
@@ -96,7 +97,7 @@ typedef struct kc_discovery kc_discovery_t;
 
 typedef struct kc_discovery_config {
     int period_ms;       /* a snapshot older than this is read again; 0: 30 s */
-    int min_interval_ms; /* on-demand reads at most this often; 0: 1 s */
+    int min_interval_ms; /* reads for an unknown kind at most this often; 0: 1 s */
     kc_discovery_fetch_fn fetch; /* NULL: GET through the client */
     void *fetch_arg;
 } kc_discovery_config_t;
@@ -107,10 +108,11 @@ int kc_discovery_new(kc_client_t *c, const kc_discovery_config_t *cfg, kc_discov
 void kc_discovery_free(kc_discovery_t *d); /* NULL is fine */
 
 /* The current snapshot (*out: a reference), read again first when it is
- * older than max_age_ms (negative: the period; 0: read now, unless a read
- * finished within min_interval_ms) or there is none. When reading fails and
- * an older snapshot exists, that one is returned with the error's code
- * dropped (logged); with none, the error. Concurrent callers share one read. */
+ * older than max_age_ms (negative: the period; 0: read now) or there is
+ * none. Concurrent callers share one read: a caller that waited for
+ * another's read takes its result when that read started after it asked.
+ * When reading fails and an older snapshot exists, that one is returned
+ * (the error logged); with none, the error. */
 int kc_discovery_map(kc_discovery_t *d, int max_age_ms, kc_restmap_t **out);
 
 /* The deferred mapping: the resource serving (api_version, kind). On a miss

@@ -23,9 +23,9 @@
  *
  * MONITORS FOLLOW DISCOVERY (Kubernetes' resyncMonitors): "r/tick" every
  * discovery period, "r/now" when a CustomResourceDefinition changes or an
- * ownerReference names a kind no monitor has, read discovery again (at
- * most once a second) and start monitors for new resources and stop those
- * of resources no longer served.
+ * ownerReference names a kind discovery serves but no monitor has, read
+ * discovery again and start monitors for new resources and stop those of
+ * resources no longer served.
  *
  * KEYS. "o/<res>/<ns>/<name>": look at one object (res: its index in the
  * list; ns empty for cluster-scoped). "d/<uid>": the object with that uid is

@@ -20,9 +20,9 @@
  *     estimate/2+1 s (estimate: the longest pod grace period, or 15 s when
  *     only finalizers hold objects) -> none left: finalize.
  *
- * Resources: asked of discovery at each sync (Kubernetes'
- * namespaced_resources_deleter asks each time; here a snapshot younger
- * than a second is reused): every namespaced resource, in its group's
+ * Resources: asked of discovery at each sync, as Kubernetes'
+ * namespaced_resources_deleter does (concurrent syncs share one read):
+ * every namespaced resource, in its group's
  * preferred version, that can be listed and deleted -- built-in kinds and
  * custom resources alike. A group-version discovery could not read counts
  * as NamespaceDeletionDiscoveryFailure, and the namespace waits.
@@ -41,7 +41,6 @@
 #define MAX_FINALIZERS       32 /* distinct finalizers counted */
 #define MSG_MAX              2048
 
-#define DISCOVERY_AGE_MS     1000 /* a snapshot this young is not read again */
 
 typedef struct ns_ctl {
     ctrl_t *c;
@@ -349,7 +348,7 @@ static int deletable(const kc_api_resource_t *e)
 static int empty_all(ns_ctl_t *s, const char *ns, int64_t deleted_at, tally_t *t)
 {
     kc_restmap_t *m;
-    int rc = kc_discovery_map(ctrl_discovery(s->c), DISCOVERY_AGE_MS, &m);
+    int rc = kc_discovery_map(ctrl_discovery(s->c), 0, &m);
     if (rc) return rc;
     t->discovery_failed = kc_restmap_failed(m);
     for (size_t i = 0; i < kc_restmap_count(m); i++) {
