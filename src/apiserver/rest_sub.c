@@ -16,14 +16,20 @@
 #include "rest_int.h"
 #include "store/store.h"
 
-/* A metav1.LabelSelector as the string form Scale.status.selector carries. */
+/* A metav1.LabelSelector as the string form Scale.status.selector carries.
+ * A selector that is a plain label map (a core/v1 selector, with neither
+ * matchLabels nor matchExpressions) reads as matchLabels, as Kubernetes'
+ * labels.SelectorFromSet does for ReplicationControllers. */
 static void selector_string(const json_t *sel, char *buf, size_t n)
 {
     size_t len = 0;
     buf[0] = '\0';
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)json_object_get(sel, "matchLabels"), k, v) {
+    const json_t *labels = json_object_get(sel, "matchLabels");
+    if (!labels && !json_object_get(sel, "matchExpressions")) labels = sel;
+    json_object_foreach((json_t *)labels, k, v) {
+        if (!json_is_string(v)) continue;
         int w = snprintf(buf + len, n - len, "%s%s=%s", len ? "," : "", k, json_string_value(v));
         if (w < 0 || (size_t)w >= n - len) return;
         len += (size_t)w;

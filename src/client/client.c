@@ -72,6 +72,28 @@ const kc_resource_t kc_replicationcontrollers = {"", "v1", "replicationcontrolle
 const kc_resource_t kc_poddisruptionbudgets = {"policy", "v1", "poddisruptionbudgets",
                                                "PodDisruptionBudget", 1};
 const kc_resource_t kc_leases = {"coordination.k8s.io", "v1", "leases", "Lease", 1};
+const kc_resource_t kc_serviceaccounts = {"", "v1", "serviceaccounts", "ServiceAccount", 1};
+const kc_resource_t kc_crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                               "CustomResourceDefinition", 0};
+
+static const kc_resource_t *const builtins[] = {
+    &kc_pods,        &kc_nodes,       &kc_namespaces,  &kc_events,
+    &kc_services,    &kc_endpoints,   &kc_configmaps,  &kc_secrets,
+    &kc_deployments, &kc_replicasets, &kc_statefulsets, &kc_daemonsets,
+    &kc_controllerrevisions, &kc_jobs, &kc_leases,     &kc_replicationcontrollers,
+    &kc_poddisruptionbudgets, &kc_serviceaccounts, &kc_crds,
+};
+
+const kc_resource_t *kc_resource_builtin(const char *group, const char *version,
+                                         const char *resource)
+{
+    if (!group || !version || !resource) return NULL;
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (!strcmp(builtins[i]->group, group) && !strcmp(builtins[i]->version, version) &&
+            !strcmp(builtins[i]->resource, resource))
+            return builtins[i];
+    return NULL;
+}
 
 /* ---- kubeconfig ---- */
 
@@ -767,6 +789,14 @@ int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *n
     rc = do_request(c, &q);
     buf_free(&url);
     return rc;
+}
+
+int kc_get_path(kc_client_t *c, const char *path, json_t **out)
+{
+    *out = NULL;
+    if (!path || path[0] != '/' || strlen(path) >= KC__URL_MAX) return KP_EINVAL;
+    req_t q = {"GET", path, NULL, NULL, 0, out, NULL};
+    return do_request(c, &q);
 }
 
 /* Is parameter `name` in query text q? */

@@ -124,7 +124,13 @@ typedef struct kc_resource {
 extern const kc_resource_t kc_pods, kc_nodes, kc_namespaces, kc_events, kc_services,
     kc_endpoints, kc_configmaps, kc_secrets, kc_deployments, kc_replicasets, kc_statefulsets,
     kc_daemonsets, kc_controllerrevisions, kc_jobs, kc_leases, kc_replicationcontrollers,
-    kc_poddisruptionbudgets;
+    kc_poddisruptionbudgets, kc_serviceaccounts, kc_crds;
+
+/* The kc_* constant above for (group, version, resource), or NULL: lets a
+ * component that found a resource through discovery share the informer
+ * other components opened on the constant. Thread-safe. */
+const kc_resource_t *kc_resource_builtin(const char *group, const char *version,
+                                         const char *resource);
 
 /* ---- requests ----
  *
@@ -138,6 +144,11 @@ extern const kc_resource_t kc_pods, kc_nodes, kc_namespaces, kc_events, kc_servi
 /* GET one object. ns is ignored for cluster-scoped resources. */
 int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
            json_t **out);
+
+/* GET an API path ("/apis", "/api/v1": discovery documents); *out is the
+ * JSON object answered. Errors: KP_EINVAL (not an absolute path, or over
+ * 64 KiB), the API errors above. */
+int kc_get_path(kc_client_t *c, const char *path, json_t **out);
 
 /* LIST, following `continue` until done; `query` is extra URL query text
  * ("labelSelector=app%3Dweb&resourceVersion=0"), NULL for none; ns NULL or

@@ -6,6 +6,7 @@
 #define KP_CLIENT_SDK_H
 
 #include "client/client.h"
+#include "client/discovery.h"
 #include "client/events.h"
 #include "client/informer.h"
 #include "client/leader.h"

@@ -44,7 +44,7 @@ typedef struct ctrl_ops {
 } ctrl_ops_t;
 
 /* The controllers kplane has (src/controllers/<name>.c). */
-extern const ctrl_ops_t ctrl_replicaset, ctrl_deployment;
+extern const ctrl_ops_t ctrl_replicaset, ctrl_replicationcontroller, ctrl_deployment;
 extern const ctrl_ops_t ctrl_garbagecollector, ctrl_namespace;
 extern const ctrl_ops_t ctrl_job, ctrl_ttlafterfinished;
 extern const ctrl_ops_t ctrl_statefulset;
@@ -60,6 +60,8 @@ typedef struct ctrl_manager_config {
     const char *const *enabled; /* controller names, NULL-terminated; NULL: all */
     int node_monitor_grace_ms;  /* --node-monitor-grace-period; 0: 40 s */
     int node_monitor_period_ms; /* --node-monitor-period; 0: 5 s */
+    int discovery_period_ms;    /* how old discovery may get, and the garbage
+                                   collector's monitor resync; 0: 30 s */
 } ctrl_manager_config_t;
 
 /* A manager over client `c` (borrowed; it must outlive the manager). */
@@ -86,6 +88,9 @@ int ctrl_manager_metrics(ctrl_manager_t *m, char **text);
  * them (kc_informer_remove_handlers) before it fails. */
 kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r);
 kc_client_t *ctrl_client(ctrl_t *c);
+/* The manager's discovery client, shared by every controller (thread-safe;
+ * borrowed for the controller's lifetime). */
+kc_discovery_t *ctrl_discovery(ctrl_t *c);
 /* The manager's configuration (borrowed for the controller's lifetime). */
 const ctrl_manager_config_t *ctrl_config(ctrl_t *c);
 kc_recorder_t *ctrl_recorder(ctrl_t *c);

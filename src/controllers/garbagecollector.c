@@ -12,18 +12,24 @@
  * orphaning owners), and the removal of the "orphan" and
  * "foregroundDeletion" finalizers. It creates nothing.
  *
- * THE GRAPH is the informers' caches: one shared informer per resource kplane
- * serves built in (every listable, watchable kind but events, which
- * Kubernetes' GC ignores too), each with the index "gc-owners" (the uids an
- * object's ownerReferences name), so "the dependents of uid U" is one index
- * read per resource. The SDK has no discovery client, so the resources are
- * this file's built-in list plus, for every established
- * CustomResourceDefinition, its storage version (an informer of this
- * file's own, started when the CRD shows up: key "c/<crd name>").
+ * THE GRAPH is the informers' caches: one informer (a "monitor") per
+ * resource that discovery lists in its group's preferred version with the
+ * verbs list, watch and delete -- every built-in kind and every custom
+ * resource -- but events, which Kubernetes' GC ignores too. Each has the
+ * index "gc-owners" (the uids an object's ownerReferences name), so "the
+ * dependents of uid U" is one index read per resource. Resources the SDK
+ * has constants for share the process's informers; the others get
+ * informers of this file's own.
+ *
+ * MONITORS FOLLOW DISCOVERY (Kubernetes' resyncMonitors): "r/tick" every
+ * discovery period, "r/now" when a CustomResourceDefinition changes or an
+ * ownerReference names a kind discovery serves but no monitor has, read
+ * discovery again and start monitors for new resources and stop those of
+ * resources no longer served.
  *
  * KEYS. "o/<res>/<ns>/<name>": look at one object (res: its index in the
  * list; ns empty for cluster-scoped). "d/<uid>": the object with that uid is
- * gone; look at each of its dependents.
+ * gone; look at each of its dependents. "r/tick", "r/now": resync monitors.
  *
  *   object sync:  deleted, "orphan"             -> drop refs from dependents,
  *                                                  then the finalizer
@@ -50,39 +56,27 @@
 
 #define OWNERS_INDEX "gc-owners"
 #define MAX_REFS     64  /* ownerReferences looked at per object */
-#define MAX_RES      128 /* resources in the graph, built-in and custom */
+#define MAX_RES      256 /* monitors started over the collector's life (slots are not reused) */
+#define RESYNC_TICK  "r/tick"
+#define RESYNC_NOW   "r/now"
 
-static const kc_resource_t gc_serviceaccounts = {"", "v1", "serviceaccounts", "ServiceAccount", 1};
-static const kc_resource_t gc_crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                                      "CustomResourceDefinition", 0};
-
-/* Every built-in resource whose objects may own or be owned. */
-static const kc_resource_t *const builtin[] = {
-    &kc_pods,         &kc_nodes,      &kc_namespaces,          &kc_services,    &kc_endpoints,
-    &kc_configmaps,   &kc_secrets,    &gc_serviceaccounts,     &kc_deployments, &kc_replicasets,
-    &kc_statefulsets, &kc_daemonsets, &kc_controllerrevisions, &kc_jobs,        &kc_leases,
-    &gc_crds,
-};
-#define NBUILTIN  (sizeof builtin / sizeof builtin[0])
-#define CRD_INDEX (NBUILTIN - 1) /* gc_crds */
-
-/* One resource of the graph. Entries are appended (built-in ones at init,
- * custom resources when their CRD is established) and never move; an entry
- * is complete before `nres` counts it, so readers take no lock. */
+/* One resource of the graph (a monitor). Entries are appended and never
+ * move; an entry is complete before `nres` counts it, so readers take no
+ * lock. */
 typedef struct gc_res {
-    kc_resource_t r;
-    char api_version[128];
+    kc_api_resource_t a; /* what discovery said (a.r points into it) */
     kc_informer_t *inf;
-    int own;           /* a custom resource's informer: this file starts and frees it */
-    char strs[4][128]; /* a custom resource's group, version, plural, kind */
-    _Atomic int dead;  /* its CRD went: no longer a resource */
+    int own;          /* this file's informer: it starts, stops and frees it */
+    int custom;       /* served by a CRD: no strategic merge patch */
+    _Atomic int dead; /* no longer served: its informer is stopped */
 } gc_res_t;
 
 typedef struct gc {
     ctrl_t *c;
-    gc_res_t res[MAX_RES];
+    kc_informer_t *crds; /* shared; its events resync the monitors */
+    gc_res_t *res;       /* MAX_RES entries */
     _Atomic size_t nres;
-    pthread_mutex_t mu; /* serialises appends */
+    pthread_mutex_t mu; /* serialises appends and resyncs */
 } gc_t;
 
 /* ---- the pure part (gc_int.h) ---- */
@@ -205,18 +199,24 @@ static size_t nres(gc_t *g)
     return atomic_load(&g->nres);
 }
 
-/* The index of the resource of (apiVersion, kind), or -1. */
+/* The index of the monitor of (apiVersion, kind), or -1. An apiVersion
+ * that is not the watched version of its group finds the group's monitor of
+ * that kind (the uid, not the version, names an owner). */
 static int res_of(gc_t *g, const char *api_version, const char *kind)
 {
     if (!api_version || !kind) return -1;
+    const char *slash = strchr(api_version, '/');
+    size_t glen = slash ? (size_t)(slash - api_version) : 0;
     size_t n = nres(g);
+    int same_group = -1;
     for (size_t i = 0; i < n; i++) {
         const gc_res_t *e = &g->res[i];
-        if (!atomic_load(&e->dead) && !strcmp(e->api_version, api_version) &&
-            !strcmp(e->r.kind, kind))
-            return (int)i;
+        if (atomic_load(&e->dead) || strcmp(e->a.kind, kind)) continue;
+        if (!strcmp(e->a.api_version, api_version)) return (int)i;
+        if (strlen(e->a.group) == glen && !strncmp(e->a.group, api_version, glen))
+            same_group = (int)i;
     }
-    return -1;
+    return same_group;
 }
 
 static int res_of_obj(gc_t *g, const json_t *obj)
@@ -229,7 +229,7 @@ static void enqueue_obj(gc_t *g, int res, const char *ns, const char *name)
 {
     if (res < 0 || !name || !*name) return;
     char key[600];
-    if (snprintf(key, sizeof key, "o/%d/%s/%s", res, g->res[res].r.namespaced ? ns : "", name) <
+    if (snprintf(key, sizeof key, "o/%d/%s/%s", res, g->res[res].a.r.namespaced ? ns : "", name) <
         (int)sizeof key)
         ctrl_enqueue(g->c, key);
 }
@@ -266,17 +266,10 @@ static int is_crd(const json_t *obj)
     return kind && !strcmp(kind, "CustomResourceDefinition");
 }
 
-static void enqueue_crd(gc_t *g, const json_t *crd)
-{
-    char key[300];
-    if (snprintf(key, sizeof key, "c/%s", ctrl_meta_str(crd, "name")) < (int)sizeof key)
-        ctrl_enqueue(g->c, key);
-}
-
 static void on_add(void *arg, const json_t *obj)
 {
     gc_t *g = arg;
-    if (is_crd(obj)) enqueue_crd(g, obj);
+    if (is_crd(obj)) ctrl_enqueue(g->c, RESYNC_NOW);
     if (json_array_size(refs_of(obj)) || wants_gc(obj)) enqueue_self(g, obj);
 }
 
@@ -287,7 +280,7 @@ static void on_update(void *arg, const json_t *old, const json_t *obj)
         if (wants_gc(obj)) enqueue_self(g, obj);
         return;
     }
-    if (is_crd(obj)) enqueue_crd(g, obj);
+    if (is_crd(obj)) ctrl_enqueue(g->c, RESYNC_NOW);
     int refs_changed = !json_equal((json_t *)refs_of(old), (json_t *)refs_of(obj));
     const json_t *ofin = json_object_get(json_object_get(old, "metadata"), "finalizers");
     const json_t *nfin = json_object_get(json_object_get(obj, "metadata"), "finalizers");
@@ -302,19 +295,9 @@ static void on_delete(void *arg, const json_t *obj)
     gc_t *g = arg;
     const char *uid = ctrl_meta_str(obj, "uid");
     char key[128];
-    if (is_crd(obj)) enqueue_crd(g, obj);
+    if (is_crd(obj)) ctrl_enqueue(g->c, RESYNC_NOW);
     if (*uid && snprintf(key, sizeof key, "d/%s", uid) < (int)sizeof key) ctrl_enqueue(g->c, key);
     enqueue_owners(g, obj);
-}
-
-static void set_api_version(gc_res_t *e)
-{
-    char av[sizeof e->api_version];
-    if (*e->r.group)
-        snprintf(av, sizeof av, "%s/%s", e->r.group, e->r.version);
-    else
-        snprintf(av, sizeof av, "%s", e->r.version);
-    memcpy(e->api_version, av, sizeof av);
 }
 
 static void gc_free(void *self)
@@ -324,118 +307,189 @@ static void gc_free(void *self)
     for (size_t i = 0; i < n; i++)
         if (g->res[i].own) kc_informer_free(g->res[i].inf);
     pthread_mutex_destroy(&g->mu);
+    free(g->res);
     free(g);
+}
+
+/* Does the collector watch resources like e (Kubernetes'
+ * GetDeletableResources less its ignored resources)? */
+static int deletable(const kc_api_resource_t *e)
+{
+    const unsigned need = KC_VERB_LIST | KC_VERB_WATCH | KC_VERB_DELETE;
+    if (!e->preferred || (e->verbs & need) != need) return 0;
+    return strcmp(e->resource, "events") ||
+           (*e->group && strcmp(e->group, "events.k8s.io")); /* ignored, as Kubernetes */
+}
+
+/* Is resource e served by a CustomResourceDefinition (in the CRD cache)? */
+static int is_custom(gc_t *g, const kc_api_resource_t *e)
+{
+    if (!*e->group) return 0;
+    char name[600];
+    snprintf(name, sizeof name, "%s.%s", e->resource, e->group);
+    json_t *crd = kc_informer_get(g->crds, name);
+    json_decref(crd);
+    return crd != NULL;
+}
+
+/* Start a monitor for e. During init, a resource the SDK has a constant
+ * for takes the shared informer (the manager waits for its cache); any
+ * other gets an informer of its own, started now. Caller holds g->mu
+ * (or is init). */
+static int add_monitor(gc_t *g, const kc_api_resource_t *a, int in_init)
+{
+    size_t n = nres(g);
+    if (n == MAX_RES) return KP_ETOOLARGE;
+    gc_res_t *e = &g->res[n];
+    memset(e, 0, sizeof *e);
+    e->a = *a;
+    e->a.r = (kc_resource_t){e->a.group, e->a.version, e->a.resource, e->a.kind,
+                             a->r.namespaced};
+    e->custom = is_custom(g, a);
+    kc_handlers_t h = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .arg = g};
+    const kc_resource_t *shared = in_init ? kc_resource_builtin(a->group, a->version, a->resource)
+                                          : NULL;
+    int rc;
+    if (shared) {
+        e->inf = ctrl_informer(g->c, shared);
+        if (!e->inf) return KP_ENOMEM;
+        rc = kc_informer_add_index(e->inf, OWNERS_INDEX, gc_index_owners);
+        if (rc == KP_EEXIST) rc = 0;
+        /* Counted before handlers are added: init's unwinding removes them
+         * from every counted informer. */
+        atomic_store(&g->nres, n + 1);
+        if (!rc) rc = kc_informer_add_handlers(e->inf, &h);
+        return rc;
+    }
+    e->own = 1;
+    rc = kc_informer_new(ctrl_client(g->c), &e->a.r, NULL, NULL, NULL, 0, &e->inf);
+    if (!rc) kc_informer_set_transform(e->inf, kc_transform_strip_managed_fields);
+    if (!rc) rc = kc_informer_add_index(e->inf, OWNERS_INDEX, gc_index_owners);
+    if (!rc) rc = kc_informer_add_handlers(e->inf, &h);
+    if (rc) {
+        kc_informer_free(e->inf);
+        e->inf = NULL;
+        return rc;
+    }
+    /* Counted before it starts: its first events must find it (res_of). */
+    atomic_store(&g->nres, n + 1);
+    if ((rc = kc_informer_start(e->inf))) {
+        atomic_store(&e->dead, 1); /* freed with the collector */
+        return rc;
+    }
+    log_info("garbagecollector", "monitoring %s/%s", e->a.api_version, e->a.resource);
+    return 0;
+}
+
+/* Is a live monitor of (group, version, resource) there? */
+static int monitored(gc_t *g, const kc_api_resource_t *a)
+{
+    size_t n = nres(g);
+    for (size_t i = 0; i < n; i++) {
+        const gc_res_t *e = &g->res[i];
+        if (!atomic_load(&e->dead) && !strcmp(e->a.group, a->group) &&
+            !strcmp(e->a.version, a->version) && !strcmp(e->a.resource, a->resource) &&
+            !strcmp(e->a.kind, a->kind) && e->a.r.namespaced == a->r.namespaced)
+            return 1;
+    }
+    return 0;
+}
+
+/* Bring the monitors in line with discovery map m: start one for each
+ * deletable resource without one; stop those of resources m does not
+ * list (their slots stay, dead). */
+static int sync_monitors(gc_t *g, const kc_restmap_t *m, int in_init)
+{
+    int rc = 0;
+    size_t added = 0;
+    for (size_t i = 0; i < kc_restmap_count(m); i++) {
+        const kc_api_resource_t *a = kc_restmap_at(m, i);
+        if (!deletable(a) || monitored(g, a)) continue;
+        int arc = add_monitor(g, a, in_init);
+        if (arc) {
+            log_warn("garbagecollector", "monitoring %s/%s: %s", a->api_version, a->resource,
+                     err_str(arc));
+            if (!rc) rc = arc;
+            if (in_init && arc != KP_ETOOLARGE) return rc;
+        } else {
+            added++;
+        }
+    }
+    size_t n = nres(g);
+    for (size_t i = 0; i < n && !in_init; i++) {
+        gc_res_t *e = &g->res[i];
+        if (!e->own || atomic_load(&e->dead)) continue;
+        const kc_api_resource_t *a =
+            kc_restmap_for_resource(m, e->a.group, e->a.version, e->a.resource);
+        if (a && deletable(a) && !strcmp(a->kind, e->a.kind)) continue;
+        atomic_store(&e->dead, 1); /* its informer stops; freed with the collector */
+        kc_informer_stop(e->inf);
+        log_info("garbagecollector", "no longer monitoring %s/%s", e->a.api_version,
+                 e->a.resource);
+    }
+    if (added && !in_init) log_info("garbagecollector", "%zu new monitors", added);
+    return rc;
+}
+
+static int resync(gc_t *g)
+{
+    kc_restmap_t *m;
+    int rc = kc_discovery_map(ctrl_discovery(g->c), 0, &m);
+    if (rc) return rc;
+    pthread_mutex_lock(&g->mu);
+    rc = sync_monitors(g, m, 0);
+    pthread_mutex_unlock(&g->mu);
+    kc_restmap_unref(m);
+    return rc;
 }
 
 static int gc_init(ctrl_t *c, void **self)
 {
     gc_t *g = calloc(1, sizeof *g);
-    if (!g) return KP_ENOMEM;
+    if (!g || !(g->res = calloc(MAX_RES, sizeof *g->res))) {
+        free(g);
+        return KP_ENOMEM;
+    }
     g->c = c;
     pthread_mutex_init(&g->mu, NULL);
-    kc_handlers_t h = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .arg = g};
-    int rc = 0;
-    for (size_t i = 0; i < NBUILTIN && !rc; i++) {
-        gc_res_t *e = &g->res[i];
-        e->r = *builtin[i];
-        set_api_version(e);
-        e->inf = ctrl_informer(c, builtin[i]);
-        if (!e->inf) {
-            rc = KP_ENOMEM;
-            break;
-        }
-        rc = kc_informer_add_index(e->inf, OWNERS_INDEX, gc_index_owners);
-        if (rc == KP_EEXIST) rc = 0;
-        atomic_store(&g->nres, i + 1);
-        if (!rc) rc = kc_informer_add_handlers(e->inf, &h);
+    g->crds = ctrl_informer(c, &kc_crds);
+    if (!g->crds) {
+        gc_free(g);
+        return KP_ENOMEM;
+    }
+    kc_restmap_t *m = NULL;
+    int rc = kc_discovery_map(ctrl_discovery(c), -1, &m);
+    if (rc) { /* the monitors come with the first resync that reads it */
+        log_warn("garbagecollector", "discovery: %s; resyncing later", err_str(rc));
+        rc = 0;
+    } else {
+        rc = sync_monitors(g, m, 1);
+        if (rc == KP_ETOOLARGE) rc = 0; /* logged; the others work */
+    }
+    kc_restmap_unref(m);
+    if (!rc) {
+        /* CRD events only ask for a resync (no handler of the collector's
+         * own unless the CRDs are monitored already). */
+        kc_handlers_t h = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete,
+                           .arg = g};
+        int watched = 0;
+        for (size_t k = 0; k < nres(g); k++)
+            if (g->res[k].inf == g->crds) watched = 1;
+        if (!watched) rc = kc_informer_add_handlers(g->crds, &h);
     }
     if (rc) {
         for (size_t k = 0; k < nres(g); k++)
-            if (g->res[k].inf) kc_informer_remove_handlers(g->res[k].inf, g);
+            if (g->res[k].inf && !g->res[k].own)
+                kc_informer_remove_handlers(g->res[k].inf, g);
+        kc_informer_remove_handlers(g->crds, g);
         gc_free(g);
         return rc;
     }
+    ctrl_enqueue_after(c, RESYNC_TICK, ctrl_config(c)->discovery_period_ms > 0
+                                           ? ctrl_config(c)->discovery_period_ms
+                                           : 30000);
     *self = g;
     return 0;
-}
-
-/* ---- custom resources ---- */
-
-/* Bring custom resource `name`'s place in the graph in line with its CRD:
- * an informer while it is established, none once it is gone. */
-static int sync_crd(gc_t *g, const char *name)
-{
-    json_t *crd = kc_informer_get(g->res[CRD_INDEX].inf, name);
-    const json_t *spec = json_object_get(crd, "spec");
-    const char *group = json_string_value(json_object_get(spec, "group"));
-    const char *plural =
-        json_string_value(json_object_get(json_object_get(spec, "names"), "plural"));
-    const char *kind = json_string_value(json_object_get(json_object_get(spec, "names"), "kind"));
-    const char *scope = json_string_value(json_object_get(spec, "scope"));
-    const char *version = NULL;
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(spec, "versions"), i, v) {
-        if (json_is_true(json_object_get(v, "storage")))
-            version = json_string_value(json_object_get(v, "name"));
-    }
-    int established = 0;
-    json_array_foreach(json_object_get(json_object_get(crd, "status"), "conditions"), i, v) {
-        const char *t = json_string_value(json_object_get(v, "type"));
-        const char *st = json_string_value(json_object_get(v, "status"));
-        if (t && st && !strcmp(t, "Established") && !strcmp(st, "True")) established = 1;
-    }
-    int want = crd && established && group && plural && kind && version && scope &&
-               !json_object_get(json_object_get(crd, "metadata"), "deletionTimestamp");
-    pthread_mutex_lock(&g->mu);
-    int rc = 0;
-    size_t n = nres(g), have = n;
-    for (size_t k = NBUILTIN; k < n; k++) {
-        gc_res_t *e = &g->res[k];
-        if (!e->own || atomic_load(&e->dead)) continue;
-        char full[300];
-        snprintf(full, sizeof full, "%s.%s", e->r.resource, e->r.group);
-        if (strcmp(full, name)) continue;
-        if (want && !strcmp(e->r.version, version) && !strcmp(e->r.kind, kind))
-            have = k;
-        else {
-            atomic_store(&e->dead, 1); /* its informer stops; freed with the collector */
-            kc_informer_stop(e->inf);
-        }
-    }
-    if (want && have == n) {
-        if (n == MAX_RES) {
-            rc = KP_ETOOLARGE;
-            goto out;
-        }
-        gc_res_t *e = &g->res[n];
-        memset(e, 0, sizeof *e);
-        snprintf(e->strs[0], sizeof e->strs[0], "%s", group);
-        snprintf(e->strs[1], sizeof e->strs[1], "%s", version);
-        snprintf(e->strs[2], sizeof e->strs[2], "%s", plural);
-        snprintf(e->strs[3], sizeof e->strs[3], "%s", kind);
-        e->r = (kc_resource_t){e->strs[0], e->strs[1], e->strs[2], e->strs[3],
-                               !strcmp(scope, "Namespaced")};
-        set_api_version(e);
-        e->own = 1;
-        kc_handlers_t h = {
-            .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .arg = g};
-        rc = kc_informer_new(ctrl_client(g->c), &e->r, NULL, NULL, NULL, 0, &e->inf);
-        if (!rc) rc = kc_informer_add_index(e->inf, OWNERS_INDEX, gc_index_owners);
-        if (!rc) rc = kc_informer_add_handlers(e->inf, &h);
-        if (!rc) rc = kc_informer_start(e->inf);
-        if (rc) {
-            kc_informer_free(e->inf);
-            e->inf = NULL;
-            goto out;
-        }
-        atomic_store(&g->nres, n + 1);
-        log_info("garbagecollector", "watching %s.%s/%s", plural, group, version);
-    }
-out:
-    pthread_mutex_unlock(&g->mu);
-    json_decref(crd);
-    return rc;
 }
 
 /* ---- sync ---- */
@@ -480,7 +534,7 @@ static int patch_obj(gc_t *g, const json_t *obj, kc_patch_type_t type, const jso
 {
     int r = res_of_obj(g, obj);
     if (r < 0) return KP_EINVAL;
-    return kc_patch(ctrl_client(g->c), &g->res[r].r, ctrl_meta_str(obj, "namespace"),
+    return kc_patch(ctrl_client(g->c), &g->res[r].a.r, ctrl_meta_str(obj, "namespace"),
                     ctrl_meta_str(obj, "name"), NULL, type, patch, NULL, NULL, NULL);
 }
 
@@ -493,7 +547,7 @@ static int drop_refs(gc_t *g, const json_t *dep, const char *const *uids, size_t
      * refs that stay, conditional on the resourceVersion, instead. */
     int r = res_of_obj(g, dep);
     int rc;
-    if (r >= 0 && g->res[r].own) {
+    if (r >= 0 && g->res[r].custom) {
         json_decref(p);
         json_t *keep = json_array();
         size_t i;
@@ -539,11 +593,11 @@ static int delete_obj(gc_t *g, int r, const json_t *obj, const char *policy)
         json_pack("{s:s, s:s, s:s, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
                   "propagationPolicy", policy, "preconditions", "uid", ctrl_meta_str(obj, "uid"));
     if (!opts) return KP_ENOMEM;
-    int rc = kc_delete(ctrl_client(g->c), &g->res[r].r, ctrl_meta_str(obj, "namespace"),
+    int rc = kc_delete(ctrl_client(g->c), &g->res[r].a.r, ctrl_meta_str(obj, "namespace"),
                        ctrl_meta_str(obj, "name"), opts, NULL);
     json_decref(opts);
     if (!rc)
-        log_info("garbagecollector", "deleted %s %s/%s (%s)", g->res[r].r.kind,
+        log_info("garbagecollector", "deleted %s %s/%s (%s)", g->res[r].a.r.kind,
                  ctrl_meta_str(obj, "namespace"), ctrl_meta_str(obj, "name"), policy);
     return settled(rc);
 }
@@ -589,6 +643,18 @@ static int owner_state(gc_t *g, const json_t *dep, const json_t *ref, int quiet,
     const char *name = json_string_value(json_object_get(ref, "name"));
     const char *uid = json_string_value(json_object_get(ref, "uid"));
     int r = res_of(g, av, kind);
+    if (r < 0 && name && uid) {
+        /* A kind no monitor has: perhaps new since the last resync. Ask
+         * discovery (it reads again at most once a second); if it is served
+         * the monitors resync and this dependent is retried after. */
+        kc_restmap_t *m;
+        const kc_api_resource_t *a;
+        if (!kc_discovery_lookup(ctrl_discovery(g->c), av, kind, &m, &a)) {
+            kc_restmap_unref(m);
+            ctrl_enqueue(g->c, RESYNC_NOW);
+            return KP_EBUSY; /* retried with backoff after the resync */
+        }
+    }
     if (r < 0 || !name || !uid) {
         log_warn("garbagecollector", "%s/%s: ownerReference to %s %s: kind not served",
                  ctrl_meta_str(dep, "namespace"), ctrl_meta_str(dep, "name"), av ? av : "?",
@@ -596,7 +662,7 @@ static int owner_state(gc_t *g, const json_t *dep, const json_t *ref, int quiet,
         return KP_EINVAL; /* retried with backoff, as Kubernetes retries a mapping error */
     }
     const char *dns = ctrl_meta_str(dep, "namespace");
-    if (g->res[r].r.namespaced && !*dns) {
+    if (g->res[r].a.r.namespaced && !*dns) {
         /* A cluster-scoped dependent cannot have a namespaced owner. */
         if (!quiet)
             kc_event(ctrl_recorder(g->c), dep, "Warning", "OwnerRefInvalidNamespace",
@@ -607,7 +673,7 @@ static int owner_state(gc_t *g, const json_t *dep, const json_t *ref, int quiet,
         return 0;
     }
     char key[600];
-    if (g->res[r].r.namespaced)
+    if (g->res[r].a.r.namespaced)
         snprintf(key, sizeof key, "%s/%s", dns, name);
     else
         snprintf(key, sizeof key, "%s", name);
@@ -615,7 +681,7 @@ static int owner_state(gc_t *g, const json_t *dep, const json_t *ref, int quiet,
     if (!owner || strcmp(ctrl_meta_str(owner, "uid"), uid)) {
         json_decref(owner);
         owner = NULL;
-        int rc = kc_get(ctrl_client(g->c), &g->res[r].r, g->res[r].r.namespaced ? dns : NULL, name,
+        int rc = kc_get(ctrl_client(g->c), &g->res[r].a.r, g->res[r].a.r.namespaced ? dns : NULL, name,
                         &owner);
         if (rc == KP_ENOTFOUND) {
             *st = GC_OWNER_DANGLING;
@@ -689,7 +755,7 @@ static int collect(gc_t *g, int r, const json_t *cached)
     int rc = collect_now(g, r, cached, 1);
     if (rc <= 0) return rc;
     json_t *live = NULL;
-    rc = kc_get(ctrl_client(g->c), &g->res[r].r, ctrl_meta_str(cached, "namespace"),
+    rc = kc_get(ctrl_client(g->c), &g->res[r].a.r, ctrl_meta_str(cached, "namespace"),
                 ctrl_meta_str(cached, "name"), &live);
     if (rc) return settled(rc);
     if (!strcmp(ctrl_meta_str(live, "uid"), ctrl_meta_str(cached, "uid")) && !deleting(live) &&
@@ -703,7 +769,14 @@ static int gc_sync(ctrl_t *c, void *self, const char *key)
 {
     (void)c;
     gc_t *g = self;
-    if (!strncmp(key, "c/", 2)) return sync_crd(g, key + 2);
+    if (!strcmp(key, RESYNC_TICK) || !strcmp(key, RESYNC_NOW)) {
+        int rc = resync(g);
+        if (!strcmp(key, RESYNC_TICK)) /* the next tick, whatever this one did */
+            ctrl_enqueue_after(g->c, RESYNC_TICK, ctrl_config(g->c)->discovery_period_ms > 0
+                                                      ? ctrl_config(g->c)->discovery_period_ms
+                                                      : 30000);
+        return rc;
+    }
     if (!strncmp(key, "d/", 2)) { /* an owner went: look at its dependents */
         json_t **deps;
         size_t n;

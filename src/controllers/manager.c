@@ -37,7 +37,8 @@
 #define MAX_WORKERS     64
 #define SYNC_WAIT_MS    30000
 
-static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_deployment,
+static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_replicationcontroller,
+                                                    &ctrl_deployment,
                                                     &ctrl_garbagecollector, &ctrl_namespace,
                                                     &ctrl_job, &ctrl_ttlafterfinished,
                                                     &ctrl_statefulset,
@@ -66,6 +67,7 @@ struct ctrl_manager {
     kc_client_t *client;
     ctrl_manager_config_t cfg; /* cfg.factory: the one in use (given, or own) */
     kc_factory_t *own;         /* made here when none was given */
+    kc_discovery_t *discovery; /* shared by the controllers that follow discovery */
     struct {
         const kc_resource_t *res;
         kc_informer_t *inf;
@@ -86,9 +88,16 @@ int ctrl_manager_new(kc_client_t *c, const ctrl_manager_config_t *cfg, ctrl_mana
     if (m->cfg.workers <= 0) m->cfg.workers = 5;
     if (m->cfg.workers > MAX_WORKERS) m->cfg.workers = MAX_WORKERS;
     if (!m->cfg.resync_ms) m->cfg.resync_ms = 30000;
+    kc_discovery_config_t dc = {.period_ms = m->cfg.discovery_period_ms};
+    int rc = kc_discovery_new(c, &dc, &m->discovery);
+    if (rc) {
+        free(m);
+        return rc;
+    }
     if (!m->cfg.factory) {
-        int rc = kc_factory_new(c, m->cfg.resync_ms, &m->own);
+        rc = kc_factory_new(c, m->cfg.resync_ms, &m->own);
         if (rc) {
+            kc_discovery_free(m->discovery);
             free(m);
             return rc;
         }
@@ -136,6 +145,10 @@ kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r)
 kc_client_t *ctrl_client(ctrl_t *c)
 {
     return c->m->client;
+}
+kc_discovery_t *ctrl_discovery(ctrl_t *c)
+{
+    return c->m->discovery;
 }
 const ctrl_manager_config_t *ctrl_config(ctrl_t *c)
 {
@@ -284,6 +297,7 @@ void ctrl_manager_free(ctrl_manager_t *m)
         pthread_mutex_destroy(&c->mu);
     }
     kc_factory_free(m->own);
+    kc_discovery_free(m->discovery);
     free(m);
 }
 

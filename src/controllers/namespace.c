@@ -20,8 +20,12 @@
  *     estimate/2+1 s (estimate: the longest pod grace period, or 15 s when
  *     only finalizers hold objects) -> none left: finalize.
  *
- * Resources: the built-in namespaced kinds and the namespaced custom
- * resources of every CustomResourceDefinition (its storage version).
+ * Resources: asked of discovery at each sync, as Kubernetes'
+ * namespaced_resources_deleter does (concurrent syncs share one read):
+ * every namespaced resource, in its group's
+ * preferred version, that can be listed and deleted -- built-in kinds and
+ * custom resources alike. A group-version discovery could not read counts
+ * as NamespaceDeletionDiscoveryFailure, and the namespace waits.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,21 +41,10 @@
 #define MAX_FINALIZERS       32 /* distinct finalizers counted */
 #define MSG_MAX              2048
 
-static const kc_resource_t ns_serviceaccounts = {"", "v1", "serviceaccounts", "ServiceAccount", 1};
-static const kc_resource_t ns_crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                                      "CustomResourceDefinition", 0};
-
-static const kc_resource_t *const builtin[] = {
-    &kc_pods,         &kc_services,        &kc_endpoints,           &kc_configmaps,
-    &kc_secrets,      &ns_serviceaccounts, &kc_deployments,         &kc_replicasets,
-    &kc_statefulsets, &kc_daemonsets,      &kc_controllerrevisions, &kc_jobs,
-    &kc_leases,       &kc_events,
-};
-#define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
 typedef struct ns_ctl {
     ctrl_t *c;
-    kc_informer_t *ns, *crds;
+    kc_informer_t *ns;
 } ns_ctl_t;
 
 /* What one pass over the content found. */
@@ -66,6 +59,7 @@ typedef struct tally {
     size_t nfin;
     char errors[MSG_MAX];
     int nerrors;
+    size_t discovery_failed; /* group-versions discovery could not read */
     long long estimate; /* seconds */
 } tally_t;
 
@@ -88,8 +82,7 @@ static int ns_init(ctrl_t *c, void **self)
     if (!s) return KP_ENOMEM;
     s->c = c;
     s->ns = ctrl_informer(c, &kc_namespaces);
-    s->crds = ctrl_informer(c, &ns_crds);
-    if (!s->ns || !s->crds) {
+    if (!s->ns) {
         free(s);
         return KP_ENOMEM;
     }
@@ -286,12 +279,20 @@ static int update_conditions(ns_ctl_t *s, json_t *ns, tally_t *t)
     json_t *conds = json_object_get(st, "conditions");
     if (!json_is_array(conds)) json_object_set_new(st, "conditions", conds = json_array());
     int changed = 0;
-    changed |= set_condition(conds, "NamespaceDeletionDiscoveryFailure", "False",
-                             "ResourcesDiscovered", "All resources successfully discovered", now);
+    char msg[MSG_MAX + 128];
+    if (t->discovery_failed) {
+        snprintf(msg, sizeof msg, "Discovery failed for some groups, %zu failing",
+                 t->discovery_failed);
+        changed |= set_condition(conds, "NamespaceDeletionDiscoveryFailure", "True",
+                                 "DiscoveryFailed", msg, now);
+    } else {
+        changed |=
+            set_condition(conds, "NamespaceDeletionDiscoveryFailure", "False",
+                          "ResourcesDiscovered", "All resources successfully discovered", now);
+    }
     changed |=
         set_condition(conds, "NamespaceDeletionGroupVersionParsingFailure", "False",
                       "ParsedGroupVersions", "All legacy kube types successfully parsed", now);
-    char msg[MSG_MAX + 128];
     if (t->nerrors) {
         snprintf(msg, sizeof msg, "Failed to delete all resource types, %d remaining: %s",
                  t->nerrors, t->errors);
@@ -336,29 +337,26 @@ static int update_conditions(ns_ctl_t *s, json_t *ns, tally_t *t)
     return rc == KP_ENOTFOUND ? 0 : rc;
 }
 
-/* The namespaced custom resources of the cached CRDs into t. */
-static void empty_custom(ns_ctl_t *s, const char *ns, int64_t deleted_at, tally_t *t)
+/* Does the namespace deleter empty resources like e? */
+static int deletable(const kc_api_resource_t *e)
 {
-    json_t **crds;
-    size_t n;
-    if (kc_informer_list(s->crds, NULL, NULL, &crds, &n)) return;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *spec = json_object_get(crds[i], "spec");
-        const char *scope = json_string_value(json_object_get(spec, "scope"));
-        if (!scope || strcmp(scope, "Namespaced")) continue;
-        const json_t *names = json_object_get(spec, "names");
-        kc_resource_t r = {json_string_value(json_object_get(spec, "group")), NULL,
-                           json_string_value(json_object_get(names, "plural")),
-                           json_string_value(json_object_get(names, "kind")), 1};
-        size_t k;
-        json_t *v;
-        json_array_foreach(json_object_get(spec, "versions"), k, v) {
-            if (json_is_true(json_object_get(v, "storage")))
-                r.version = json_string_value(json_object_get(v, "name"));
-        }
-        if (r.group && r.version && r.resource && r.kind) empty_resource(s, &r, ns, deleted_at, t);
+    const unsigned need = KC_VERB_LIST | KC_VERB_DELETE;
+    return e->preferred && e->r.namespaced && (e->verbs & need) == need;
+}
+
+/* Empty every namespaced resource discovery lists (see the top). */
+static int empty_all(ns_ctl_t *s, const char *ns, int64_t deleted_at, tally_t *t)
+{
+    kc_restmap_t *m;
+    int rc = kc_discovery_map(ctrl_discovery(s->c), 0, &m);
+    if (rc) return rc;
+    t->discovery_failed = kc_restmap_failed(m);
+    for (size_t i = 0; i < kc_restmap_count(m); i++) {
+        const kc_api_resource_t *e = kc_restmap_at(m, i);
+        if (deletable(e)) empty_resource(s, &e->r, ns, deleted_at, t);
     }
-    kc_objs_free(crds, n);
+    kc_restmap_unref(m);
+    return 0;
 }
 
 static int ns_sync(ctrl_t *c, void *self, const char *key)
@@ -380,12 +378,10 @@ static int ns_sync(ctrl_t *c, void *self, const char *key)
     }
     int64_t deleted_at = ctrl_time(
         json_string_value(json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp")));
-    for (size_t i = 0; i < NBUILTIN; i++)
-        empty_resource(s, builtin[i], key, deleted_at, t);
-    empty_custom(s, key, deleted_at, t);
-    rc = update_conditions(s, ns, t);
+    rc = empty_all(s, key, deleted_at, t);
+    if (!rc) rc = update_conditions(s, ns, t);
     long long estimate = t->estimate;
-    int failed = t->nerrors;
+    int failed = t->nerrors || t->discovery_failed;
     size_t left = t->nparts;
     for (size_t i = 0; i < t->nparts; i++)
         free(t->parts[i]);

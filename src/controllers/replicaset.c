@@ -24,6 +24,14 @@
  * Creates and deletes go out in slow-start batches (1, 2, 4, ...), at most
  * BURST per sync, each batch in parallel; the first failed batch stops the
  * sync (the error requeues it with backoff).
+ *
+ * REPLICATIONCONTROLLERS. The same controller serves core/v1
+ * ReplicationControllers through an adapter (rs_kind_t), as Kubernetes'
+ * pkg/controller/replication wraps its ReplicaSet controller: an RC's
+ * spec.selector is a plain label map, read as matchLabels (and, when empty,
+ * the template's labels, as Kubernetes' defaulting sets it); its pods carry
+ * a controller reference of kind ReplicationController; status, conditions,
+ * adoption, release and expectations are the ReplicaSet's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +41,7 @@
 #include "controllers/controller.h"
 #include "controllers/ctrl_util.h"
 #include "controllers/expectations.h"
+#include "controllers/replicaset_int.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -40,8 +49,19 @@
 #define PARALLEL            64                   /* API calls in flight per batch */
 #define ORPHANS             "replicaset-orphans" /* pods index: namespace of pods without a controller */
 
+/* What differs between the kinds this controller serves. */
+typedef struct rs_kind {
+    const kc_resource_t *res;
+    const char *api_version, *kind;
+    int map_selector; /* spec.selector is a label map (ReplicationController) */
+} rs_kind_t;
+
+static const rs_kind_t kind_rs = {&kc_replicasets, "apps/v1", "ReplicaSet", 0};
+static const rs_kind_t kind_rc = {&kc_replicationcontrollers, "v1", "ReplicationController", 1};
+
 typedef struct rs_ctl {
     ctrl_t *c;
+    const rs_kind_t *k;
     kc_informer_t *rs, *pods;
     ctrl_exp_t *exp; /* by RS key */
 } rs_ctl_t;
@@ -53,11 +73,34 @@ static void owner_key(const json_t *pod, const char *owner, char *key, size_t n)
     snprintf(key, n, "%s/%s", ctrl_meta_str(pod, "namespace"), owner);
 }
 
+/* The selector of rs as a metav1.LabelSelector (a new reference; NULL: none,
+ * which selects nothing). A ReplicationController's label map becomes
+ * matchLabels, its template's labels when empty. */
+json_t *rs__selector(const json_t *rs, int map_selector)
+{
+    const json_t *spec = json_object_get(rs, "spec");
+    const json_t *sel = json_object_get(spec, "selector");
+    if (!map_selector) return sel ? json_incref((json_t *)sel) : NULL;
+    if (!json_is_object(sel) || !json_object_size(sel))
+        sel = json_object_get(json_object_get(json_object_get(spec, "template"), "metadata"),
+                              "labels");
+    if (!json_is_object(sel) || !json_object_size(sel)) return NULL;
+    return json_pack("{s:O}", "matchLabels", sel);
+}
+
+static int selects(const rs_ctl_t *s, const json_t *rs, const json_t *pod)
+{
+    json_t *sel = rs__selector(rs, s->k->map_selector);
+    int yes = sel && ctrl_selector_matches(sel, ctrl_labels(pod));
+    json_decref(sel);
+    return yes;
+}
+
 /* The key of the ReplicaSet controlling pod, or 0. */
-static int rs_of(const json_t *pod, char *key, size_t n)
+static int rs_of(const rs_ctl_t *s, const json_t *pod, char *key, size_t n)
 {
     const char *kind, *name;
-    if (!ctrl_owner(pod, NULL, &kind, &name) || !kind || !name || strcmp(kind, "ReplicaSet"))
+    if (!ctrl_owner(pod, NULL, &kind, &name) || !kind || !name || strcmp(kind, s->k->kind))
         return 0;
     owner_key(pod, name, key, n);
     return 1;
@@ -71,9 +114,7 @@ static void enqueue_matching(rs_ctl_t *s, const json_t *pod)
     size_t n;
     if (kc_informer_list(s->rs, "namespace", ctrl_meta_str(pod, "namespace"), &sets, &n)) return;
     for (size_t i = 0; i < n; i++)
-        if (ctrl_selector_matches(json_object_get(json_object_get(sets[i], "spec"), "selector"),
-                                  ctrl_labels(pod)))
-            ctrl_enqueue_obj(s->c, sets[i]);
+        if (selects(s, sets[i], pod)) ctrl_enqueue_obj(s->c, sets[i]);
     kc_objs_free(sets, n);
 }
 
@@ -81,7 +122,7 @@ static void pod_added(void *arg, const json_t *pod)
 {
     rs_ctl_t *s = arg;
     char key[600];
-    if (rs_of(pod, key, sizeof key)) {
+    if (rs_of(s, pod, key, sizeof key)) {
         if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
             ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
         else
@@ -120,7 +161,7 @@ static void pod_updated(void *arg, const json_t *old, const json_t *pod)
     if (old == pod) return; /* a resync: the ReplicaSets resync themselves */
     if (!rs_relevant(old, pod)) return;
     char key[600], oldkey[600];
-    int has = rs_of(pod, key, sizeof key), had = rs_of(old, oldkey, sizeof oldkey);
+    int has = rs_of(s, pod, key, sizeof key), had = rs_of(s, old, oldkey, sizeof oldkey);
     const json_t *meta = json_object_get(pod, "metadata");
     if (has && json_object_get(meta, "deletionTimestamp") &&
         !json_object_get(json_object_get(old, "metadata"), "deletionTimestamp"))
@@ -134,7 +175,7 @@ static void pod_deleted(void *arg, const json_t *pod)
 {
     rs_ctl_t *s = arg;
     char key[600];
-    if (!rs_of(pod, key, sizeof key)) return;
+    if (!rs_of(s, pod, key, sizeof key)) return;
     ctrl_exp_del_seen(s->exp, key, ctrl_meta_str(pod, "uid"));
     ctrl_enqueue(s->c, key);
 }
@@ -157,7 +198,7 @@ static size_t orphan_index(const json_t *obj, char vals[][KC_INDEX_VALUE_MAX], s
     return 1;
 }
 
-static int rs_init(ctrl_t *c, void **self)
+static int init_kind(ctrl_t *c, const rs_kind_t *k, void **self)
 {
     rs_ctl_t *s = calloc(1, sizeof *s);
     if (!s || !(s->exp = ctrl_exp_new())) {
@@ -165,7 +206,8 @@ static int rs_init(ctrl_t *c, void **self)
         return KP_ENOMEM;
     }
     s->c = c;
-    s->rs = ctrl_informer(c, &kc_replicasets);
+    s->k = k;
+    s->rs = ctrl_informer(c, k->res);
     s->pods = ctrl_informer(c, &kc_pods);
     if (!s->rs || !s->pods) {
         ctrl_exp_free(s->exp);
@@ -189,6 +231,16 @@ static int rs_init(ctrl_t *c, void **self)
     }
     *self = s;
     return 0;
+}
+
+static int rs_init(ctrl_t *c, void **self)
+{
+    return init_kind(c, &kind_rs, self);
+}
+
+static int rc_init(ctrl_t *c, void **self)
+{
+    return init_kind(c, &kind_rc, self);
 }
 
 static void rs_free(void *self)
@@ -249,7 +301,7 @@ static int delete_one(void *arg, size_t i)
 }
 
 /* The pod a ReplicaSet's template makes (a new reference). */
-static json_t *pod_from_template(const json_t *rs)
+static json_t *pod_from_template(const rs_kind_t *k, const json_t *rs)
 {
     const json_t *tmpl = json_object_get(json_object_get(rs, "spec"), "template");
     const json_t *tmeta = json_object_get(tmpl, "metadata");
@@ -261,7 +313,7 @@ static json_t *pod_from_template(const json_t *rs)
         if (v) json_object_set_new(meta, *k, json_deep_copy(v));
     }
     json_object_set_new(meta, "ownerReferences",
-                        json_pack("[o]", ctrl_controller_ref(rs, "apps/v1", "ReplicaSet")));
+                        json_pack("[o]", ctrl_controller_ref(rs, k->api_version, k->kind)));
     json_t *spec = json_deep_copy(json_object_get(tmpl, "spec"));
     return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", meta,
                      "spec", spec ? spec : json_object());
@@ -340,13 +392,17 @@ static int claim_pods(rs_ctl_t *s, const json_t *rs, json_t ***out, size_t *nout
 {
     kc_client_t *cl = ctrl_client(s->c);
     const char *ns = ctrl_meta_str(rs, "namespace"), *uid = ctrl_meta_str(rs, "uid");
-    const json_t *sel = json_object_get(json_object_get(rs, "spec"), "selector");
+    json_t *sel = rs__selector(rs, s->k->map_selector);
     json_t **owned, **orphans;
     size_t no, nr;
     int rc = kc_informer_list(s->pods, "controller", uid, &owned, &no);
-    if (rc) return rc;
+    if (rc) {
+        json_decref(sel);
+        return rc;
+    }
     if ((rc = kc_informer_list(s->pods, ORPHANS, ns, &orphans, &nr))) {
         kc_objs_free(owned, no);
+        json_decref(sel);
         return rc;
     }
     json_t **keep = calloc(no + nr + 1, sizeof *keep);
@@ -365,7 +421,7 @@ static int claim_pods(rs_ctl_t *s, const json_t *rs, json_t ***out, size_t *nout
         const json_t *pod = orphans[i];
         if (!ctrl_pod_active(pod) || !ctrl_selector_matches(sel, ctrl_labels(pod))) continue;
         json_t *adopted;
-        int prc = ctrl_adopt(cl, &kc_pods, pod, rs, "apps/v1", "ReplicaSet", &adopted);
+        int prc = ctrl_adopt(cl, &kc_pods, pod, rs, s->k->api_version, s->k->kind, &adopted);
         if (!prc)
             keep[nk++] = adopted;
         else if (prc != KP_ENOTFOUND && prc != KP_ECONFLICT)
@@ -373,6 +429,7 @@ static int claim_pods(rs_ctl_t *s, const json_t *rs, json_t ***out, size_t *nout
     }
     kc_objs_free(owned, no);
     kc_objs_free(orphans, nr);
+    json_decref(sel);
     if (rc) {
         kc_objs_free(keep, nk);
         return rc;
@@ -393,7 +450,7 @@ static int manage(rs_ctl_t *s, const json_t *rs, const char *key, json_t **activ
     if (diff < 0) {
         size_t todo = (size_t)(-diff) > BURST ? BURST : (size_t)(-diff);
         ctrl_exp_set(s->exp, key, (int)todo, NULL);
-        b.pod = pod_from_template(rs);
+        b.pod = pod_from_template(s->k, rs);
         if (!b.pod) return KP_ENOMEM;
         size_t batch = 1, done = 0;
         int rc = 0;
@@ -486,7 +543,7 @@ static int update_status(rs_ctl_t *s, const json_t *rs, json_t **active, size_t 
     int rc = 0;
     if (!same) {
         json_t *patch = json_pack("{s:O}", "status", st);
-        rc = kc_patch(ctrl_client(s->c), &kc_replicasets, ctrl_meta_str(rs, "namespace"),
+        rc = kc_patch(ctrl_client(s->c), s->k->res, ctrl_meta_str(rs, "namespace"),
                       ctrl_meta_str(rs, "name"), "status", KC_PATCH_MERGE, patch, NULL, NULL, NULL);
         json_decref(patch);
         if (rc == KP_ENOTFOUND) rc = 0;
@@ -543,6 +600,16 @@ out:
 const ctrl_ops_t ctrl_replicaset = {
     .name = "replicaset",
     .init = rs_init,
+    .sync = rs_sync,
+    .free = rs_free,
+};
+
+/* Kubernetes names it "replicationcontroller" in --controllers and its
+ * events' source "replication-controller". */
+const ctrl_ops_t ctrl_replicationcontroller = {
+    .name = "replicationcontroller",
+    .event_source = "replication-controller",
+    .init = rc_init,
     .sync = rs_sync,
     .free = rs_free,
 };

@@ -11,6 +11,8 @@
  * pod list then takes long enough for the informer to count off the last
  * expected creates meanwhile, which is how expectations read after the
  * list made a short list look final (62 extra pods in 1,000, then deleted).
+ * The same holds for a ReplicationController (200, scaled to 50), which the
+ * same controller serves through its adapter.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +32,8 @@
 #define SEL  "labelSelector=app%3Dburst"
 #define MANY 800
 #define FEW  200
+#define RC_MANY 200
+#define RC_FEW  50
 
 typedef struct fixture {
     kpserver_t srv;
@@ -40,6 +44,8 @@ typedef struct fixture {
     int rewatches;   /* watches the server ended that were opened again */
     json_t *created; /* pod names seen */
     json_t *deleted; /* pod names seen with a deletionTimestamp, or DELETED */
+    const kc_resource_t *res; /* replicasets or replicationcontrollers */
+    int many, few;
 } fixture_t;
 
 static const char *const server_flags[] = {"--nodes", "20", NULL};
@@ -67,6 +73,17 @@ static int teardown(void **state)
     kpserver_stop(&f->srv);
     free(f);
     return 0;
+}
+
+/* A ReplicationController of the same pods: its selector is a label map. */
+static json_t *replicationcontroller(int replicas)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:i, s:{s:s}, s:{s:{s:{s:s}}, "
+                     "s:{s:[{s:s, s:s}]}}}}",
+                     "apiVersion", "v1", "kind", "ReplicationController", "metadata", "name",
+                     "burst", "spec", "replicas", replicas, "selector", "app", "burst",
+                     "template", "metadata", "labels", "app", "burst", "spec", "containers",
+                     "name", "app", "image", "registry.k8s.io/pause:3.9");
 }
 
 static json_t *replicaset(int replicas)
@@ -120,7 +137,7 @@ static void drain(fixture_t *f, int (*done)(fixture_t *), int quiet_ms)
 static int rs_replicas(fixture_t *f)
 {
     json_t *rs;
-    if (kc_get(f->c, &kc_replicasets, NS, "burst", &rs)) return -1;
+    if (kc_get(f->c, f->res, NS, "burst", &rs)) return -1;
     int n = (int)json_integer_value(json_object_get(json_object_get(rs, "status"), "replicas"));
     json_decref(rs);
     return n;
@@ -128,17 +145,16 @@ static int rs_replicas(fixture_t *f)
 
 static int all_created(fixture_t *f)
 {
-    return json_object_size(f->created) >= MANY && rs_replicas(f) == MANY;
+    return json_object_size(f->created) >= (size_t)f->many && rs_replicas(f) == f->many;
 }
 
 static int scaled_down(fixture_t *f)
 {
-    return json_object_size(f->deleted) >= MANY - FEW && rs_replicas(f) == FEW;
+    return json_object_size(f->deleted) >= (size_t)(f->many - f->few) && rs_replicas(f) == f->few;
 }
 
-static void test_no_double_create_or_delete(void **state)
+static void no_double_create_or_delete(fixture_t *f)
 {
-    fixture_t *f = *state;
     json_t *list;
     assert_int_equal(kc_list(f->c, &kc_pods, NS, SEL, &list), 0);
     char rv[32];
@@ -148,31 +164,50 @@ static void test_no_double_create_or_delete(void **state)
     snprintf(f->rv, sizeof f->rv, "%s", rv);
     assert_int_equal(kc_watch_open(f->c, &kc_pods, NS, SEL, rv, 0, &f->w), 0);
 
-    json_t *rs = replicaset(MANY);
-    assert_int_equal(kc_create(f->c, &kc_replicasets, NS, rs, NULL, NULL), 0);
+    json_t *rs = f->res == &kc_replicasets ? replicaset(f->many) : replicationcontroller(f->many);
+    assert_int_equal(kc_create(f->c, f->res, NS, rs, NULL, NULL), 0);
     json_decref(rs);
     drain(f, all_created, 2000);
     print_message("created %zu pods for %d replicas; %zu deleted (watch opened again %d times)\n",
-                  json_object_size(f->created), MANY, json_object_size(f->deleted), f->rewatches);
-    assert_int_equal(json_object_size(f->created), MANY);
+                  json_object_size(f->created), f->many, json_object_size(f->deleted), f->rewatches);
+    assert_int_equal(json_object_size(f->created), f->many);
     assert_int_equal(json_object_size(f->deleted), 0);
 
-    json_t *scale = json_pack("{s:{s:i}}", "spec", "replicas", FEW);
-    assert_int_equal(kc_patch(f->c, &kc_replicasets, NS, "burst", NULL, KC_PATCH_MERGE, scale,
+    json_t *scale = json_pack("{s:{s:i}}", "spec", "replicas", f->few);
+    assert_int_equal(kc_patch(f->c, f->res, NS, "burst", NULL, KC_PATCH_MERGE, scale,
                               NULL, NULL, NULL),
                      0);
     json_decref(scale);
     drain(f, scaled_down, 2000);
-    print_message("scaled to %d: %zu deleted, %zu pods seen in all\n", FEW,
+    print_message("scaled to %d: %zu deleted, %zu pods seen in all\n", f->few,
                   json_object_size(f->deleted), json_object_size(f->created));
-    assert_int_equal(json_object_size(f->deleted), MANY - FEW);
-    assert_int_equal(json_object_size(f->created), MANY);
+    assert_int_equal(json_object_size(f->deleted), f->many - f->few);
+    assert_int_equal(json_object_size(f->created), f->many);
+}
+
+static void test_no_double_create_or_delete(void **state)
+{
+    fixture_t *f = *state;
+    f->res = &kc_replicasets;
+    f->many = MANY;
+    f->few = FEW;
+    no_double_create_or_delete(f);
+}
+
+static void test_rc_no_double_create_or_delete(void **state)
+{
+    fixture_t *f = *state;
+    f->res = &kc_replicationcontrollers;
+    f->many = RC_MANY;
+    f->few = RC_FEW;
+    no_double_create_or_delete(f);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_no_double_create_or_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_no_double_create_or_delete, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
