@@ -86,6 +86,7 @@ typedef struct api_resource {
     const json_t *crd_schema;
     const json_t *printer_columns;
     const json_t *crd_scale; /* subresources.scale: {specReplicasPath, ...} */
+    int crd_terminating;     /* its CRD is being deleted: no creates */
 } api_resource_t;
 
 /* The built-in table (registry.c); requests look resources up in a view. */
@@ -256,9 +257,20 @@ struct apiserver {
 };
 
 /* One request: lives from the first call of the access handler to the reply. */
+/* An in-process request (api_internal()): its query and headers, and where
+ * its reply goes instead of a connection. */
+#define API_INTERNAL_QUERY_MAX 8
+typedef struct api_internal {
+    const char *names[API_INTERNAL_QUERY_MAX], *values[API_INTERNAL_QUERY_MAX];
+    size_t nquery;
+    const char *manager; /* the User-Agent (field manager) */
+    buf_t out;           /* the reply's body */
+} api_internal_t;
+
 typedef struct api_req {
     apiserver_t *srv;
-    struct MHD_Connection *conn;
+    struct MHD_Connection *conn; /* NULL for an in-process request */
+    api_internal_t *internal;    /* only for an in-process request */
     const char *method;     /* borrowed from libmicrohttpd */
     const char *path;
     buf_t body;
@@ -279,6 +291,20 @@ typedef struct api_req {
 } api_req_t;
 
 enum { API_VALIDATE_IGNORE = 0, API_VALIDATE_WARN = 1, API_VALIDATE_STRICT = 2 };
+
+/* An in-process request through the normal handling of resource requests
+ * (routing, strategies, admission, managedFields, the watch cache, the
+ * store), without HTTP or authentication: for the API server's own
+ * controllers, which must write as clients do. `path` may carry a query
+ * ("?propagationPolicy=Background": names and values taken as they are, at
+ * most API_INTERNAL_QUERY_MAX, no %-decoding); `body` (borrowed, NULL: none)
+ * is sent as JSON; `manager` names the field manager. *code gets the HTTP
+ * code (0 if nothing answered), *out (may be NULL) the reply parsed (a new
+ * reference, NULL if not JSON). Watches and streams are not for it (500).
+ * Any thread but a request's. Errors: KP_ENOMEM, KP_EINVAL (path too long or
+ * too many query parameters). */
+int api_internal(apiserver_t *s, const char *method, const char *path, const json_t *body,
+                 const char *manager, int *code, json_t **out);
 
 /* Add `Warning: 299 - "<text>"` to the reply (kubectl prints it). */
 void api_warn(api_req_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -305,6 +331,9 @@ int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *d
  * ends the stream. `free_fn` releases `arg` when the connection is done. */
 int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
                      void (*free_fn)(void *arg));
+/* The same with another Content-Type (a protobuf watch). */
+int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, buf_t *out),
+                        void *arg, void (*free_fn)(void *arg));
 /* Whether r came in on the Unix socket (the in-process components). */
 int api_req_local(api_req_t *r);
 /* The socket of r's connection, or -1. It stays open at least until the

@@ -90,6 +90,8 @@ static int make_entry(apiserver_t *s, const json_t *crd, const json_t *version, 
         .list_kind = api_json_str(names, "listKind"),
         .namespaced = !strcmp(api_json_str(spec, "scope"), "Namespaced"),
         .verbs = API_V_ALL,
+        .crd_terminating = json_object_get(json_object_get(crd, "metadata"),
+                                           "deletionTimestamp") != NULL,
         .crd_schema = schema,
         .printer_columns = json_object_get(version, "additionalPrinterColumns"),
     };
@@ -128,13 +130,15 @@ typedef struct crd_ctl {
     size_t n;
 } crd_ctl_t;
 
-/* An entry is rebuilt when its CRD's uid, generation or version changes. */
+/* An entry is rebuilt when its CRD's uid, generation or version changes, or
+ * when it starts terminating. */
 static void entry_key(const json_t *crd, const json_t *version, char *out, size_t n)
 {
     const json_t *meta = json_object_get(crd, "metadata");
-    snprintf(out, n, "%s/%" PRId64 "/%s", api_json_str(meta, "uid"),
+    snprintf(out, n, "%s/%" PRId64 "/%s%s", api_json_str(meta, "uid"),
              (int64_t)json_integer_value(json_object_get(meta, "generation")),
-             api_json_str(version, "name"));
+             api_json_str(version, "name"),
+             json_object_get(meta, "deletionTimestamp") ? "/terminating" : "");
 }
 
 /* ---- names: which CRD may use which names (Kubernetes' naming controller) ----
@@ -398,18 +402,17 @@ static int status_stale(const json_t *crd, const naming_t *nm)
     return stale;
 }
 
-static void crd_key(const char *name, char *key, size_t n)
-{
-    snprintf(key, n, "/registry/apiextensions.k8s.io/customresourcedefinitions/%s", name);
-}
+/* The field manager of the controller's writes, as Kubernetes names it. */
+#define CRD_MANAGER "kube-apiserver"
 
-/* Read-modify-write of a CRD in the store; `edit` returns 1 to delete it,
- * 0 to write it, -1 for no change. A conflict is left for the next pass. */
-static int crd_rewrite(crd_ctl_t *c, const char *name, int (*edit)(json_t *crd, void *arg),
-                       void *arg)
+/* The same edit written to the store directly, for a CRD that the write
+ * path refuses (one stored before its kind of CRD was refused: it must still
+ * be able to go). A conflict is left for the next pass. */
+static int crd_rewrite_stored(crd_ctl_t *c, const char *name, int (*edit)(json_t *crd, void *arg),
+                              void *arg)
 {
     char key[STORE_KEY_MAX + 1];
-    crd_key(name, key, sizeof key);
+    snprintf(key, sizeof key, "/registry/apiextensions.k8s.io/customresourcedefinitions/%s", name);
     store_kv_t *kv;
     int rc = store_get(c->srv->cfg.store, key, 0, &kv);
     if (rc) return rc;
@@ -417,14 +420,53 @@ static int crd_rewrite(crd_ctl_t *c, const char *name, int (*edit)(json_t *crd, 
     int64_t rev = kv->mod_rev, out_rev;
     free(kv);
     if (!crd) return KP_ECORRUPT;
-    int what = edit(crd, arg);
-    if (what == 1) {
-        rc = store_delete(c->srv->cfg.store, key, rev, &out_rev);
-    } else if (what == 0) {
-        char *text = json_dumps(crd, JSON_COMPACT);
-        rc = text ? store_update(c->srv->cfg.store, key, text, strlen(text), rev, &out_rev)
-                  : KP_ENOMEM;
-        free(text);
+    if (edit(crd, arg) == 0) {
+        json_t *meta = json_object_get(crd, "metadata");
+        if (json_object_get(meta, "deletionTimestamp") &&
+            !json_array_size(json_object_get(meta, "finalizers"))) {
+            rc = store_delete(c->srv->cfg.store, key, rev, &out_rev);
+        } else {
+            char *text = json_dumps(crd, JSON_COMPACT);
+            rc = text ? store_update(c->srv->cfg.store, key, text, strlen(text), rev, &out_rev)
+                      : KP_ENOMEM;
+            free(text);
+        }
+    }
+    json_decref(crd);
+    return rc;
+}
+
+/* Read-modify-write of a CRD through the normal write path (an in-process
+ * request: validation, managedFields, the watch cache): `edit` returns 0 to
+ * write, -1 for no change; `sub` is "" for the object, "status" for its
+ * status. The write carries the read's resourceVersion: a conflict is left
+ * for the next pass. A CRD the write path finds invalid (422) is rewritten
+ * in the store (crd_rewrite_stored). 0, or KP_EIO when the write was
+ * refused otherwise (logged). */
+static int crd_rewrite(crd_ctl_t *c, const char *name, const char *sub,
+                       int (*edit)(json_t *crd, void *arg), void *arg)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s%s%s",
+             name, *sub ? "/" : "", sub);
+    json_t *crd = NULL;
+    int code = 0;
+    int rc = api_internal(c->srv, "GET", path, NULL, CRD_MANAGER, &code, &crd);
+    if (rc || code != 200 || !json_is_object(crd)) {
+        json_decref(crd);
+        return rc ? rc : code == 404 ? 0 : KP_EIO;
+    }
+    if (edit(crd, arg) == 0) {
+        json_t *reply = NULL;
+        rc = api_internal(c->srv, "PUT", path, crd, CRD_MANAGER, &code, &reply);
+        if (!rc && code == 422) {
+            rc = crd_rewrite_stored(c, name, edit, arg);
+        } else if (!rc && code >= 300 && code != 409 && code != 404) {
+            log_warn("crd", "%s: writing%s%s: %d %s", name, *sub ? " " : "", sub, code,
+                     api_json_str(reply, "message"));
+            rc = KP_EIO;
+        }
+        json_decref(reply);
     }
     json_decref(crd);
     return rc;
@@ -443,13 +485,17 @@ static int drop_finalizer(json_t *crd, void *arg)
             break;
         }
     }
-    /* Deleted and no finalizer left: the object goes, as the update path does. */
-    return json_array_size(fin) == 0 && json_object_get(meta, "deletionTimestamp") ? 1 : 0;
+    return 0; /* the update path removes a deleted object whose last finalizer goes */
 }
 
-/* Delete every object of a CRD being deleted (all versions share one key
- * prefix). Returns 0 once none is left. A CRD whose prefix a built-in shares
- * (stored before such CRDs were refused) owns no keys: none is deleted. */
+/* Delete every object of a CRD being deleted, through the normal delete path
+ * (an in-process DELETE of the collection, all namespaces, through a served
+ * version): their finalizers run and their watchers see them go, as
+ * Kubernetes' CRD finalizer does. Returns 0 once none is left, KP_EBUSY
+ * while some remain (their finalizers hold them). A CRD whose prefix a
+ * built-in shares (stored before such CRDs were refused) owns no keys: none
+ * is deleted. A CRD serving no version has its objects' keys deleted
+ * directly, as no path reaches them. */
 static int delete_objects(crd_ctl_t *c, const json_t *crd)
 {
     const json_t *spec = json_object_get(crd, "spec");
@@ -465,20 +511,36 @@ static int delete_objects(crd_ctl_t *c, const json_t *crd)
     char prefix[STORE_KEY_MAX + 1];
     int rc = api_key_prefix(&r, prefix, sizeof prefix);
     if (rc || !*group || !*plural) return rc; /* no key can have such a prefix */
-    for (;;) {
-        store_range_t *page;
-        rc = store_range(c->srv->cfg.store, prefix, NULL, 500, 0, &page);
+    const char *version = NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(spec, "versions"), i, v)
+        if (json_is_true(json_object_get(v, "served")) && !version)
+            version = api_json_str(v, "name");
+    if (version) {
+        char path[512];
+        snprintf(path, sizeof path, "/apis/%s/%s/%s?propagationPolicy=Background", group,
+                 version, plural);
+        int code = 0;
+        json_t *reply = NULL;
+        rc = api_internal(c->srv, "DELETE", path, NULL, CRD_MANAGER, &code, &reply);
+        if (!rc && code >= 300 && code != 404)
+            log_warn("crd", "%s.%s: deleting its objects: %d %s", plural, group, code,
+                     api_json_str(reply, "message"));
+        json_decref(reply);
         if (rc) return rc;
-        size_t n = page->count;
-        for (size_t i = 0; i < n && !rc; i++) {
-            int64_t rev;
-            rc = store_delete(c->srv->cfg.store, page->kvs[i].key, page->kvs[i].mod_rev, &rev);
-            if (rc == KP_ECONFLICT || rc == KP_ENOTFOUND) rc = 0; /* next pass */
-        }
-        store_range_free(page);
-        if (rc) return rc;
-        if (!n) return 0;
     }
+    store_range_t *page;
+    if ((rc = store_range(c->srv->cfg.store, prefix, NULL, version ? 1 : 500, 0, &page)))
+        return rc;
+    size_t left = page->count;
+    for (size_t k = 0; !version && k < page->count && !rc; k++) {
+        int64_t rev;
+        rc = store_delete(c->srv->cfg.store, page->kvs[k].key, page->kvs[k].mod_rev, &rev);
+        if (rc == KP_ECONFLICT || rc == KP_ENOTFOUND) rc = 0; /* next pass */
+    }
+    store_range_free(page);
+    return rc ? rc : left ? KP_EBUSY : 0;
 }
 
 static int has_finalizer(const json_t *crd)
@@ -553,15 +615,17 @@ static void sync_all(crd_ctl_t *c)
             /* It keeps its names until it is gone. */
             names[i].accepted =
                 json_incref(json_object_get(json_object_get(crd, "status"), "acceptedNames"));
-            /* Stop serving first (below: it is not carried over), then clean up. */
+            /* Served while its objects go (reads, watches and deletes; not
+             * creates), as Kubernetes serves a terminating CRD. */
+            serve_crd(c, crd, name, &dyn, &keys, &n, &cap, &changed);
             if (has_finalizer(crd) && !delete_objects(c, crd))
-                crd_rewrite(c, name, drop_finalizer, NULL);
+                crd_rewrite(c, name, "", drop_finalizer, NULL);
             continue;
         }
         decide_names(crds, names, l->count, i);
         if (!names[i].condition) continue; /* out of memory: the next pass decides */
         if (names[i].serve) serve_crd(c, crd, name, &dyn, &keys, &n, &cap, &changed);
-        if (status_stale(crd, &names[i])) crd_rewrite(c, name, set_status, &names[i]);
+        if (status_stale(crd, &names[i])) crd_rewrite(c, name, "status", set_status, &names[i]);
     }
     for (size_t i = 0; names && i < l->count; i++)
         naming_clear(&names[i]);

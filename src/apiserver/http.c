@@ -22,12 +22,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "apiserver_int.h"
+#include "apiserver/protobuf.h"
 #include "apiserver/schema.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -40,12 +42,31 @@
 
 const char *api_query(api_req_t *r, const char *name)
 {
+    if (r->internal) {
+        for (size_t i = 0; i < r->internal->nquery; i++)
+            if (!strcmp(r->internal->names[i], name)) return r->internal->values[i];
+        return NULL;
+    }
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 const char *api_header(api_req_t *r, const char *name)
 {
+    if (r->internal) {
+        if (!strcasecmp(name, "Content-Type")) return "application/json";
+        if (!strcasecmp(name, "User-Agent")) return r->internal->manager;
+        return NULL;
+    }
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* An in-process request's reply: kept, not sent. */
+static int capture(api_req_t *r, int code, const char *body, size_t len)
+{
+    r->replied = 1;
+    r->code = code;
+    buf_reset(&r->internal->out);
+    return buf_append(&r->internal->out, body, len) ? KP_ENOMEM : 0;
 }
 
 void api_warn(api_req_t *r, const char *fmt, ...)
@@ -95,6 +116,7 @@ static int queue(api_req_t *r, int code, struct MHD_Response *resp, const char *
 
 int api_reply_bytes(api_req_t *r, int code, const char *ctype, const char *body, size_t len)
 {
+    if (r->internal) return capture(r, code, body, len);
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     return queue(r, code, resp, ctype);
@@ -102,6 +124,11 @@ int api_reply_bytes(api_req_t *r, int code, const char *ctype, const char *body,
 
 int api_reply_take(api_req_t *r, int code, const char *ctype, char *body, size_t len)
 {
+    if (r->internal) {
+        int rc = capture(r, code, body, len);
+        free(body);
+        return rc;
+    }
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) free(body);
@@ -111,9 +138,24 @@ int api_reply_take(api_req_t *r, int code, const char *ctype, char *body, size_t
 int api_reply_json(api_req_t *r, int code, json_t *doc)
 {
     if (!doc) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    if (api_pb_accepts(api_header(r, "Accept"))) {
+        /* client-go's typed clients ask for protobuf first; a kind without
+         * a message (a CRD's, a Table) is answered in JSON, their second
+         * choice. */
+        buf_t b;
+        buf_init(&b, API_PB_REPLY_MAX);
+        if (!api_pb_encode(doc, &b)) {
+            json_decref(doc);
+            size_t len;
+            char *body = buf_detach(&b, &len);
+            return api_reply_take(r, code, API_PB_MEDIA_TYPE, body, len);
+        }
+        buf_free(&b);
+    }
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     if (!text) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    if (r->internal) return api_reply_take(r, code, "application/json", text, strlen(text));
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!resp) free(text);
@@ -190,6 +232,17 @@ static void stream_free(void *cls)
 int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
                      void (*free_fn)(void *arg))
 {
+    return api_reply_stream_as(r, "application/json", next, arg, free_fn);
+}
+
+int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, buf_t *out),
+                        void *arg, void (*free_fn)(void *arg))
+{
+    if (r->internal) {
+        if (free_fn) free_fn(arg);
+        return api_reply_status(r, 500, "InternalError", NULL,
+                                "streams are not served to in-process requests");
+    }
     stream_t *st = calloc(1, sizeof *st);
     if (!st) {
         if (free_fn) free_fn(arg);
@@ -211,11 +264,12 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg
      * quiet watch when its next event came. A stream ends by itself (a
      * watch at its timeoutSeconds or when it falls behind). */
     MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-    return queue(r, 200, resp, "application/json");
+    return queue(r, 200, resp, ctype);
 }
 
 int api_req_local(api_req_t *r)
 {
+    if (r->internal) return 1; /* in-process */
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_DAEMON);
     pthread_mutex_lock(&r->srv->mu);
@@ -228,6 +282,7 @@ int api_req_socket(api_req_t *r)
 {
     /* libmicrohttpd closes it after the response's free callback (in
      * MHD_connection_close_, on the connection's thread). */
+    if (!r->conn) return -1; /* in-process: none */
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     return ci ? ci->connect_fd : -1;
@@ -369,6 +424,53 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     handle(r);
     /* A handler that could not queue a reply (out of memory) drops the connection. */
     return r->replied ? MHD_YES : MHD_NO;
+}
+
+int api_internal(apiserver_t *s, const char *method, const char *path, const json_t *body,
+                 const char *manager, int *code, json_t **out)
+{
+    *code = 0;
+    if (out) *out = NULL;
+    char copy[2048];
+    if (strlen(path) >= sizeof copy) return KP_EINVAL;
+    snprintf(copy, sizeof copy, "%s", path);
+    api_internal_t in = {.manager = manager};
+    char *q = strchr(copy, '?');
+    if (q) {
+        *q++ = '\0';
+        for (char *save = NULL, *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+            if (in.nquery == API_INTERNAL_QUERY_MAX) return KP_EINVAL;
+            char *eq = strchr(kv, '=');
+            if (eq) *eq++ = '\0';
+            in.names[in.nquery] = kv;
+            in.values[in.nquery++] = eq ? eq : "";
+        }
+    }
+    api_req_t r = {.srv = s, .internal = &in, .method = method, .path = copy,
+                   .authenticated = 1, .start_ns = clock_mono_ns()};
+    buf_init(&r.body, API_BODY_MAX);
+    buf_init(&in.out, (size_t)256 << 20);
+    int rc = 0;
+    if (body) {
+        char *text = json_dumps(body, JSON_COMPACT);
+        rc = !text || buf_append(&r.body, text, strlen(text)) ? KP_ENOMEM : 0;
+        free(text);
+    }
+    if (!rc) {
+        r.view = api_view_get(s);
+        if (api_route_parse(r.view, r.path, &r.route) || r.route.kind != API_ROUTE_RESOURCE)
+            api_reply_status(&r, 404, "NotFound", NULL,
+                             "the server could not find the requested resource");
+        else
+            api_serve_resource(&r);
+        *code = r.code;
+        if (out && in.out.len) *out = json_loadb(in.out.p, in.out.len, 0, NULL);
+    }
+    api_view_put(r.view);
+    json_decref(r.warnings);
+    buf_free(&r.body);
+    buf_free(&in.out);
+    return rc;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -290,7 +290,7 @@ static int walk(pb_dec_t *d, const api_pb_msg_t *m, const uint8_t *p, size_t n, 
 
 /* metav1.Time {1: seconds, 2: nanos}. *v is NULL for the zero time, which
  * Kubernetes prints as null and we leave out. */
-static int dec_time(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
+static int dec_time(pb_dec_t *d, const uint8_t *p, size_t n, int micro, json_t **v)
 {
     pb_rd_t r = {p, p + n};
     int64_t sec = 0, nanos = 0;
@@ -326,9 +326,14 @@ static int dec_time(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
     struct tm tm;
     if (!gmtime_r(&t, &tm))
         return fail(d, KP_EINVAL, "time %lld cannot be converted", (long long)sec);
-    char buf[80]; /* 20 bytes for the years in range; the rest quiets -Wformat-truncation */
-    snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    char buf[80]; /* 27 bytes for the years in range; the rest quiets -Wformat-truncation */
+    if (micro) /* MicroTime: RFC 3339 with microseconds, always 6 digits */
+        snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (int)(nanos / 1000));
+    else
+        snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     *v = json_string(buf);
     return *v ? 0 : oom(d);
 }
@@ -418,6 +423,63 @@ static int dec_fieldsv1(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
     return *v ? 0 : fail(d, KP_EINVAL, "Raw is not valid JSON: %s", je.text);
 }
 
+static int decode_unknown(pb_dec_t *d, const uint8_t *body, size_t len, json_t **out);
+
+/* runtime.RawExtension {1: Raw}: JSON text, or an object in its own "k8s\0"
+ * envelope (the form watch events and v1 List carry in protobuf). No Raw is
+ * null. */
+static int dec_rawext(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
+{
+    pb_rd_t r = {p, p + n};
+    const uint8_t *raw = NULL;
+    size_t rlen = 0;
+    *v = NULL;
+    while (r.p < r.end) {
+        pb_val_t f;
+        const char *e = rd_field(&r, &f);
+        if (e) return fail(d, KP_EINVAL, "%s", e);
+        if (f.num != 1 || f.wt != WT_LEN)
+            return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in RawExtension", f.num,
+                        f.wt);
+        raw = f.data;
+        rlen = f.len;
+    }
+    if (!raw || !rlen) {
+        *v = json_null();
+        return *v ? 0 : oom(d);
+    }
+    if (rlen >= 4 && !memcmp(raw, "k8s", 4)) {
+        if (d->depth >= PB_DEPTH_MAX)
+            return fail(d, KP_EINVAL, "nested deeper than %d messages", PB_DEPTH_MAX);
+        d->depth++;
+        int rc = decode_unknown(d, raw, rlen, v);
+        d->depth--;
+        return rc;
+    }
+    json_error_t je;
+    *v = json_loadb((const char *)raw, rlen, JSON_DECODE_ANY, &je);
+    return *v ? 0 : fail(d, KP_EINVAL, "Raw is neither JSON nor protobuf: %s", je.text);
+}
+
+/* A message {1: repeated string} (ExtraValue): the list itself. */
+static int dec_strlist(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
+{
+    pb_rd_t r = {p, p + n};
+    *v = json_array();
+    if (!*v) return oom(d);
+    while (r.p < r.end) {
+        pb_val_t f;
+        const char *e = rd_field(&r, &f);
+        if (e) return fail(d, KP_EINVAL, "%s", e);
+        if (f.num != 1 || f.wt != WT_LEN)
+            return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in a string list", f.num,
+                        f.wt);
+        if (!utf8_ok(f.data, f.len)) return fail(d, KP_EINVAL, "a string is not valid UTF-8");
+        if (json_array_append_new(*v, json_stringn((const char *)f.data, f.len))) return oom(d);
+    }
+    return 0;
+}
+
 /* A map entry {1: key, 2: value} decoded by its entry message into map. */
 static int dec_map_entry(pb_dec_t *d, const api_pb_field_t *f, json_t *obj, const uint8_t *p,
                          size_t n)
@@ -435,6 +497,8 @@ static int dec_map_entry(pb_dec_t *d, const api_pb_field_t *f, json_t *obj, cons
         json_incref(v);
     else if (f->msg->nfields > 1 && f->msg->fields[1].kind == API_PB_QUANTITY)
         v = json_string("0"); /* a missing value is the value type's zero */
+    else if (f->msg->nfields > 1 && f->msg->fields[1].kind == API_PB_STRLIST)
+        v = json_array();
     else
         v = json_string("");
     if (!v) {
@@ -484,6 +548,14 @@ static int dec_field(pb_dec_t *d, const api_pb_msg_t *m, const pb_val_t *w, json
         return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in %s", w->num, w->wt, m->name);
     if (f->kind == API_PB_BOOL || f->kind == API_PB_INT32 || f->kind == API_PB_INT64)
         return dec_varints(d, f, w, obj);
+    if (f->kind == API_PB_DOUBLE) {
+        if (w->wt != WT_I64 || (f->flags & API_PB_REP))
+            return fail(d, KP_EINVAL, "field %u (%s): wire type %d (%s), expected 1 (64-bit)",
+                        w->num, f->json, w->wt, wt_name(w->wt));
+        double x;
+        memcpy(&x, &w->u, sizeof x);
+        return put(d, f, obj, json_real(x), x == 0);
+    }
     if (w->wt != WT_LEN)
         return fail(d, KP_EINVAL, "field %u (%s): wire type %d (%s), expected 2 (length-delimited)",
                     w->num, f->json, w->wt, wt_name(w->wt));
@@ -543,12 +615,19 @@ static int dec_field(pb_dec_t *d, const api_pb_msg_t *m, const pb_val_t *w, json
         path_pop(d, old);
         return rc;
     case API_PB_TIME:
+    case API_PB_MICROTIME:
     case API_PB_INTORSTR:
     case API_PB_QUANTITY:
     case API_PB_FIELDSV1:
+    case API_PB_RAWEXT:
+    case API_PB_STRLIST:
         old = path_push(d, ".%s", f->json);
-        if (f->kind == API_PB_TIME)
-            rc = dec_time(d, w->data, w->len, &v);
+        if (f->kind == API_PB_TIME || f->kind == API_PB_MICROTIME)
+            rc = dec_time(d, w->data, w->len, f->kind == API_PB_MICROTIME, &v);
+        else if (f->kind == API_PB_RAWEXT)
+            rc = dec_rawext(d, w->data, w->len, &v);
+        else if (f->kind == API_PB_STRLIST)
+            rc = dec_strlist(d, w->data, w->len, &v);
         else if (f->kind == API_PB_INTORSTR)
             rc = dec_intorstr(d, w->data, w->len, &v);
         else if (f->kind == API_PB_QUANTITY)
@@ -603,42 +682,42 @@ static int copy_name(pb_dec_t *d, const pb_val_t *w, const char *what, char *buf
     return 0;
 }
 
-int api_pb_decode(const void *body, size_t len, json_t **out, char *err, size_t errlen)
+/* An object in its "k8s\0" envelope into *out: the body, or a RawExtension's
+ * raw bytes inside one (d->depth counts the envelopes). */
+static int decode_unknown(pb_dec_t *d, const uint8_t *body, size_t len, json_t **out)
 {
     static const uint8_t magic[4] = {'k', '8', 's', 0};
-    pb_dec_t d = {.err = err, .errlen = errlen};
     char api_version[PB_NAME_MAX] = "", kind[PB_NAME_MAX] = "", encoding[PB_NAME_MAX] = "",
          ctype[PB_NAME_MAX] = "";
     const uint8_t *raw = NULL;
     size_t rawlen = 0;
     int rc;
 
+    size_t base = d->depth ? d->plen : 0; /* the top level names the kind alone */
     *out = NULL;
-    if (err && errlen) err[0] = '\0';
-    path_push(&d, "protobuf body");
     if (len < sizeof magic || memcmp(body, magic, sizeof magic))
-        return fail(&d, KP_EINVAL, "not a Kubernetes protobuf message (no \"k8s\\x00\" prefix)");
+        return fail(d, KP_EINVAL, "not a Kubernetes protobuf message (no \"k8s\\x00\" prefix)");
 
     pb_rd_t r = {(const uint8_t *)body + sizeof magic, (const uint8_t *)body + len};
     while (r.p < r.end) {
         pb_val_t w;
         const char *e = rd_field(&r, &w);
-        if (e) return fail(&d, KP_EINVAL, "runtime.Unknown: %s", e);
+        if (e) return fail(d, KP_EINVAL, "runtime.Unknown: %s", e);
         if ((w.num == 1 || w.num == 2) && w.wt != WT_LEN)
-            return fail(&d, KP_EINVAL, "runtime.Unknown: field %u: wire type %d, expected 2", w.num,
+            return fail(d, KP_EINVAL, "runtime.Unknown: field %u: wire type %d, expected 2", w.num,
                         w.wt);
         if (w.num == 1) { /* typeMeta */
             pb_rd_t t = {w.data, w.data + w.len};
             while (t.p < t.end) {
                 pb_val_t tw;
                 e = rd_field(&t, &tw);
-                if (e) return fail(&d, KP_EINVAL, "runtime.Unknown.typeMeta: %s", e);
+                if (e) return fail(d, KP_EINVAL, "runtime.Unknown.typeMeta: %s", e);
                 if (tw.num == 1)
-                    rc = copy_name(&d, &tw, "apiVersion", api_version, sizeof api_version);
+                    rc = copy_name(d, &tw, "apiVersion", api_version, sizeof api_version);
                 else if (tw.num == 2)
-                    rc = copy_name(&d, &tw, "kind", kind, sizeof kind);
+                    rc = copy_name(d, &tw, "kind", kind, sizeof kind);
                 else
-                    rc = fail(&d, KP_EINVAL, "unknown field %u (wire type %d) in TypeMeta", tw.num,
+                    rc = fail(d, KP_EINVAL, "unknown field %u (wire type %d) in TypeMeta", tw.num,
                               tw.wt);
                 if (rc) return rc;
             }
@@ -646,24 +725,24 @@ int api_pb_decode(const void *body, size_t len, json_t **out, char *err, size_t 
             raw = w.data;
             rawlen = w.len;
         } else if (w.num == 3) {
-            rc = copy_name(&d, &w, "contentEncoding", encoding, sizeof encoding);
+            rc = copy_name(d, &w, "contentEncoding", encoding, sizeof encoding);
             if (rc) return rc;
         } else if (w.num == 4) {
-            rc = copy_name(&d, &w, "contentType", ctype, sizeof ctype);
+            rc = copy_name(d, &w, "contentType", ctype, sizeof ctype);
             if (rc) return rc;
         } else {
-            return fail(&d, KP_EINVAL, "unknown field %u (wire type %d) in runtime.Unknown", w.num,
+            return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in runtime.Unknown", w.num,
                         w.wt);
         }
     }
     if (encoding[0])
-        return fail(&d, KP_EINVAL, "contentEncoding \"%s\" is not supported", encoding);
+        return fail(d, KP_EINVAL, "contentEncoding \"%s\" is not supported", encoding);
     if (ctype[0] && strcmp(ctype, API_PB_MEDIA_TYPE))
-        return fail(&d, KP_EINVAL, "contentType \"%s\" is not %s", ctype, API_PB_MEDIA_TYPE);
-    if (!kind[0]) return fail(&d, KP_EINVAL, "no kind in the object's TypeMeta");
+        return fail(d, KP_EINVAL, "contentType \"%s\" is not %s", ctype, API_PB_MEDIA_TYPE);
+    if (!kind[0]) return fail(d, KP_EINVAL, "no kind in the object's TypeMeta");
     const api_pb_root_t *root = api__pb_root_find(api_version, kind);
     if (!root)
-        return fail(&d, KP_EINVAL,
+        return fail(d, KP_EINVAL,
                     "kind \"%s\" of apiVersion \"%s\" cannot be decoded from protobuf; send it "
                     "as JSON",
                     kind, api_version);
@@ -672,15 +751,43 @@ int api_pb_decode(const void *body, size_t len, json_t **out, char *err, size_t 
     if (!obj || json_object_set_new(obj, "kind", json_string(kind)) ||
         json_object_set_new(obj, "apiVersion", json_string(api_version))) {
         json_decref(obj);
-        return oom(&d);
+        return oom(d);
     }
-    path_pop(&d, 0);
-    path_push(&d, "%s", kind);
-    rc = raw ? walk(&d, root->msg, raw, rawlen, obj) : 0;
+    path_pop(d, base);
+    path_push(d, base ? "(%s)" : "%s", kind);
+    rc = raw ? walk(d, root->msg, raw, rawlen, obj) : 0;
+    path_pop(d, base);
     if (rc) {
         json_decref(obj);
         return rc;
     }
     *out = obj;
     return 0;
+}
+
+int api_pb_decode(const void *body, size_t len, json_t **out, char *err, size_t errlen)
+{
+    pb_dec_t d = {.err = err, .errlen = errlen};
+    if (err && errlen) err[0] = '\0';
+    path_push(&d, "protobuf body");
+    return decode_unknown(&d, body, len, out);
+}
+
+const api_pb_root_t *api__pb_root_find(const char *api_version, const char *kind)
+{
+    for (size_t i = 0; i < api__pb_nroots; i++)
+        if (!strcmp(api__pb_roots[i].api_version, api_version) &&
+            !strcmp(api__pb_roots[i].kind, kind))
+            return &api__pb_roots[i];
+    return NULL;
+}
+
+const api_pb_root_t *api__pb_root_at(size_t i)
+{
+    return i < api__pb_nroots ? &api__pb_roots[i] : NULL;
+}
+
+int api_pb_has_kind(const char *api_version, const char *kind)
+{
+    return api__pb_root_find(api_version, kind) != NULL;
 }

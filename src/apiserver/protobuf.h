@@ -18,7 +18,8 @@
  *   - a pointer or slice field whose JSON tag lacks omitempty (rare, e.g.
  *     podFailurePolicy rules' onExitCodes) is left out when absent instead of
  *     printed as null.
- * The walk is driven by a table (protobuf_schema.c) and is strict: a field
+ * The walk is driven by a table (protobuf_gen.c, written by
+ * scripts/gen-protobuf-facts) and is strict: a field
  * number the table does not know, or a kind it does not cover, is an error,
  * never dropped.
  *
@@ -31,8 +32,15 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "lib/buf.h"
+
 /* The media type these bodies come with. */
 #define API_PB_MEDIA_TYPE "application/vnd.kubernetes.protobuf"
+/* A protobuf watch stream's Content-Type. */
+#define API_PB_WATCH_MEDIA_TYPE "application/vnd.kubernetes.protobuf;stream=watch"
+/* The cap on one protobuf reply (a whole List): the JSON it is encoded from
+ * is already in memory, and protobuf is smaller. */
+#define API_PB_REPLY_MAX ((size_t)1 << 31)
 
 /* Decode a protobuf request body of `len` bytes.
  *
@@ -51,5 +59,31 @@
  *              template.spec.containers[0]: unknown field 99 (wire type 2)`.
  *   KP_ENOMEM  out of memory ("out of memory" in err). */
 int api_pb_decode(const void *body, size_t len, json_t **out, char *err, size_t errlen);
+
+/* Encode obj, a JSON object with "apiVersion" and "kind", as Kubernetes
+ * answers Accept: application/vnd.kubernetes.protobuf: "k8s\0" and a
+ * runtime.Unknown whose raw is the object's message, appended to out. Members
+ * the message does not have are left out (they have no protobuf field).
+ * Errors (out is then as before):
+ *   KP_ENOTFOUND  no message for that apiVersion and kind (a CRD, a Table):
+ *                 answer in JSON;
+ *   KP_EINVAL     a member of the wrong JSON type, a time that is not RFC
+ *                 3339, bytes that are not base64;
+ *   KP_ETOOLARGE  out's cap; KP_ENOMEM.
+ * obj is only read. Thread-safe. */
+int api_pb_encode(const json_t *obj, buf_t *out);
+
+/* One watch event in the protobuf stream framing: a 4-byte big-endian
+ * length, then a metav1.WatchEvent {type, object} encoded as api_pb_encode
+ * does, its object in its own envelope. Errors as api_pb_encode. */
+int api_pb_encode_event(const char *type, const json_t *obj, buf_t *out);
+
+/* 1 if objects of apiVersion and kind have a protobuf message. */
+int api_pb_has_kind(const char *api_version, const char *kind);
+
+/* 1 if an Accept header prefers protobuf: its first media range that is
+ * JSON, protobuf or a wildcard (ranges asking for a Table or other
+ * variants passed over) is protobuf. 0 otherwise, also for NULL. */
+int api_pb_accepts(const char *accept);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * protobuf_schema.h -- the message table that protobuf.c walks. Only
- * protobuf.c and protobuf_schema.c include this.
+ * protobuf_schema.h -- the message tables that protobuf.c and
+ * protobuf_enc.c walk. Only they and the generated protobuf_gen.c (written
+ * by scripts/gen-protobuf-facts) include this.
  *
  * A message is a list of fields; a field says where it sits on the wire (its
  * number), what JSON member it becomes (the proto field name, which in
@@ -27,6 +28,12 @@ typedef enum api_pb_kind {
     API_PB_INTORSTR,   /* intstr IntOrString {1: type, 2: intVal, 3: strVal} -> number|string */
     API_PB_QUANTITY,   /* resource Quantity {1: string} -> string */
     API_PB_FIELDSV1,   /* meta/v1 FieldsV1 {1: raw JSON bytes} -> that JSON value */
+    API_PB_MICROTIME,  /* meta/v1 MicroTime {1: seconds, 2: nanos} -> "...05.000000Z" */
+    API_PB_RAWEXT,     /* runtime RawExtension {1: raw}: JSON bytes, or an object
+                          in its own "k8s\0" envelope (watch events, List) */
+    API_PB_DOUBLE,     /* fixed 64-bit IEEE double -> JSON number */
+    API_PB_STRLIST,    /* a message {1: repeated string} printed as its list
+                          (certificates/v1 ExtraValue) */
 } api_pb_kind_t;
 
 /* Field flags. */
@@ -70,6 +77,12 @@ typedef struct api_pb_root {
     const char *kind;
     const api_pb_msg_t *msg;
 } api_pb_root_t;
+
+/* The roots, generated (protobuf_gen.c): every served kind and its List,
+ * and the options and subresource kinds clients send (DeleteOptions in
+ * every group-version, Scale, Eviction, Binding), Status and WatchEvent. */
+extern const api_pb_root_t api__pb_roots[];
+extern const size_t api__pb_nroots;
 
 /* The root for apiVersion and kind; NULL for a kind the table does not cover.
  * The result is static. */

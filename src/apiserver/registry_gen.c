@@ -6,6 +6,7 @@
 #include "strategy.h"
 
 extern const api_strategy_t api_strategy_apiservice;
+extern const api_strategy_t api_strategy_configmap;
 extern const api_strategy_t api_strategy_customresourcedefinition;
 extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_deployment;
@@ -15,6 +16,7 @@ extern const api_strategy_t api_strategy_job;
 extern const api_strategy_t api_strategy_pod;
 extern const api_strategy_t api_strategy_poddisruptionbudget;
 extern const api_strategy_t api_strategy_replicaset;
+extern const api_strategy_t api_strategy_secret;
 extern const api_strategy_t api_strategy_service;
 extern const api_strategy_t api_strategy_statefulset;
 static const char *const fields_core_events[] = {
@@ -51,7 +53,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_configmap,
     },
     {
         .group = "",
@@ -232,7 +234,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = fields_core_secrets,
-        .strategy = NULL,
+        .strategy = &api_strategy_secret,
     },
     {
         .group = "",

@@ -488,6 +488,11 @@ static int finish_list(api_req_t *r, list_sink_t *s, int64_t rev, const char *co
     if (rc) return api_reply_error(r, rc, NULL, "list too large");
     size_t len;
     char *body = buf_detach(&s->b, &len);
+    if (api_pb_accepts(api_header(r, "Accept"))) { /* the List as a message */
+        json_t *doc = json_loadb(body, len, 0, NULL);
+        free(body);
+        return api_reply_json(r, 200, doc);
+    }
     return api_reply_take(r, 200, "application/json", body, len);
 }
 

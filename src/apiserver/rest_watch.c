@@ -36,6 +36,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "apiserver/protobuf.h"
 #include "apiserver_int.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -73,7 +74,27 @@ typedef struct watch_stream {
     int fd;             /* the connection's socket (api_req_socket), or -1 */
     int waiting;        /* atomic: the stream's thread waits in wc_watcher_next */
     int64_t bookmark_ns; /* when the next BOOKMARK is due while quiet; 0: unset */
+    int pb;             /* events in protobuf (Accept), length-prefixed */
 } watch_stream_t;
+
+static int emit(buf_t *out, const char *type, const char *json, size_t len);
+
+/* An event in protobuf: a length-prefixed WatchEvent (protobuf.h). */
+static int emit_pb(buf_t *out, const char *type, const char *json, size_t len)
+{
+    json_t *doc = json_loadb(json, len, 0, NULL);
+    if (!doc) return KP_ENOMEM;
+    int rc = api_pb_encode_event(type, doc, out);
+    json_decref(doc);
+    return rc;
+}
+
+/* One event in the stream's encoding. */
+static int emit_ws(const watch_stream_t *ws, buf_t *out, const char *type, const char *json,
+                   size_t len)
+{
+    return ws->pb ? emit_pb(out, type, json, len) : emit(out, type, json, len);
+}
 
 static int emit(buf_t *out, const char *type, const char *json, size_t len)
 {
@@ -88,7 +109,7 @@ static int emit(buf_t *out, const char *type, const char *json, size_t len)
 /* An object event: its shared JSON, or a one-row Table of it. */
 static int emit_obj(watch_stream_t *ws, buf_t *out, const char *type, const wc_obj_t *o)
 {
-    if (!ws->table_res) return emit(out, type, o->json, o->json_len);
+    if (!ws->table_res) return emit_ws(ws, out, type, o->json, o->json_len);
     json_t *t = api_table_new(ws->table_res, !ws->table_columns_sent);
     int rc = t ? api_table_add_row(t, ws->table_res, o->doc, ws->table_include, time(NULL))
                : KP_ENOMEM;
@@ -136,7 +157,7 @@ static int watch_next(void *arg, buf_t *out)
         char *js = json_dumps(ws->error, JSON_COMPACT);
         json_decref(ws->error);
         ws->error = NULL;
-        int rc = js ? emit(out, "ERROR", js, strlen(js)) : KP_ENOMEM;
+        int rc = js ? emit_ws(ws, out, "ERROR", js, strlen(js)) : KP_ENOMEM;
         free(js);
         return rc ? rc : 0;
     }
@@ -180,7 +201,7 @@ static int watch_next(void *arg, buf_t *out)
                              ws->kind, ws->api_version,
                              (long long)(ws->last_rev > wc_revision(ws->wc) ? ws->last_rev
                                                                              : wc_revision(ws->wc)));
-            return emit(out, "BOOKMARK", bm, (size_t)n);
+            return emit_ws(ws, out, "BOOKMARK", bm, (size_t)n);
         }
         if (rc) return rc; /* closed, or fell behind: end the stream */
         ws->last_rev = ev.rev;
@@ -282,6 +303,8 @@ int rest_watch(api_req_t *r)
         return 0;
     }
     if (table) ws->table_res = r->route.res;
+    ws->pb = !table && api_pb_accepts(api_header(r, "Accept")) &&
+             api_pb_has_kind(ws->api_version, ws->kind);
 
     char prefix[STORE_KEY_MAX + 1];
     api_ns_prefix(r->route.res, r->route.ns, prefix, sizeof prefix);
@@ -313,5 +336,6 @@ int rest_watch(api_req_t *r)
         return api_reply_error(r, rc, NULL, "watch: %s", err_str(rc));
     }
     ws->last_rev = after;
+    if (ws->pb) return api_reply_stream_as(r, API_PB_WATCH_MEDIA_TYPE, watch_next, ws, watch_free);
     return api_reply_stream(r, watch_next, ws, watch_free);
 }

@@ -421,6 +421,14 @@ int rest_create(api_req_t *r)
     if (res->namespaced && !*r->route.ns)
         return api_reply_status(r, 404, "NotFound", NULL,
                                 "the server could not find the requested resource");
+    if (res->crd_terminating) {
+        json_t *d = json_pack("{s:s, s:s}", "group", res->group, "kind", res->resource);
+        int rc = api_reply_status(r, 405, "MethodNotAllowed", d,
+                                  "create not allowed while custom resource definition is "
+                                  "terminating");
+        json_decref(d);
+        return rc;
+    }
     json_t *obj;
     int rc = rest_body_object(r, &obj);
     if (rc || !obj) return rc;
@@ -520,23 +528,29 @@ json_t *rest_merge_for_write(api_req_t *r, const json_t *cur, json_t *in)
     return rest_merge_for_write_owned(r, cur, own);
 }
 
+static int is_one_of(const char *k, const char *a, const char *b)
+{
+    return !strcmp(k, a) || (b && !strcmp(k, b));
+}
+
 /* Make the members of object `to` those of `from` (copies where they
- * differ), except the member `but`; metadata one level down, so that a
- * metadata that differs only in resourceVersion is not copied whole. */
-static int make_same(json_t *to, const json_t *from, const char *but)
+ * differ), except the members `but` and `but2` (may be NULL); metadata one
+ * level down, so that a metadata that differs only in resourceVersion and
+ * managedFields is not copied whole. */
+static int make_same(json_t *to, const json_t *from, const char *but, const char *but2)
 {
     const char *k;
     json_t *v;
     void *tmp;
     json_object_foreach_safe(to, tmp, k, v) {
-        if (strcmp(k, but) && !json_object_get(from, k)) json_object_del(to, k);
+        if (!is_one_of(k, but, but2) && !json_object_get(from, k)) json_object_del(to, k);
     }
     int rc = 0;
     json_object_foreach((json_t *)from, k, v) {
         json_t *mine = json_object_get(to, k);
-        if (!strcmp(k, but) || (mine && json_equal(mine, v))) continue;
+        if (is_one_of(k, but, but2) || (mine && json_equal(mine, v))) continue;
         if (!strcmp(k, "metadata") && json_is_object(mine) && json_is_object(v)) {
-            if (make_same(mine, v, "resourceVersion")) rc = KP_ENOMEM;
+            if (make_same(mine, v, "resourceVersion", "managedFields")) rc = KP_ENOMEM;
             continue;
         }
         json_t *copy = json_deep_copy(v);
@@ -545,24 +559,38 @@ static int make_same(json_t *to, const json_t *from, const char *but)
     return rc;
 }
 
-/* A status write: cur with in's status, built in `in` (owned): whatever
- * else in has is made cur's again. resourceVersion is left as in has it:
- * the update loop drops it from what it stores. */
+/* A status write, built in `in` (owned), as Kubernetes' status strategies
+ * build it: in's status and metadata (but the server's fields, kept by the
+ * caller), everything else (spec) made cur's again; then the kind's
+ * prepare_status_update. A custom resource's status strategy keeps only the
+ * status (and managedFields). resourceVersion is left as in has it: the
+ * update loop drops it from what it stores. */
 static json_t *status_for_write(api_req_t *r, const json_t *cur, json_t *in)
 {
-    int rc = make_same(in, cur, "status");
+    const api_resource_t *res = r->route.res;
+    const api_strategy_t *st = res->strategy;
+    int rc = make_same(in, cur, "status", res->crd_schema ? NULL : "metadata");
     if (rc) {
         json_decref(in);
         api_reply_status(r, 500, "InternalError", NULL, "out of memory");
         return NULL;
     }
+    if (st && st->prepare_status_update) st->prepare_status_update(in, cur);
+    drop_empty_metadata(in);
+    json_t *causes = json_array();
+    validate_metadata(in, causes);
+    if (reply_causes(r, r->route.name, causes)) {
+        json_decref(causes);
+        json_decref(in);
+        return NULL;
+    }
+    json_decref(causes);
     return in;
 }
 
 json_t *rest_merge_for_write_owned(api_req_t *r, const json_t *cur, json_t *in)
 {
     const api_resource_t *res = r->route.res;
-    if (!strcmp(r->route.sub, "status")) return status_for_write(r, cur, in);
     json_t *out = in;
     json_t *meta = rest_meta(out);
     const json_t *cmeta = json_object_get(cur, "metadata");
@@ -584,6 +612,7 @@ json_t *rest_merge_for_write_owned(api_req_t *r, const json_t *cur, json_t *in)
         if (v) json_object_set(meta, *k, v);
         else json_object_del(meta, *k);
     }
+    if (!strcmp(r->route.sub, "status")) return status_for_write(r, cur, out);
     if (!strcmp(res->resource, "namespaces")) { /* spec.finalizers: through /finalize only */
         json_t *cf = json_object_get(json_object_get(cur, "spec"), "finalizers");
         json_t *spec = json_object_get(out, "spec");

@@ -107,6 +107,12 @@ typedef struct api_strategy {
      * pure (the watch cache calls from_storage on its own thread). */
     json_t *(*to_storage)(json_t *obj);
     json_t *(*from_storage)(json_t *obj);
+
+    /* PrepareForUpdate of the status subresource, beyond what the generic
+     * path does (spec and every member but status and metadata kept from
+     * `old`; the server's metadata kept): what else a status write may not
+     * change (a pod's ownerReferences, a Deployment's labels). */
+    void (*prepare_status_update)(json_t *obj, const json_t *old);
 } api_strategy_t;
 
 extern const api_strategy_t api_strategy_pod;
@@ -117,12 +123,27 @@ extern const api_strategy_t api_strategy_daemonset;
 extern const api_strategy_t api_strategy_job;
 extern const api_strategy_t api_strategy_service;
 extern const api_strategy_t api_strategy_customresourcedefinition;
+extern const api_strategy_t api_strategy_configmap;
+extern const api_strategy_t api_strategy_secret;
 
 /* Append a cause: reason is Kubernetes' (FieldValueRequired, FieldValueInvalid,
  * FieldValueNotSupported, FieldValueDuplicate, FieldValueForbidden,
  * FieldValueTypeInvalid); `fmt` gives the message. */
 void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Kubernetes' MaxSecretSize: the bytes of a Secret's data, or of a
+ * ConfigMap's data and binaryData together. */
+#define API_MAX_SECRET_SIZE (1024 * 1024)
+
+/* Shared by ConfigMaps and Secrets (strategy_configmap.c): IsConfigMapKey
+ * on a key of `map` ("data", "binaryData"); the bytes a base64 string of
+ * length n decodes to; and the `immutable` rule: once old has immutable
+ * true, it stays true and `fields` (NULL-terminated) may not change. */
+void api_config_key_validate(const char *map, const char *key, json_t *causes);
+size_t api_base64_decoded_len(const char *s, size_t n);
+void api_immutable_validate(const json_t *obj, const json_t *old, const char *const *fields,
+                            json_t *causes);
 
 /* Shared by kinds that embed a pod template (strategy_apps.c). */
 void api_pod_spec_defaults(json_t *spec);

@@ -152,10 +152,21 @@ static void deployment_validate(const json_t *d, const json_t *old, json_t *caus
                   "Invalid value: may not be 0 when `maxSurge` is 0");
 }
 
+/* deploymentStatusStrategy: a status write keeps the old labels too. */
+static void deployment_prepare_status_update(json_t *d, const json_t *old)
+{
+    json_t *meta = json_object_get(d, "metadata");
+    json_t *labels = json_object_get(json_object_get(old, "metadata"), "labels");
+    if (!json_is_object(meta)) return;
+    if (labels) json_object_set(meta, "labels", labels);
+    else json_object_del(meta, "labels");
+}
+
 const api_strategy_t api_strategy_deployment = {
     .defaults = deployment_defaults,
     .validate = deployment_validate,
     .generation = 1,
+    .prepare_status_update = deployment_prepare_status_update,
 };
 
 /* ---- ReplicaSet ---- */

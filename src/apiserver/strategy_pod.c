@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "apiserver_int.h"
+#include "lib/quantity.h"
 #include "strategy.h"
 
 void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
@@ -171,6 +172,59 @@ static void one_of(const json_t *spec, const char *key, const char *path,
               "Unsupported value: \"%s\": supported values: %s", s ? s : "?", list);
 }
 
+/* Kubernetes' IsValidSysctlName: at most 253 characters, segments of
+ * [a-z0-9]([-_a-z0-9]*[a-z0-9])? joined by '.' or '/'. */
+static int sysctl_name_ok(const char *name)
+{
+    size_t n = strlen(name), seg = 0;
+    if (!n || n > 253) return 0;
+    for (size_t i = 0; i <= n; i++) {
+        char c = name[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (c == '.' || c == '/' || c == '\0') {
+            char last = i ? name[i - 1] : '\0';
+            if (!seg || !((last >= 'a' && last <= 'z') || (last >= '0' && last <= '9'))) return 0;
+            seg = 0;
+        } else if (alnum || (seg && (c == '-' || c == '_'))) {
+            seg++;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* validateSysctls: each name given, valid, and not repeated. */
+static void validate_sysctls(const json_t *sysctls, const char *path, json_t *causes)
+{
+    size_t i, j;
+    const json_t *s, *t;
+    char field[320];
+    json_array_foreach(sysctls, i, s) {
+        const char *name = json_string_value(json_object_get(s, "name"));
+        snprintf(field, sizeof field, "%s.securityContext.sysctls[%zu].name", path, i);
+        if (!name || !*name) {
+            api_cause(causes, "FieldValueRequired", field, "Required value");
+            continue;
+        }
+        if (!sysctl_name_ok(name)) {
+            api_cause(causes, "FieldValueInvalid", field,
+                      "Invalid value: \"%s\": must have at most 253 characters and match regex "
+                      "([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?",
+                      name);
+            continue;
+        }
+        json_array_foreach(sysctls, j, t) {
+            if (j >= i) break;
+            const char *prev = json_string_value(json_object_get(t, "name"));
+            if (prev && !strcmp(prev, name)) {
+                api_cause(causes, "FieldValueDuplicate", field, "Duplicate value: \"%s\"", name);
+                break;
+            }
+        }
+    }
+}
+
 void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
 {
     char field[256];
@@ -184,6 +238,8 @@ void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
     snprintf(field, sizeof field, "%s.initContainers", path);
     validate_containers(json_object_get(spec, "initContainers"), field, 0, causes, names);
     json_decref(names);
+    validate_sysctls(json_object_get(json_object_get(spec, "securityContext"), "sysctls"), path,
+                     causes);
     static const char *const restart[] = {"Always", "OnFailure", "Never", NULL};
     static const char *const dns[] = {"ClusterFirstWithHostNet", "ClusterFirst", "Default",
                                       "None", NULL};
@@ -198,9 +254,68 @@ void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes)
 
 /* ---- pods ---- */
 
+/* Add one ResourceRequirements' cpu and memory (millicores, bytes) to the
+ * sums, as defaulting leaves it (a missing request is the limit); *both is
+ * cleared unless it limits both. Malformed quantities count as 0
+ * (validation of quantities is not ours). */
+static void qos_add(const json_t *res, int64_t req[2], int64_t lim[2], int *both)
+{
+    static const char *const names[2] = {"cpu", "memory"};
+    const json_t *rq = json_object_get(res, "requests"), *lm = json_object_get(res, "limits");
+    int found = 0;
+    for (int k = 0; k < 2; k++) {
+        const json_t *l = json_object_get(lm, names[k]), *r = json_object_get(rq, names[k]);
+        int64_t lv = 0, rv = 0;
+        if (l && kp_quantity_json(l, k == 0, &lv)) lv = 0;
+        if (!r) rv = lv;
+        else if (kp_quantity_json(r, k == 0, &rv)) rv = 0;
+        if (rv > 0) req[k] = rv > INT64_MAX - req[k] ? INT64_MAX : req[k] + rv;
+        if (lv > 0) lim[k] = lv > INT64_MAX - lim[k] ? INT64_MAX : lim[k] + lv;
+        found += lv > 0;
+    }
+    if (found < 2) *both = 0;
+}
+
+/* Does the pod-level spec.resources name cpu or memory? */
+static int qos_pod_level(const json_t *res)
+{
+    static const char *const names[2] = {"cpu", "memory"};
+    for (int k = 0; k < 2; k++)
+        if (json_object_get(json_object_get(res, "requests"), names[k]) ||
+            json_object_get(json_object_get(res, "limits"), names[k]))
+            return 1;
+    return 0;
+}
+
+/* Kubernetes' ComputePodQOS (pkg/apis/core/helper/qos): from pod-level
+ * resources when they name cpu or memory, else from the sums over the
+ * containers and init containers. BestEffort: no request or limit above 0;
+ * Guaranteed: every one limits cpu and memory and the summed requests equal
+ * the summed limits; Burstable otherwise. */
+static const char *pod_qos_class(const json_t *spec)
+{
+    int64_t req[2] = {0, 0}, lim[2] = {0, 0};
+    int both = 1;
+    const json_t *pod_res = json_object_get(spec, "resources");
+    if (qos_pod_level(pod_res)) {
+        qos_add(pod_res, req, lim, &both);
+    } else {
+        static const char *const lists[2] = {"containers", "initContainers"};
+        for (int l = 0; l < 2; l++) {
+            size_t i;
+            const json_t *c;
+            json_array_foreach(json_object_get(spec, lists[l]), i, c)
+                qos_add(json_object_get(c, "resources"), req, lim, &both);
+        }
+    }
+    if (!req[0] && !req[1] && !lim[0] && !lim[1]) return "BestEffort";
+    return both && req[0] == lim[0] && req[1] == lim[1] ? "Guaranteed" : "Burstable";
+}
+
 static void pod_prepare_create(json_t *pod)
 {
-    json_t *status = json_pack("{s:s, s:s}", "phase", "Pending", "qosClass", "BestEffort");
+    const char *qos = pod_qos_class(json_object_get(pod, "spec"));
+    json_t *status = json_pack("{s:s, s:s}", "phase", "Pending", "qosClass", qos);
     json_object_set_new(pod, "status", status);
 }
 
@@ -319,8 +434,27 @@ int api_pod_eviction_skips_budget(const json_t *pod)
     return json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") != NULL;
 }
 
+/* podStatusStrategy: pods/status may not change ownerReferences (old
+ * kubelets corrupted them), and a status without qosClass keeps the one set
+ * at create. */
+static void pod_prepare_status_update(json_t *pod, const json_t *old)
+{
+    json_t *meta = json_object_get(pod, "metadata");
+    json_t *owners = json_object_get(json_object_get(old, "metadata"), "ownerReferences");
+    if (json_is_object(meta)) {
+        if (owners) json_object_set(meta, "ownerReferences", owners);
+        else json_object_del(meta, "ownerReferences");
+    }
+    json_t *status = json_object_get(pod, "status");
+    const char *qos = json_string_value(json_object_get(status, "qosClass"));
+    json_t *old_qos = json_object_get(json_object_get(old, "status"), "qosClass");
+    if (json_is_object(status) && (!qos || !*qos) && old_qos)
+        json_object_set(status, "qosClass", old_qos);
+}
+
 const api_strategy_t api_strategy_pod = {
     .prepare_create = pod_prepare_create,
     .defaults = pod_defaults,
     .validate = pod_validate,
+    .prepare_status_update = pod_prepare_status_update,
 };

@@ -704,17 +704,6 @@ static int ds_init(ctrl_t *c, void **self)
 
 /* ---- revisions ---- */
 
-/* The ControllerRevision data of ds's template, as Kubernetes' getPatch:
- * {"spec":{"template":{..., "$patch":"replace"}}} (a new reference). */
-static json_t *revision_data(const json_t *ds)
-{
-    const json_t *t = json_object_get(json_object_get(ds, "spec"), "template");
-    json_t *tmpl = json_is_object(t) ? json_deep_copy(t) : json_object();
-    if (!tmpl) return NULL;
-    json_object_set_new(tmpl, "$patch", json_string("replace"));
-    return json_pack("{s:{s:o}}", "spec", "template", tmpl);
-}
-
 static const char *rev_hash(const json_t *rev)
 {
     return json_string_value(json_object_get(ctrl_labels(rev), DS_HASH_LABEL));
@@ -793,7 +782,7 @@ static int construct_history(ds_ctl_t *s, const json_t *ds, json_t **cur, json_t
     size_t n;
     int rc = kc_informer_list(s->revs, "controller", ctrl_meta_str(ds, "uid"), &revs, &n);
     if (rc) return rc;
-    json_t *data = revision_data(ds);
+    json_t *data = ctrl_history_template_patch(ds);
     json_t **olds = calloc(n + 1, sizeof *olds), **curs = calloc(n + 1, sizeof *curs);
     size_t no = 0, nc = 0;
     if (!data || !olds || !curs) {

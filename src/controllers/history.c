@@ -96,6 +96,91 @@ fail:
     return rev;
 }
 
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A deep copy of v whose objects hold their members in byte order of their
+ * keys, so that it dumps as Go's encoding/json writes a map; NULL when out
+ * of memory or nested deeper than `depth`. */
+static json_t *sorted_copy(const json_t *v, int depth)
+{
+    if (depth <= 0) return NULL;
+    if (json_is_array(v)) {
+        json_t *out = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            if (!out || json_array_append_new(out, sorted_copy(x, depth - 1))) {
+                json_decref(out);
+                return NULL;
+            }
+        }
+        return out;
+    }
+    if (!json_is_object(v)) return json_deep_copy(v);
+    size_t n = json_object_size(v), i = 0;
+    const char **keys = calloc(n ? n : 1, sizeof *keys);
+    json_t *out = json_object();
+    const char *k;
+    json_t *x;
+    if (!keys || !out) goto fail;
+    json_object_foreach((json_t *)v, k, x) keys[i++] = k;
+    qsort(keys, n, sizeof *keys, cmp_key);
+    for (i = 0; i < n; i++)
+        if (json_object_set_new(out, keys[i], sorted_copy(json_object_get(v, keys[i]), depth - 1)))
+            goto fail;
+    free(keys);
+    return out;
+fail:
+    free(keys);
+    json_decref(out);
+    return NULL;
+}
+
+/* What Go's encoding of a typed PodTemplateSpec writes that the stored JSON
+ * may lack: metadata with creationTimestamp null (a zero metav1.Time), and
+ * every container's resources ({}: a struct is never omitted). */
+static int go_template_fields(json_t *tmpl)
+{
+    json_t *meta = json_object_get(tmpl, "metadata");
+    if (!json_is_object(meta) && json_object_set_new(tmpl, "metadata", meta = json_object()))
+        return KP_ENOMEM;
+    if (!json_object_get(meta, "creationTimestamp") &&
+        json_object_set_new(meta, "creationTimestamp", json_null()))
+        return KP_ENOMEM;
+    static const char *const lists[] = {"initContainers", "containers"};
+    for (int l = 0; l < 2; l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(json_object_get(tmpl, "spec"), lists[l]), i, c) {
+            if (json_is_object(c) && !json_object_get(c, "resources") &&
+                json_object_set_new(c, "resources", json_object()))
+                return KP_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+#define TEMPLATE_DEPTH_MAX 256
+
+json_t *ctrl_history_template_patch(const json_t *owner)
+{
+    const json_t *t = json_object_get(json_object_get(owner, "spec"), "template");
+    json_t *tmpl = json_is_object(t) ? json_deep_copy(t) : json_object();
+    json_t *patch = NULL, *out = NULL;
+    if (!tmpl || go_template_fields(tmpl) ||
+        json_object_set_new(tmpl, "$patch", json_string("replace")))
+        goto done;
+    patch = json_pack("{s:{s:O}}", "spec", "template", tmpl);
+    if (patch) out = sorted_copy(patch, TEMPLATE_DEPTH_MAX);
+done:
+    json_decref(tmpl);
+    json_decref(patch);
+    return out;
+}
+
 int64_t ctrl_history_revision(const json_t *rev)
 {
     return json_integer_value(json_object_get(rev, "revision"));

@@ -36,6 +36,14 @@ int ctrl_history_hash(const json_t *data, int64_t collision_count, char out[CTRL
  * memory. */
 json_t *ctrl_history_new(const json_t *owner, const char *api_version, const char *kind,
                          const json_t *data, int64_t revision, int64_t collision_count);
+/* The data of a revision of owner's spec.template, as Kubernetes' getPatch
+ * (pkg/controller/daemon/update.go, statefulset/stateful_set_utils.go)
+ * makes it: {"spec":{"template":{..., "$patch":"replace"}}} with the
+ * members Go's typed encoding adds (template metadata.creationTimestamp
+ * null, containers' resources {}) and every object's keys sorted, so its
+ * compact dump is the bytes Kubernetes stores. New reference; NULL: out of
+ * memory or nested too deep. */
+json_t *ctrl_history_template_patch(const json_t *owner);
 /* Revisions in `revs` (borrowed objects) sorted by .revision ascending, in
  * place (ties by name, so the order is stable). */
 void ctrl_history_sort(const json_t **revs, size_t n);

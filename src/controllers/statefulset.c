@@ -380,19 +380,6 @@ static int64_t collision_count(const json_t *set)
     return json_integer_value(json_object_get(json_object_get(set, "status"), "collisionCount"));
 }
 
-/* The revision data of set's template, as Kubernetes' getPatch writes it
- * (a new reference, NULL: out of memory). */
-static json_t *revision_data(const json_t *set)
-{
-    const json_t *t = json_object_get(spec_of(set), "template");
-    json_t *tmpl = json_is_object(t) ? json_deep_copy(t) : json_object();
-    if (!tmpl || json_object_set_new(tmpl, "$patch", json_string("replace"))) {
-        json_decref(tmpl);
-        return NULL;
-    }
-    return json_pack("{s:{s:o}}", "spec", "template", tmpl);
-}
-
 /* Create a revision of data numbered `number`, stepping past names taken by
  * other data (*collisions counts the steps, as status.collisionCount).
  * *out: the revision made or found (a reference). */
@@ -461,7 +448,7 @@ static int revisions(sts_ctl_t *s, const json_t *set, revs_t *r)
     for (size_t i = 0; i < r->n; i++)
         r->sorted[i] = r->own[i];
     ctrl_history_sort(r->sorted, r->n);
-    json_t *data = revision_data(set);
+    json_t *data = ctrl_history_template_patch(set);
     json_t *want = data ? json_pack("{s:O}", "data", data) : NULL;
     if (!want) {
         json_decref(data);

@@ -62,11 +62,15 @@ static double quantity(const json_t *v)
     return -1;
 }
 
-/* Kubernetes' rule: BestEffort when no container requests or limits cpu or
- * memory; Guaranteed when every container has cpu and memory limits and
- * its requests (where set) equal them; Burstable otherwise. */
+/* Kubernetes' GetPodQOS: the class the API server set at create
+ * (status.qosClass); else its rule: BestEffort when no container requests or
+ * limits cpu or memory; Guaranteed when every container has cpu and memory
+ * limits and its requests (where set) equal them; Burstable otherwise. */
 const char *sim__qos_class(const json_t *pod)
 {
+    const char *set =
+        json_string_value(json_object_get(json_object_get(pod, "status"), "qosClass"));
+    if (set && *set) return set;
     static const char *const lists[] = {"initContainers", "containers"};
     static const char *const names[] = {"cpu", "memory"};
     int any = 0, guaranteed = 1;

@@ -13,17 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- quantities (filter.c) ---- */
-
-/* A resource.Quantity string ("100m", "0.5", "2", "128Mi", "1G", "129e6",
- * "1.5Gi") as an integer, rounded up as Kubernetes does: in thousandths
- * when `milli` (cpu in millicores), else in units (bytes, pods).
- * Suffixes: Ki Mi Gi Ti Pi Ei; n u m k (or K) M G T P E; e/E<exponent>.
- * Errors: KP_EINVAL (malformed or negative), KP_ETOOLARGE (over int64). */
-int sched_quantity_parse(const char *s, int milli, int64_t *out);
-/* The same for a JSON value: a string, or a number (integer or real). */
-int sched_quantity_json(const json_t *v, int milli, int64_t *out);
-
 /* ---- what a pod asks for and what a node offers (filter.c) ---- */
 
 typedef struct sched_res {

@@ -304,7 +304,10 @@ echo "--- patch budgets, identity through patches, integer ranges (issue 14)"
 # Bodies: the JSON patch bomb (each op copies the whole object into itself:
 # 60 ops would make 2^60 copies; Kubernetes' json-patch stops the copies at
 # 3 MiB, AccumulatedCopySizeLimit), and patches whose result passes the 3 MiB
-# object limit by a merge, a strategic merge and an apply.
+# object limit by a merge, a strategic merge and an apply (on a
+# ControllerRevision and a Deployment, whose data and env values have no budget of
+# their own, where a ConfigMap's 1 MiB would refuse the 2 MiB object
+# first; the apply goes to the Deployment, as a revision's data is atomic).
 python3 - "$B" <<'PY'
 import json, os, sys
 d = sys.argv[1]
@@ -313,12 +316,20 @@ def put(name, text):
         f.write(text)
 put("bomb.json", json.dumps([{"op": "copy", "from": "", "path": "/x%d" % i} for i in range(60)]))
 big = "x" * (2 << 20)
-put("big-cm.json", json.dumps({"metadata": {"name": "big"}, "data": {"a": big}}))
+put("big-cm.json", json.dumps({"metadata": {"name": "big"}, "data": {"a": big}, "revision": 1}))
 put("big-merge.json", json.dumps({"data": {"b": big}}))
-put("big-apply.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  c: " + big + "\n")
+put("big-deploy.json", json.dumps({"metadata": {"name": "big"}, "spec": {
+    "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+    "spec": {"containers": [{"name": "c", "image": "x", "env": [{"name": "A", "value": big}]}]}}}}))
+put("big-apply.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: big\nspec:\n"
+    "  template:\n    spec:\n      containers:\n      - name: c\n        env:\n"
+    "        - name: B\n          value: " + "x" * (3 << 19) + "\n")
 PY
 [ "$(req POST "$CM" $J '{"metadata":{"name":"cpatch"},"data":{"a":"b"}}')" = 201 ] || fail "create cpatch"
-[ "$(req POST "$CM" $J @big-cm.json)" = 201 ] || fail "create big"
+CRV=/apis/apps/v1/namespaces/default/controllerrevisions
+[ "$(req POST "$CRV" $J @big-cm.json)" = 201 ] || fail "create big"
+BIGDEP=/apis/apps/v1/namespaces/default/deployments
+[ "$(req POST "$BIGDEP" $J @big-deploy.json)" = 201 ] || fail "create big deployment"
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$KP_PID/stat"; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$KP_PID/status"; }
 rss0=$(rss_kb)
@@ -344,11 +355,11 @@ echo "     RSS grew $grow MB over both bombs"
 [ "$grow" -lt 400 ] || fail "RSS grew $grow MB over the bombs"
 case_ "the bombed object is unchanged"              GET   "$CM/cpatch"          - -                   200 - - 's["data"] == {"a": "b"} and not [k for k in s if k.startswith("x")]'
 TOO_LARGE='^Request entity too large: limit is 3145728$'
-case_ "merge patch whose result passes 3 MiB"       PATCH "$CM/big"             $MP @big-merge.json   413 RequestEntityTooLarge "$TOO_LARGE"
-case_ "the same under dryRun=All"                   PATCH "$CM/big?dryRun=All"  $MP @big-merge.json   413 RequestEntityTooLarge "$TOO_LARGE"
-case_ "strategic merge patch past 3 MiB (dryRun)"   PATCH "$CM/big?dryRun=All"  $SMP @big-merge.json  413 RequestEntityTooLarge "$TOO_LARGE"
-case_ "apply past 3 MiB (dryRun)"                   PATCH "$CM/big?dryRun=All&fieldManager=t" $AP @big-apply.yaml 413 RequestEntityTooLarge "$TOO_LARGE"
-case_ "JSON patch past 3 MiB"                       PATCH "$CM/big"             $JP '[{"op":"copy","from":"/data/a","path":"/data/b"}]' 413 RequestEntityTooLarge "$TOO_LARGE"
+case_ "merge patch whose result passes 3 MiB"       PATCH "$CRV/big"             $MP @big-merge.json   413 RequestEntityTooLarge "$TOO_LARGE"
+case_ "the same under dryRun=All"                   PATCH "$CRV/big?dryRun=All"  $MP @big-merge.json   413 RequestEntityTooLarge "$TOO_LARGE"
+case_ "strategic merge patch past 3 MiB (dryRun)"   PATCH "$CRV/big?dryRun=All"  $SMP @big-merge.json  413 RequestEntityTooLarge "$TOO_LARGE"
+case_ "apply past 3 MiB (dryRun)"                   PATCH "$BIGDEP/big?dryRun=All&fieldManager=t" $AP @big-apply.yaml 413 RequestEntityTooLarge "$TOO_LARGE"
+case_ "JSON patch past 3 MiB"                       PATCH "$CRV/big"             $JP '[{"op":"copy","from":"/data/a","path":"/data/b"}]' 413 RequestEntityTooLarge "$TOO_LARGE"
 # An apply naming another object: 400, and the server lives (it freed the
 # name, then printed it: ASan aborted the server).
 case_ "apply of a body naming another object"       PATCH "$CM/cpatch?fieldManager=t" $AP $'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n' 400 BadRequest '^the name of the object \(other\) does not match the name on the URL \(cpatch\)$'

@@ -230,6 +230,30 @@ kp_wait_for "widgets served again" 10 served /apis/example.com/v1/namespaces/def
 expect_eq "the widgets went with their CRD" \
   "$(kp_curl GET /apis/example.com/v1/namespaces/default/widgets | py "len(s['items'])")" 0
 
+# Deleting a CRD deletes its objects through the normal delete path: one
+# held by a finalizer stays (and the CRD with it, still served but for
+# creates, refused with Kubernetes' 405) until the finalizer goes.
+kp_curl POST /apis/example.com/v1/namespaces/default/widgets -H "$J" -o /dev/null \
+  -d '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"held","finalizers":["example.com/hold"]}}'
+kp_curl POST /apis/example.com/v1/namespaces/default/widgets -H "$J" -o /dev/null \
+  -d '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"free"}}'
+k delete crd widgets.example.com --wait=false >/dev/null
+only_held() {
+  [ "$(kp_curl GET /apis/example.com/v1/namespaces/default/widgets | py "' '.join(sorted(i['metadata']['name'] for i in s['items']))")" = held ]
+}
+kp_wait_for "the free widget to go, the held one to stay" 10 only_held
+expect_match "held widget marked" "$(kp_curl GET /apis/example.com/v1/namespaces/default/widgets/held)" '"deletionTimestamp"'
+code=$(kp_curl POST /apis/example.com/v1/namespaces/default/widgets -H "$J" -o "$KP_DIR/out" -w '%{http_code}' \
+  -d '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"late"}}')
+expect_eq "create while terminating" "$code" 405
+expect_match "create while terminating" "$(cat "$KP_DIR/out")" "create not allowed while custom resource definition is terminating"
+kp_curl GET "$CRDS/widgets.example.com" -o /dev/null -w '%{http_code}' | grep -q 200 || fail "the CRD went before its objects"
+kp_curl PATCH /apis/example.com/v1/namespaces/default/widgets/held -H 'Content-Type: application/merge-patch+json' \
+  -d '{"metadata":{"finalizers":null}}' -o /dev/null
+crd_gone() { [ "$(kp_curl GET "$CRDS/widgets.example.com" -o /dev/null -w '%{http_code}')" = 404 ]; }
+kp_wait_for "the CRD to go after its last object" 10 crd_gone
+echo "ok: a CRD's objects go through the delete path, finalizers first"
+
 kill -0 "$KP_PID" || fail "server died"
 # Both servers stopped gracefully: LeakSanitizer has reported by now.
 kp_stop

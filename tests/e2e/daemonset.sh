@@ -115,6 +115,12 @@ hash1=$(k get pod "$pod" -o jsonpath='{.metadata.labels.controller-revision-hash
 [ -n "$hash1" ] || fail "no controller-revision-hash label"
 expect_eq "one ControllerRevision" "$(k get controllerrevisions -o name | grep -c '/agent-')" "1"
 expect_eq "revision named by hash" "$(k get controllerrevision "agent-$hash1" -o jsonpath='{.revision}')" "1"
+# The revision's data bytes are Kubernetes' getPatch of the DaemonSet (the
+# conformance suite's daemon.Match compares them byte for byte).
+kp_curl GET /apis/apps/v1/namespaces/default/daemonsets/agent >"$KP_DIR/ds.json"
+kp_curl GET "/apis/apps/v1/namespaces/default/controllerrevisions/agent-$hash1" >"$KP_DIR/rev.json"
+python3 "$(dirname "$0")/revision_match.py" "$KP_DIR/ds.json" "$KP_DIR/rev.json" ||
+  fail "ControllerRevision data differs from getPatch's bytes"
 expect_match "get ds" "$(k get ds agent --no-headers)" "^agent +3 +3 +3 +3 +3 "
 st=$(k get ds agent -o jsonpath='{.status.currentNumberScheduled} {.status.updatedNumberScheduled} {.status.numberAvailable} {.status.numberMisscheduled}/{.status.observedGeneration}')
 expect_eq "status" "$st" "3 3 3 0/1"

@@ -21,6 +21,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/nodematch.h"
+#include "lib/quantity.h"
 #include "scheduler/sched_int.h"
 #include "scheduler/scheduler.h"
 
@@ -44,7 +45,7 @@ static json_t *J(const char *fmt, ...)
 static int64_t q(const char *s, int milli)
 {
     int64_t v = -1;
-    assert_int_equal(sched_quantity_parse(s, milli, &v), 0);
+    assert_int_equal(kp_quantity_parse(s, milli, &v), 0);
     return v;
 }
 
@@ -91,7 +92,7 @@ static void test_quantity_memory(void **state)
     const char *bad[] = {"",    "m",   "abc", "1Qi",   "1e",     "--1", "1.2.3", "1 Mi",
                          "Mi1", "1mi", "-1",  "-100m", "1e1000", ".",   "1.",    NULL};
     for (int i = 0; bad[i]; i++) {
-        int rc = sched_quantity_parse(bad[i], 0, &v);
+        int rc = kp_quantity_parse(bad[i], 0, &v);
         if (!strcmp(bad[i], "1.")) {
             assert_int_equal(rc, 0); /* "1." is 1, as Go's parser reads it */
             continue;
@@ -99,25 +100,25 @@ static void test_quantity_memory(void **state)
         if (rc != KP_EINVAL) fprintf(stderr, "accepted %s\n", bad[i]);
         assert_int_equal(rc, KP_EINVAL);
     }
-    assert_int_equal(sched_quantity_parse("-0", 0, &v), 0);
+    assert_int_equal(kp_quantity_parse("-0", 0, &v), 0);
     assert_int_equal(v, 0);
-    assert_int_equal(sched_quantity_parse("16Ei", 0, &v), KP_ETOOLARGE);
-    assert_int_equal(sched_quantity_parse("9223372036854775808", 0, &v), KP_ETOOLARGE);
-    assert_int_equal(sched_quantity_parse("10E", 1, &v), KP_ETOOLARGE);
+    assert_int_equal(kp_quantity_parse("16Ei", 0, &v), KP_ETOOLARGE);
+    assert_int_equal(kp_quantity_parse("9223372036854775808", 0, &v), KP_ETOOLARGE);
+    assert_int_equal(kp_quantity_parse("10E", 1, &v), KP_ETOOLARGE);
 
     json_t *n = json_integer(3);
-    assert_int_equal(sched_quantity_json(n, 1, &v), 0);
+    assert_int_equal(kp_quantity_json(n, 1, &v), 0);
     assert_int_equal(v, 3000);
     json_decref(n);
     n = json_real(0.25);
-    assert_int_equal(sched_quantity_json(n, 1, &v), 0);
+    assert_int_equal(kp_quantity_json(n, 1, &v), 0);
     assert_int_equal(v, 250);
     json_decref(n);
     n = json_string("64Mi");
-    assert_int_equal(sched_quantity_json(n, 0, &v), 0);
+    assert_int_equal(kp_quantity_json(n, 0, &v), 0);
     assert_int_equal(v, 64 << 20);
     json_decref(n);
-    assert_int_equal(sched_quantity_json(json_true(), 0, &v), KP_EINVAL);
+    assert_int_equal(kp_quantity_json(json_true(), 0, &v), KP_EINVAL);
 }
 
 /* ---- pods and nodes ---- */

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# fidelity.sh KPLANE KUBECTL -- behaviours the Kubernetes conformance suite
+# checks, each against what Kubernetes does for the same requests (issue 15
+# item 8), on an API-only server:
+#   - a status write keeps the metadata changes it carries (labels,
+#     annotations) and resets the spec: namespaces/status, services/status;
+#     pods/status keeps the old ownerReferences, deployments/status the old
+#     labels, a custom resource's /status all of the old metadata;
+#   - a pod's status.qosClass is set at create (Guaranteed, Burstable);
+#   - ConfigMap and Secret validation (keys, immutable, Secret types) and
+#     pod sysctl names: 422 naming the field;
+#   - CRDs: root x-kubernetes-preserve-unknown-fields, schema defaults on
+#     create, update and read, and the published OpenAPI of a CRD.
+set -euo pipefail
+KP_BIN=$1
+KUBECTL=$2
+. "$(dirname "$0")/lib.sh"
+kp_start "${KP_API_ONLY[@]}"
+k() { "$KUBECTL" "$@"; }
+J='Content-Type: application/json'
+M='Content-Type: application/merge-patch+json'
+# jq-less field extraction: jget JSON PYTHON-EXPRESSION-ON-o
+jget() { python3 -c 'import json,sys; o=json.load(sys.stdin); print(eval(sys.argv[1]))' "$2" <<<"$1"; }
+
+echo "--- status writes keep metadata, reset spec"
+k create namespace st-ns >/dev/null
+out=$(kp_curl PATCH /api/v1/namespaces/st-ns/status -H "$M" \
+  -d '{"metadata":{"labels":{"a":"1"},"annotations":{"n":"x"}},"spec":{"finalizers":[]},"status":{"conditions":[{"type":"NamespaceDeletionDiscoveryFailure","status":"False"}]}}')
+expect_eq "namespaces/status label" "$(jget "$out" 'o["metadata"]["labels"].get("a")')" "1"
+expect_eq "namespaces/status annotation" "$(jget "$out" 'o["metadata"]["annotations"]["n"]')" "x"
+expect_eq "namespaces/status spec kept" "$(jget "$out" 'o["spec"]["finalizers"]')" "['kubernetes']"
+expect_eq "namespaces/status status" "$(jget "$out" 'o["status"]["conditions"][0]["type"]')" \
+  "NamespaceDeletionDiscoveryFailure"
+expect_eq "stored label" "$(k get ns st-ns -o jsonpath='{.metadata.labels.a}')" "1"
+
+kp_curl POST /api/v1/namespaces/st-ns/services -H "$J" \
+  -d '{"metadata":{"name":"svc"},"spec":{"ports":[{"port":80}]}}' >/dev/null
+out=$(kp_curl PATCH /api/v1/namespaces/st-ns/services/svc/status -H "$M" \
+  -d '{"metadata":{"annotations":{"s":"y"},"labels":{"l":"2"}},"spec":{"ports":[{"port":81}]},"status":{"loadBalancer":{"ingress":[{"ip":"10.0.0.9"}]}}}')
+expect_eq "services/status annotation" "$(jget "$out" 'o["metadata"]["annotations"]["s"]')" "y"
+expect_eq "services/status label" "$(jget "$out" 'o["metadata"]["labels"]["l"]')" "2"
+expect_eq "services/status spec kept" "$(jget "$out" 'o["spec"]["ports"][0]["port"]')" "80"
+expect_eq "services/status ingress" "$(jget "$out" 'o["status"]["loadBalancer"]["ingress"][0]["ip"]')" \
+  "10.0.0.9"
+
+kp_curl POST /api/v1/namespaces/st-ns/pods -H "$J" \
+  -d '{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}' >/dev/null
+out=$(kp_curl PATCH /api/v1/namespaces/st-ns/pods/p/status -H "$M" \
+  -d '{"metadata":{"labels":{"x":"y"},"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"n","uid":"u1"}]},"status":{"phase":"Running"}}')
+expect_eq "pods/status label" "$(jget "$out" 'o["metadata"]["labels"]["x"]')" "y"
+expect_eq "pods/status ownerReferences reset" "$(jget "$out" '"ownerReferences" in o["metadata"]')" \
+  "False"
+expect_eq "pods/status phase" "$(jget "$out" 'o["status"]["phase"]')" "Running"
+expect_eq "pods/status qosClass kept" "$(jget "$out" 'o["status"]["qosClass"]')" "BestEffort"
+
+kp_curl POST /apis/apps/v1/namespaces/st-ns/deployments -H "$J" -d '{"metadata":{"name":"d",
+  "labels":{"app":"d"}},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":
+  {"labels":{"app":"d"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}' >/dev/null
+out=$(kp_curl PATCH /apis/apps/v1/namespaces/st-ns/deployments/d/status -H "$M" \
+  -d '{"metadata":{"labels":{"app":"other"},"annotations":{"a":"b"}},"status":{"replicas":3}}')
+expect_eq "deployments/status labels reset" "$(jget "$out" 'o["metadata"]["labels"]["app"]')" "d"
+expect_eq "deployments/status annotation" "$(jget "$out" 'o["metadata"]["annotations"]["a"]')" "b"
+expect_eq "deployments/status replicas" "$(jget "$out" 'o["status"]["replicas"]')" "3"
+
+echo "--- qosClass at create"
+out=$(kp_curl POST /api/v1/namespaces/st-ns/pods -H "$J" -d '{"metadata":{"name":"g"},"spec":
+  {"containers":[{"name":"c","image":"busybox","resources":{"limits":{"cpu":"100m","memory":"64Mi"}}}]}}')
+expect_eq "Guaranteed at create" "$(jget "$out" 'o["status"]["qosClass"]')" "Guaranteed"
+out=$(kp_curl POST /api/v1/namespaces/st-ns/pods -H "$J" -d '{"metadata":{"name":"b"},"spec":
+  {"containers":[{"name":"c","image":"busybox","resources":{"requests":{"memory":"64Mi"}}}]}}')
+expect_eq "Burstable at create" "$(jget "$out" 'o["status"]["qosClass"]')" "Burstable"
+
+echo "--- ConfigMap and Secret validation"
+code() { kp_curl "$@" -o "$KP_DIR/body" -w '%{http_code}'; }
+expect_eq "configmap empty key" "$(code POST /api/v1/namespaces/st-ns/configmaps -H "$J" \
+  -d '{"metadata":{"name":"bad"},"data":{"":"x"}}')" "422"
+expect_match "configmap empty key names the field" "$(cat "$KP_DIR/body")" '"field":"data\[\]"'
+expect_eq "configmap duplicate key" "$(code POST /api/v1/namespaces/st-ns/configmaps -H "$J" \
+  -d '{"metadata":{"name":"bad"},"data":{"k":"x"},"binaryData":{"k":"eA=="}}')" "422"
+k create configmap frozen -n st-ns --from-literal=k=v >/dev/null
+k patch configmap frozen -n st-ns --type merge -p '{"immutable":true}' >/dev/null
+if out=$(k patch configmap frozen -n st-ns --type merge -p '{"data":{"k":"w"}}' 2>&1); then
+  fail "an immutable ConfigMap changed"
+fi
+expect_match "immutable configmap" "$out" 'data: Forbidden: field is immutable when `immutable` is set'
+k label configmap frozen -n st-ns changed=yes >/dev/null # metadata stays mutable
+out=$(kp_curl POST /api/v1/namespaces/st-ns/secrets -H "$J" \
+  -d '{"metadata":{"name":"s1"},"stringData":{"user":"admin"}}')
+expect_eq "secret type default" "$(jget "$out" 'o["type"]')" "Opaque"
+expect_eq "secret stringData into data" "$(jget "$out" 'o["data"]["user"]')" "YWRtaW4="
+expect_eq "secret stringData not stored" "$(jget "$out" '"stringData" in o')" "False"
+expect_eq "secret empty key" "$(code POST /api/v1/namespaces/st-ns/secrets -H "$J" \
+  -d '{"metadata":{"name":"bad"},"data":{"":"eA=="}}')" "422"
+expect_eq "tls secret without key" "$(code POST /api/v1/namespaces/st-ns/secrets -H "$J" \
+  -d '{"metadata":{"name":"bad"},"type":"kubernetes.io/tls","data":{"tls.crt":""}}')" "422"
+expect_match "tls secret names tls.key" "$(cat "$KP_DIR/body")" '"field":"data\[tls.key\]"'
+if out=$(k patch secret s1 -n st-ns --type merge -p '{"type":"kubernetes.io/basic-auth"}' 2>&1); then
+  fail "a Secret's type changed"
+fi
+expect_match "secret type immutable" "$out" 'type: Invalid value: "kubernetes.io/basic-auth": field is immutable'
+expect_eq "invalid sysctl" "$(code POST /api/v1/namespaces/st-ns/pods -H "$J" -d '{"metadata":
+  {"name":"sc"},"spec":{"securityContext":{"sysctls":[{"name":"kernel..x","value":"1"}]},
+  "containers":[{"name":"c","image":"busybox"}]}}')" "422"
+expect_match "invalid sysctl field" "$(cat "$KP_DIR/body")" '"field":"spec.securityContext.sysctls\[0\].name"'
+
+echo "PASS"
