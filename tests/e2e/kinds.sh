@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # kinds.sh KPLANE KUBECTL -- every resource a fresh server lists in `kubectl
 # api-resources`, end to end with kubectl 1.32: create the sample manifest
-# tests/e2e/kinds/<resource>.yaml (a realistic object, as a chart has it),
-# get, list (-A when namespaced), watch (a raw watch from the list's
-# resourceVersion sees the ADDED event), label, patch (merge, and kubectl's
-# default strategic merge), server-side apply of the sample with a change and
-# a re-apply that leaves the resourceVersion alone, the `kubectl get` header
-# Kubernetes 1.32 prints for the kind, `kubectl explain`, delete.
+# tests/e2e/kinds/<resource>.yaml (a realistic object, as a chart has it;
+# strict field validation), get it (the `kubectl get` header Kubernetes 1.32
+# prints for the kind), `kubectl explain` it, list it (-A when namespaced),
+# label, patch (merge, and kubectl's default strategic merge), server-side
+# apply the sample with a change and re-apply it (the resourceVersion stays),
+# delete it, and watch (curl) its life from before the create: ADDED first,
+# DELETED (or a deletionTimestamp) last.
+#
+# Steps that take many objects run once for all samples (kubectl create,
+# label, patch, apply, delete -f kinds/); get and explain run per resource,
+# three at a time. kubectl's start-up is most of the cost: one call per
+# object and step took 4x as long.
 #
 # A served resource without a sample manifest or an expected header fails
 # the test, so a new kind cannot slip in untested; resources clients cannot
@@ -74,6 +80,7 @@ declare -A HEADER=(
 )
 
 t0=$(date +%s)
+step() { echo "--- $* (at $(($(date +%s) - t0))s)"; }
 kp_start "${KP_API_ONLY[@]}"
 k() { "$K" "$@"; }
 NS=kinds
@@ -85,109 +92,11 @@ count=$(wc -l <<<"$all")
 [ "$count" -gt 40 ] || fail "api-resources lists $count resources"
 echo "--- $count resources"
 
-# The sample of a resource: kinds/<resource>.<group>.yaml if two groups ever
-# serve the same resource name, else kinds/<resource>.yaml.
+# The sample of a resource: kinds/<resource>.<group>.yaml when another group
+# serves the same resource name (events), else kinds/<resource>.yaml.
 sample() {
   local name=$1
   if [ -f "$HERE/kinds/$name.yaml" ]; then echo "$HERE/kinds/$name.yaml"; else echo "$HERE/kinds/${name%%.*}.yaml"; fi
-}
-
-# Every sample as JSON with one change for the server-side apply (a label
-# e2eapplied=yes), and its apiVersion, kind and name.
-mkdir -p "$KP_DIR/apply"
-python3 - "$HERE/kinds" "$KP_DIR/apply" >"$KP_DIR/samples.tsv" <<'PY'
-import json, os, sys, yaml
-src, dst = sys.argv[1], sys.argv[2]
-for f in sorted(os.listdir(src)):
-    doc = yaml.safe_load(open(os.path.join(src, f)))
-    doc["metadata"].setdefault("labels", {})["e2eapplied"] = "yes"
-    json.dump(doc, open(os.path.join(dst, f[:-5] + ".json"), "w"))
-    print(f, doc["apiVersion"], doc["kind"], doc["metadata"]["name"], sep="\t")
-PY
-
-# Every sample passes strict field validation (unknown or duplicate fields
-# are errors), checked once for all: each --validate=strict call makes kubectl
-# fetch the group's OpenAPI document again (kplane does not let it cache
-# the ?hash= URLs), which costs the ASan server 0.3 s a time.
-out=$(k create --dry-run=server --validate=strict -f "$HERE/kinds" -n "$NS" 2>&1) ||
-  fail "the samples do not pass strict validation: $out"
-expect_eq "samples validated" "$(grep -c 'created (server dry run)' <<<"$out")" "$(ls "$HERE/kinds" | wc -l)"
-
-# A watch from this resourceVersion (the store's revision is global, as
-# etcd's is) replays every later event of any resource, the create included.
-RV0=$(kp_curl GET "/api/v1/namespaces?limit=1" | jq -r .metadata.resourceVersion)
-
-# run_kind NAME: the round trip of one resource; fails (exits) on the first
-# step that goes wrong.
-run_kind() {
-  local name=$1 f want av kind obj res base what out list got a rv1 rv2 t
-  local -a ns=()
-  t=$(date +%s)
-  f=$(sample "$name")
-  want=${HEADER[$name]}
-  IFS=$'\t' read -r _ av kind obj < <(grep "^$(basename "$f")	" "$KP_DIR/samples.tsv")
-  res=${name%%.*}
-  base=/apis/$av
-  [ "$av" = v1 ] && base=/api/v1
-  if [[ "$namespaced" == *" $name "* ]]; then
-    ns=(-n "$NS")
-    base=$base/namespaces/$NS
-  fi
-  base=$base/$res
-  what="$name/$obj"
-
-  k create --validate=false -f "$f" "${ns[@]}" >/dev/null || fail "$what: create"
-
-  out=$(k get "$name" "$obj" "${ns[@]}") || fail "$what: get"
-  expect_eq "$what: kubectl get header" "$(head -n1 <<<"$out" | tr -s ' ' | sed 's/ $//')" "$want"
-  expect_eq "$what: kubectl get rows" "$(wc -l <<<"$out")" 2
-  if [ ${#ns[@]} -gt 0 ]; then
-    list=$(k get "$name" -A -o name)
-  else
-    list=$(k get "$name" -o name)
-  fi
-  grep -q "/$obj\$" <<<"$list" || fail "$what: not listed: $list"
-
-  k label "$name" "$obj" "${ns[@]}" e2elabel=yes >/dev/null || fail "$what: label"
-  k patch "$name" "$obj" "${ns[@]}" --type=merge \
-    -p '{"metadata":{"annotations":{"e2e/merge":"yes"}}}' >/dev/null || fail "$what: merge patch"
-  k patch "$name" "$obj" "${ns[@]}" \
-    -p '{"metadata":{"annotations":{"e2e/strategic":"yes"}}}' >/dev/null || fail "$what: strategic patch"
-
-  # the applied label joins the label and annotations other managers own
-  a=$KP_DIR/apply/$(basename "$f" .yaml).json
-  out=$(k apply --server-side --validate=false -f "$a" "${ns[@]}" -o json) ||
-    fail "$what: server-side apply"
-  got=$(jq -r '[.metadata.labels.e2eapplied, .metadata.labels.e2elabel,
-      .metadata.annotations["e2e/merge"], .metadata.annotations["e2e/strategic"]] | join(",")' <<<"$out")
-  expect_eq "$what: label, patches and apply" "$got" "yes,yes,yes,yes"
-  rv1=$(jq -r .metadata.resourceVersion <<<"$out")
-  rv2=$(k apply --server-side --validate=false -f "$a" "${ns[@]}" -o jsonpath='{.metadata.resourceVersion}') ||
-    fail "$what: server-side re-apply"
-  expect_eq "$what: re-apply changes nothing (resourceVersion)" "$rv2" "$rv1"
-
-  out=$(k explain "$res" --api-version="$av") || fail "$what: kubectl explain"
-  expect_match "$what: kubectl explain" "$(head -n3 <<<"$out")" "^KIND: +$kind\$"
-
-  k delete "$name" "$obj" "${ns[@]}" --wait=false >/dev/null || fail "$what: delete"
-
-  # The watch from RV0 replays the object's life: ADDED first, and DELETED
-  # (or, for a namespace without its controller, a deletionTimestamp) last.
-  # It ends after a second; the worker collects it when its list is done.
-  kp_curl GET "$base?watch=1&resourceVersion=$RV0&timeoutSeconds=1" -o "$KP_DIR/watch.$name" &
-  echo "$! $name $obj" >>"$KP_DIR/watchers.$BASHPID"
-  echo "ok $name ($(($(date +%s) - t))s)"
-}
-
-# check_watch PID NAME OBJ: the watch of NAME (process PID) saw OBJ added,
-# then deleted or marked for deletion.
-check_watch() {
-  local pid=$1 name=$2 obj=$3 events
-  wait "$pid" || fail "$name: watch failed: $(head -c 300 "$KP_DIR/watch.$name")"
-  events=$(jq -r --arg o "$obj" 'select(.object.metadata.name == $o) |
-      .type + (if .object.metadata.deletionTimestamp then "+deleting" else "" end)' \
-    "$KP_DIR/watch.$name" | tr '\n' ' ') || fail "$name: watch stream: $(head -c 300 "$KP_DIR/watch.$name")"
-  expect_match "$name: watch events of $obj" "$events" "^ADDED .*(DELETED|\+deleting) \$"
 }
 
 missing=()
@@ -201,27 +110,132 @@ for name in $all; do
     todo+=("$name")
   fi
 done
+[ ${#missing[@]} -eq 0 ] ||
+  fail "no sample manifest in tests/e2e/kinds/ or no expected header in kinds.sh for: ${missing[*]}"
+[ "$(ls "$HERE/kinds" | wc -l)" -eq ${#todo[@]} ] ||
+  fail "tests/e2e/kinds/ has samples of resources not served: $(ls "$HERE/kinds")"
 
-# WORKERS kubectl streams at once, each taking every WORKERS-th resource: the
-# run is bound by kubectl's start-up and round trips, not by the server.
+# Per resource: name, sample file, apiVersion, kind, object name, the
+# object's `kubectl -o name` form, its API path (collection), -n flag. And
+# every sample as JSON with one change for the server-side apply (a label
+# e2eapplied=yes).
+mkdir -p "$KP_DIR/apply"
+for name in "${todo[@]}"; do
+  ns=-
+  [[ "$namespaced" == *" $name "* ]] && ns=$NS
+  echo "$name $(sample "$name") $ns"
+done | python3 -c '
+import json, os, sys, yaml
+dst = sys.argv[1]
+for line in sys.stdin:
+    name, path, ns = line.split()
+    doc = yaml.safe_load(open(path))
+    av, kind, obj = doc["apiVersion"], doc["kind"], doc["metadata"]["name"]
+    group = av.rpartition("/")[0]
+    oname = kind.lower() + ("." + group if group else "") + "/" + obj
+    base = ("/apis/" + av if group else "/api/" + av) + \
+        ("/namespaces/" + ns if ns != "-" else "") + "/" + name.partition(".")[0]
+    doc["metadata"].setdefault("labels", {})["e2eapplied"] = "yes"
+    json.dump(doc, open(os.path.join(dst, name + ".json"), "w"))
+    print(name, path, av, kind, obj, oname, base, ns)
+' "$KP_DIR/apply" >"$KP_DIR/kinds.txt"
+
+# A watch from this resourceVersion (the store's revision is global, as
+# etcd's is) replays every later event of any resource.
+RV0=$(kp_curl GET "/api/v1/namespaces?limit=1" | jq -r .metadata.resourceVersion)
+
+step "create (strict field validation)"
+out=$(k create --validate=strict -f "$HERE/kinds" -n "$NS" -o name 2>&1) || fail "create: $out"
+while read -r name _ _ _ _ oname _; do
+  grep -qx -- "$oname" <<<"$out" || fail "$name: not created ($oname): $out"
+done <"$KP_DIR/kinds.txt"
+
+step "get (the 1.32 header) and explain, per resource"
+# check_one NAME: its object's `kubectl get` table and `kubectl explain`.
+check_one() {
+  local name=$1 path av kind obj ns out want
+  read -r _ path av kind obj _ _ ns < <(grep "^$name " "$KP_DIR/kinds.txt")
+  local -a nsf=()
+  [ "$ns" = - ] || nsf=(-n "$ns")
+  out=$(k get "$name" "$obj" "${nsf[@]}") || fail "$name/$obj: get: $out"
+  want=${HEADER[$name]}
+  expect_eq "$name: kubectl get header" "$(head -n1 <<<"$out" | tr -s ' ' | sed 's/ $//')" "$want"
+  expect_eq "$name: kubectl get rows" "$(wc -l <<<"$out")" 2
+  out=$(k explain "${name%%.*}" --api-version="$av") || fail "$name: kubectl explain: $out"
+  expect_match "$name: kubectl explain" "$(head -n3 <<<"$out")" "^KIND: +$kind\$"
+  echo "ok $name"
+}
 WORKERS=3
 pids=()
 for ((w = 0; w < WORKERS; w++)); do
   (
-    for ((i = w; i < ${#todo[@]}; i += WORKERS)); do run_kind "${todo[$i]}"; done
-    [ -f "$KP_DIR/watchers.$BASHPID" ] || exit 0
-    while read -r pid name obj; do
-      check_watch "$pid" "$name" "$obj"
-    done <"$KP_DIR/watchers.$BASHPID"
+    for ((i = w; i < ${#todo[@]}; i += WORKERS)); do check_one "${todo[$i]}"; done
   ) >"$KP_DIR/worker.$w" 2>&1 &
   pids+=($!)
 done
 bad=0
 for ((w = 0; w < WORKERS; w++)); do
   wait "${pids[$w]}" || bad=1
-  cat "$KP_DIR/worker.$w"
+  grep -v '^ok ' "$KP_DIR/worker.$w" || true
 done
-[ $bad -eq 0 ] || fail "a resource failed its round trip (above)"
-[ ${#missing[@]} -eq 0 ] ||
-  fail "no sample manifest in tests/e2e/kinds/ or no expected header in kinds.sh for: ${missing[*]}"
+[ $bad -eq 0 ] || fail "get or explain failed (above)"
+
+step "list"
+out=$(k get "$(IFS=,; echo "${todo[*]}")" -A -o name) || fail "list: $out"
+while read -r name _ _ _ _ oname _; do
+  grep -qx -- "$oname" <<<"$out" || fail "$name: $oname not listed"
+done <"$KP_DIR/kinds.txt"
+
+step "label, merge patch, strategic merge patch"
+out=$(k label -f "$HERE/kinds" -n "$NS" e2elabel=yes 2>&1) || fail "label: $out"
+out=$(k patch -f "$HERE/kinds" -n "$NS" --type=merge \
+  -p '{"metadata":{"annotations":{"e2e/merge":"yes"}}}' 2>&1) || fail "merge patch: $out"
+out=$(k patch -f "$HERE/kinds" -n "$NS" -p '{"metadata":{"annotations":{"e2e/strategic":"yes"}}}' 2>&1) ||
+  fail "strategic merge patch: $out"
+
+step "server-side apply, twice"
+# the applied label joins the label and annotations other managers own; the
+# second apply changes nothing
+out=$(k apply --server-side -f "$KP_DIR/apply" -n "$NS" -o json 2>&1) || fail "server-side apply: $out"
+jq -r '.items[] | [.kind, .metadata.name, .metadata.resourceVersion,
+    ([.metadata.labels.e2eapplied, .metadata.labels.e2elabel, .metadata.annotations["e2e/merge"],
+      .metadata.annotations["e2e/strategic"]] | join(","))] | join(" ")' <<<"$out" | sort >"$KP_DIR/apply1"
+expect_eq "applied objects" "$(wc -l <"$KP_DIR/apply1")" ${#todo[@]}
+bad=$(grep -v ' yes,yes,yes,yes$' "$KP_DIR/apply1" || true)
+[ -z "$bad" ] || fail "label, patches or applied label missing (kind name rv labels): $bad"
+out=$(k apply --server-side --validate=false -f "$KP_DIR/apply" -n "$NS" -o json 2>&1) ||
+  fail "server-side re-apply: $out"
+jq -r '.items[] | [.kind, .metadata.name, .metadata.resourceVersion, "yes,yes,yes,yes"] | join(" ")' \
+  <<<"$out" | sort >"$KP_DIR/apply2"
+bad=$(diff "$KP_DIR/apply1" "$KP_DIR/apply2" || true)
+[ -z "$bad" ] || fail "a re-apply changed the resourceVersion: $bad"
+
+step "delete"
+out=$(k delete -f "$HERE/kinds" -n "$NS" --wait=false 2>&1) || fail "delete: $out"
+
+step "watch"
+# The watch from RV0 replays the object's life: ADDED first, and DELETED
+# (or, for a namespace without its controller, a deletionTimestamp) last.
+# All watches run at once for 2 s; one that ended before its watch cache
+# caught up (a loaded machine) is asked again, for 5 s.
+watch_events() { # NAME OBJ: the object's events in watch.NAME, one line
+  jq -r --arg o "$2" 'select(.object.metadata.name == $o) |
+      .type + (if .object.metadata.deletionTimestamp then "+deleting" else "" end)' \
+    "$KP_DIR/watch.$1" | tr '\n' ' '
+}
+watch_ok() { grep -Eq '^ADDED .*(DELETED|\+deleting) $' <<<"$(watch_events "$1" "$2")"; }
+while read -r name _ _ _ obj _ base _; do
+  kp_curl GET "$base?watch=1&resourceVersion=$RV0&timeoutSeconds=2" -o "$KP_DIR/watch.$name" &
+  echo "$! $name $obj $base" >>"$KP_DIR/watchers"
+done <"$KP_DIR/kinds.txt"
+while read -r pid name obj base; do
+  wait "$pid" || fail "$name: watch failed: $(head -c 300 "$KP_DIR/watch.$name")"
+  watch_ok "$name" "$obj" && continue
+  echo "--- $name: watching again"
+  kp_curl GET "$base?watch=1&resourceVersion=$RV0&timeoutSeconds=5" -o "$KP_DIR/watch.$name" ||
+    fail "$name: watch failed"
+  watch_ok "$name" "$obj" ||
+    fail "$name: watch events of $obj: '$(watch_events "$name" "$obj")' in $(head -c 600 "$KP_DIR/watch.$name")"
+done <"$KP_DIR/watchers"
+
 echo "PASS: ${#todo[@]} kinds in $(($(date +%s) - t0))s"
