@@ -88,36 +88,26 @@ def envelope(api_version, kind, raw):
     return b"k8s\x00" + ld(1, tm) + ld(2, raw)
 
 
+def read_varint(b, i):
+    v, n = 0, 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << n
+        n += 7
+        if not c & 0x80:
+            return v, i
+
+
 def fields(b):
     i, out = 0, []
     while i < len(b):
-        key, n = 0, 0
-        while True:
-            c = b[i]
-            i += 1
-            key |= (c & 0x7F) << n
-            n += 7
-            if not c & 0x80:
-                break
+        key, i = read_varint(b, i)
         num, wt = key >> 3, key & 7
         if wt == 0:
-            v, n = 0, 0
-            while True:
-                c = b[i]
-                i += 1
-                v |= (c & 0x7F) << n
-                n += 7
-                if not c & 0x80:
-                    break
+            v, i = read_varint(b, i)
         elif wt == 2:
-            ln, n = 0, 0
-            while True:
-                c = b[i]
-                i += 1
-                ln |= (c & 0x7F) << n
-                n += 7
-                if not c & 0x80:
-                    break
+            ln, i = read_varint(b, i)
             v = b[i:i + ln]
             i += ln
         else:
