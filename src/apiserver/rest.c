@@ -301,7 +301,7 @@ int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
     }
     if (!*obj) *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
     free(kv);
-    if (*obj) api_crd_default(r->route.res->crd_schema, *obj);
+    if (*obj && r->route.res) api_crd_default(r->route.res->crd_schema, *obj);
     return *obj ? 0 : KP_ECORRUPT;
 }
 
@@ -535,7 +535,8 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
             if (obj && rest_filter_match(f, obj)) {
                 rest_set_rv(obj, kv->mod_rev);
                 char *js = s.table ? NULL : json_dumps(obj, JSON_COMPACT);
-                rc = js || s.table ? add_item(r, &s, obj, js, js ? strlen(js) : 0) : KP_ENOMEM;
+                rc = js || s.table ? add_item_as_is(r, &s, obj, js, js ? strlen(js) : 0)
+                                   : KP_ENOMEM; /* defaulted above */
                 free(js);
             }
             json_decref(obj);
