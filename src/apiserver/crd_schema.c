@@ -943,6 +943,11 @@ static void apply_defaults(json_t *x, const json_t *s)
     }
 }
 
+void api_crd_default(const json_t *schema, json_t *obj)
+{
+    if (json_is_object(schema) && json_is_object(obj)) apply_defaults(obj, schema);
+}
+
 void api_crd_prune_and_default(const json_t *schema, json_t *obj)
 {
     if (!json_is_object(schema) || !json_is_object(obj)) return;

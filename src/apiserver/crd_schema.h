@@ -48,6 +48,11 @@ void api_crd_schema_check(const json_t *schema, const char *path, json_t *causes
  * A NULL or non-object schema or object leaves `obj` untouched. */
 void api_crd_prune_and_default(const json_t *schema, json_t *obj);
 
+/* Step 3 alone: what Kubernetes' storage decoder does to a custom object
+ * read from storage, so that defaults added to the schema later show on
+ * objects stored before. */
+void api_crd_default(const json_t *schema, json_t *obj);
+
 /* Validate `obj` against `schema`, appending one cause per violation, worded
  * as kube-openapi and field.Error word them, e.g.
  *   {"reason": "FieldValueTypeInvalid", "field": "spec.replicas", "message":

@@ -168,8 +168,19 @@ static const char *ref_struct(const json_t *decl, const char *owner)
     return dot ? dot + 1 : ref;
 }
 
+/* x-kubernetes-preserve-unknown-fields on a node (or on the declaration
+ * that refers to it). */
+static int preserves(const json_t *node, const json_t *decl)
+{
+    return json_is_true(json_object_get(node, "x-kubernetes-preserve-unknown-fields")) ||
+           json_is_true(json_object_get(decl, "x-kubernetes-preserve-unknown-fields"));
+}
+
+/* An object of `node`: its undeclared fields are unknown (reported and
+ * dropped) unless the node preserves them (`keep`); declared ones are
+ * walked. */
 static int walk_object(walk_t *w, const json_t *node, json_t *obj, const json_t *base,
-                       const char *owner)
+                       const char *owner, int keep)
 {
     const json_t *props = json_object_get(node, "properties");
     const char *k;
@@ -179,6 +190,7 @@ static int walk_object(walk_t *w, const json_t *node, json_t *obj, const json_t 
         const json_t *decl = json_object_get(props, k);
         const json_t *b = json_object_get(base, k);
         if (decl && checked(v, b)) continue;
+        if (!decl && keep) continue;
         size_t len = push(w, k);
         int rc = 0;
         if (!decl) {
@@ -198,14 +210,16 @@ static int walk_value(walk_t *w, const json_t *decl, json_t *v, const json_t *ba
 {
     if (json_is_null(v)) return 0;
     const json_t *node = api_schema_resolve(w->s, decl);
-    if (!node || json_is_true(json_object_get(node, "x-kubernetes-preserve-unknown-fields")) ||
-        json_is_true(json_object_get(decl, "x-kubernetes-preserve-unknown-fields")))
-        return 0;
+    if (!node) return 0;
     const char *inner = ref_struct(decl, owner);
+    if (preserves(node, decl)) /* unknown fields stay; declared ones are still walked */
+        return json_is_object(v) && json_is_object(json_object_get(node, "properties"))
+                   ? walk_object(w, node, v, json_is_object(base) ? base : NULL, inner, 1)
+                   : 0;
     switch (api_schema_type(w->s, node)) {
     case API_SCHEMA_OBJECT:
         if (!json_is_object(v)) return type_error(w, v, decl, owner);
-        return walk_object(w, node, v, json_is_object(base) ? base : NULL, inner);
+        return walk_object(w, node, v, json_is_object(base) ? base : NULL, inner, 0);
     case API_SCHEMA_MAP: {
         if (!json_is_object(v)) return type_error(w, v, decl, owner);
         const json_t *item = json_object_get(node, "additionalProperties");
@@ -266,5 +280,6 @@ int api_fields_prune_since(const api_schema_t *s, const json_t *node, const char
     if (errlen) err[0] = '\0';
     const json_t *def = api_schema_resolve(s, node);
     if (!def || !json_is_object(obj)) return 0;
-    return walk_object(&w, def, obj, json_is_object(base) ? base : NULL, kind);
+    return walk_object(&w, def, obj, json_is_object(base) ? base : NULL, kind,
+                       preserves(def, node));
 }

@@ -152,6 +152,19 @@ static void add_meta_fields(gen_t *g, json_t *props)
         put(g, props, "metadata", ref_to(g, META_V1 "ObjectMeta"));
 }
 
+/* Append "kind" and "apiVersion" to required list `req` where absent. */
+static void add_required(gen_t *g, json_t *req)
+{
+    static const char *const names[] = {"kind", "apiVersion"};
+    for (int n = 0; n < 2; n++) {
+        size_t i;
+        json_t *x;
+        int has = 0;
+        json_array_foreach(req, i, x) has |= !strcmp(json_string_value(x) ?: "", names[n]);
+        if (!has) append(g, req, json_string(names[n]));
+    }
+}
+
 /* v2: the required names of `in` without those of nullable properties (a
  * null value counts as absent to kubectl 1.20). */
 static json_t *v2_required(const json_t *in, const json_t *required)
@@ -217,12 +230,18 @@ static json_t *conv(gen_t *g, const json_t *in, int depth)
         }
         put(g, out, key, c);
     }
-    if (json_is_true(json_object_get(in, "x-kubernetes-embedded-resource")) && !preserve &&
-        !open) {
+    /* Kubernetes' addEmbeddedProperties: an embedded resource declares and
+     * requires apiVersion and kind, and has ObjectMeta, but in v2 where it
+     * keeps unknown fields (kubectl would refuse them). */
+    if (json_is_true(json_object_get(in, "x-kubernetes-embedded-resource")) && !open) {
         json_t *props = json_object_get(out, "properties");
+        json_t *req = json_object_get(out, "required");
         if (!props && json_object_set_new(out, "properties", props = json_object()))
             g->rc = KP_ENOMEM; /* props is gone */
         else add_meta_fields(g, props);
+        if (!json_is_array(req) && json_object_set_new(out, "required", req = json_array()))
+            g->rc = KP_ENOMEM;
+        else add_required(g, req);
     }
     if (v2) {
         /* kube-openapi (kubectl) rejects an array type without items. */
@@ -305,6 +324,19 @@ static json_t *gvk_json(const char *group, const char *version, const char *kind
  * a custom kind's. */
 static void add_custom_kind(gen_t *g, const api_resource_t *r, const char *name)
 {
+    int schemaless =
+        !json_is_object(r->crd_schema) ||
+        json_is_true(json_object_get(r->crd_schema, "x-kubernetes-preserve-unknown-fields"));
+    if (!g->v3 && schemaless) {
+        /* Kubernetes' buildKubeNative: v2 gives a kind that keeps unknown
+         * fields no properties at all (not even the meta fields), as
+         * kubectl would otherwise refuse every other field. */
+        json_t *def = json_pack("{s:s, s:[o]}", "type", "object", "x-kubernetes-group-version-kind",
+                                gvk_json(r->group, r->version, r->kind));
+        if (!def) g->rc = KP_ENOMEM;
+        else put(g, g->defs, name, def);
+        return;
+    }
     json_t *top = json_is_object(r->crd_schema)
                       ? json_deep_copy(r->crd_schema)
                       : json_pack("{s:s, s:b}", "type", "object",

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apiserver/crd_schema.h"
 #include "apiserver_int.h"
 #include "lib/base64.h"
 #include "lib/err.h"
@@ -310,7 +311,22 @@ int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
         }
     }
     free(kv);
+    if (*obj && r->route.res) api_crd_default(r->route.res->crd_schema, *obj);
     return *obj ? 0 : KP_ECORRUPT;
+}
+
+json_t *rest_read_defaults(const api_resource_t *res, const json_t *doc, char **json)
+{
+    *json = NULL;
+    if (!res || !res->crd_schema) return NULL;
+    json_t *copy = json_deep_copy(doc);
+    if (!copy) return NULL;
+    api_crd_default(res->crd_schema, copy);
+    if (json_equal(copy, (json_t *)doc) || !(*json = json_dumps(copy, JSON_COMPACT))) {
+        json_decref(copy);
+        return NULL;
+    }
+    return copy;
 }
 
 int rest_load_route(api_req_t *r, json_t **obj, int64_t *rev)
@@ -455,8 +471,8 @@ static void sink_free(list_sink_t *s)
 }
 
 /* Append one item: its object (with resourceVersion) and that object's JSON. */
-static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const char *json,
-                    size_t len)
+static int add_item_as_is(api_req_t *r, list_sink_t *s, const json_t *doc, const char *json,
+                          size_t len)
 {
     if (s->table) {
         int rc = api_table_add_row(s->table, r->route.res, doc, s->include, s->now);
@@ -467,6 +483,19 @@ static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const char 
     if (s->count) rc = buf_append(&s->b, ",", 1);
     if (!rc) rc = buf_append(&s->b, json, len);
     if (!rc) s->count++;
+    return rc;
+}
+
+/* The same, with a custom resource's schema defaults applied as read. */
+static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const char *json,
+                    size_t len)
+{
+    char *djs;
+    json_t *defaulted = rest_read_defaults(r->route.res, doc, &djs);
+    if (defaulted) doc = defaulted, json = djs, len = strlen(djs);
+    int rc = add_item_as_is(r, s, doc, json, len);
+    json_decref(defaulted);
+    free(djs);
     return rc;
 }
 
@@ -517,10 +546,12 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
             }
             snprintf(last, sizeof last, "%s", kv->key);
             json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+            if (obj) api_crd_default(r->route.res->crd_schema, obj);
             if (obj && rest_filter_match(f, obj)) {
                 rest_set_rv(obj, kv->mod_rev);
                 char *js = s.table ? NULL : json_dumps(obj, JSON_COMPACT);
-                rc = js || s.table ? add_item(r, &s, obj, js, js ? strlen(js) : 0) : KP_ENOMEM;
+                rc = js || s.table ? add_item_as_is(r, &s, obj, js, js ? strlen(js) : 0)
+                                   : KP_ENOMEM; /* defaulted above */
                 free(js);
             }
             json_decref(obj);

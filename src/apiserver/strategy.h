@@ -167,6 +167,9 @@ void api_cause(json_t *causes, const char *reason, const char *field, const char
  * length n decodes to; and the `immutable` rule: once old has immutable
  * true, it stays true and `fields` (NULL-terminated) may not change. */
 void api_config_key_validate(const char *map, const char *key, json_t *causes);
+/* Every key of `map` (an object of strings, may be NULL) checked as above;
+ * returns the bytes its values hold (decoded when `base64`). */
+size_t api_config_map_validate(const json_t *map, const char *name, int base64, json_t *causes);
 size_t api_base64_decoded_len(const char *s, size_t n);
 void api_immutable_validate(const json_t *obj, const json_t *old, const char *const *fields,
                             json_t *causes);

@@ -48,6 +48,20 @@ size_t api_base64_decoded_len(const char *s, size_t n)
     return len;
 }
 
+size_t api_config_map_validate(const json_t *map, const char *name, int base64, json_t *causes)
+{
+    size_t total = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)map, k, v) {
+        api_config_key_validate(name, k, causes);
+        const char *s = json_string_value(v);
+        size_t n = json_string_length(v);
+        total += base64 ? api_base64_decoded_len(s ? s : "", n) : n;
+    }
+    return total;
+}
+
 void api_immutable_validate(const json_t *obj, const json_t *old, const char *const *fields,
                             json_t *causes)
 {
@@ -74,24 +88,17 @@ static void configmap_validate(const json_t *cm, const json_t *old, json_t *caus
     api_immutable_validate(cm, old, fields, causes);
     const json_t *data = json_object_get(cm, "data");
     const json_t *bin = json_object_get(cm, "binaryData");
-    size_t total = 0;
+    size_t total = api_config_map_validate(data, "data", 0, causes);
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)data, k, v) {
-        api_config_key_validate("data", k, causes);
-        if (json_object_get(bin, k)) {
-            char field[320];
-            snprintf(field, sizeof field, "data[%s]", k);
-            api_cause(causes, "FieldValueInvalid", field,
-                      "Invalid value: \"%s\": duplicate of key present in binaryData", k);
-        }
-        total += json_string_length(v);
+        if (!json_object_get(bin, k)) continue;
+        char field[320];
+        snprintf(field, sizeof field, "data[%s]", k);
+        api_cause(causes, "FieldValueInvalid", field,
+                  "Invalid value: \"%s\": duplicate of key present in binaryData", k);
     }
-    json_object_foreach((json_t *)bin, k, v) {
-        api_config_key_validate("binaryData", k, causes);
-        total += api_base64_decoded_len(json_string_value(v) ? json_string_value(v) : "",
-                                        json_string_length(v));
-    }
+    total += api_config_map_validate(bin, "binaryData", 1, causes);
     if (total > API_MAX_SECRET_SIZE)
         api_cause(causes, "FieldValueTooLong", NULL, "Too long: must have at most %d bytes",
                   API_MAX_SECRET_SIZE);

@@ -94,15 +94,7 @@ static void secret_validate(const json_t *s, const json_t *old, json_t *causes)
         api_immutable_validate(s, old, fields, causes);
     }
     const json_t *data = json_object_get(s, "data");
-    size_t total = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)data, k, v) {
-        api_config_key_validate("data", k, causes);
-        const char *b64 = json_string_value(v);
-        total += api_base64_decoded_len(b64 ? b64 : "", json_string_length(v));
-    }
-    if (total > API_MAX_SECRET_SIZE)
+    if (api_config_map_validate(data, "data", 1, causes) > API_MAX_SECRET_SIZE)
         api_cause(causes, "FieldValueTooLong", "data", "Too long: must have at most %d bytes",
                   API_MAX_SECRET_SIZE);
 

@@ -565,6 +565,24 @@ static void test_defaults(void **state)
 
 #define P "spec.versions[0].schema.openAPIV3Schema"
 
+/* On read only defaults apply: nothing is pruned or dropped. */
+static void test_default_on_read(void **state)
+{
+    (void)state;
+    json_t *s = J("{\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\","
+                  "\"properties\":{\"a\":{\"type\":\"string\",\"default\":\"x\"},"
+                  "\"n\":{\"type\":\"string\"}}}}}");
+    json_t *o = J("{\"spec\":{\"n\":null,\"old\":1}}");
+    api_crd_default(s, o);
+    json_t *w = J("{\"spec\":{\"a\":\"x\",\"n\":null,\"old\":1}}");
+    assert_true(json_equal(o, w));
+    api_crd_default(NULL, o);
+    assert_true(json_equal(o, w));
+    json_decref(s);
+    json_decref(o);
+    json_decref(w);
+}
+
 static void test_check_valid(void **state)
 {
     (void)state;
@@ -800,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_check_defaults_and_completeness),
         cmocka_unit_test(test_check_nested_and_embedded),
         cmocka_unit_test(test_deep),
+        cmocka_unit_test(test_default_on_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

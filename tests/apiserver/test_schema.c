@@ -127,6 +127,31 @@ static void test_prune(void **state)
     json_decref(obj);
 }
 
+/* A CRD schema whose root keeps unknown fields (x-kubernetes-preserve-
+ * unknown-fields): they stay and are not reported, but a declared object
+ * that does not keep them still has its unknown fields reported. */
+static void test_preserve_root(void **state)
+{
+    api_schema_t *s = *state;
+    json_t *node = js("{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true,"
+                      "\"properties\":{\"spec\":{\"type\":\"object\",\"properties\":{"
+                      "\"size\":{\"type\":\"integer\"},\"free\":{\"type\":\"object\","
+                      "\"x-kubernetes-preserve-unknown-fields\":true}}}}}");
+    json_t *obj = js("{\"extra\":{\"x\":1},\"spec\":{\"size\":1,\"bogus\":2,"
+                     "\"free\":{\"any\":3}}}");
+    json_t *unknown = json_array();
+    char err[256];
+    assert_int_equal(api_fields_prune(s, node, "Widget", obj, unknown, err, sizeof err), 0);
+    assert_int_equal(json_array_size(unknown), 1);
+    assert_string_equal(json_string_value(json_array_get(unknown, 0)), "spec.bogus");
+    json_t *want = js("{\"extra\":{\"x\":1},\"spec\":{\"size\":1,\"free\":{\"any\":3}}}");
+    assert_true(json_equal(obj, want));
+    json_decref(want);
+    json_decref(unknown);
+    json_decref(obj);
+    json_decref(node);
+}
+
 static void test_types(void **state)
 {
     api_schema_t *s = *state;
@@ -264,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_prune),
         cmocka_unit_test(test_types),
         cmocka_unit_test(test_int_ranges),
+        cmocka_unit_test(test_preserve_root),
         cmocka_unit_test(test_prune_since),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -103,4 +103,45 @@ expect_eq "invalid sysctl" "$(code POST /api/v1/namespaces/st-ns/pods -H "$J" -d
   "containers":[{"name":"c","image":"busybox"}]}}')" "422"
 expect_match "invalid sysctl field" "$(cat "$KP_DIR/body")" '"field":"spec.securityContext.sysctls\[0\].name"'
 
+echo "--- CRDs: root x-kubernetes-preserve-unknown-fields, defaults, OpenAPI"
+CRDS=/apis/apiextensions.k8s.io/v1/customresourcedefinitions
+kp_curl POST $CRDS -H "$J" -d '{"metadata":{"name":"widgets.fid.example.com"},"spec":{"group":
+  "fid.example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":
+  "Widget","listKind":"WidgetList"},"versions":[{"name":"v1","served":true,"storage":true,
+  "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true,
+  "properties":{"spec":{"type":"object","properties":{"size":{"type":"integer","default":3},
+  "inner":{"type":"object","x-kubernetes-embedded-resource":true,
+  "x-kubernetes-preserve-unknown-fields":true}}}}}}}]}}' >/dev/null
+W=/apis/fid.example.com/v1/namespaces/st-ns/widgets
+kp_wait_for "widgets served" 10 kp_curl GET "$W" -f
+out=$(kp_curl POST "$W?fieldValidation=Strict" -H "$J" -d '{"apiVersion":"fid.example.com/v1",
+  "kind":"Widget","metadata":{"name":"w1"},"spec":{},"extra":{"x":1}}')
+expect_eq "root preserve keeps unknown fields" "$(jget "$out" 'o.get("extra")')" "{'x': 1}"
+expect_eq "default on create" "$(jget "$out" 'o["spec"]["size"]')" "3"
+expect_eq "unknown field under a declared object" "$(code POST "$W?fieldValidation=Strict" -H "$J" \
+  -d '{"apiVersion":"fid.example.com/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"bogus":1}}')" "400"
+expect_match "strict names spec.bogus only" "$(cat "$KP_DIR/body")" 'strict decoding error: unknown field \\"spec.bogus\\"","reason"'
+out=$(kp_curl PUT "$W/w1" -H "$J" -d "$(kp_curl GET "$W/w1" | python3 -c '
+import json,sys; o=json.load(sys.stdin); del o["spec"]["size"]; print(json.dumps(o))')")
+expect_eq "default on update" "$(jget "$out" 'o["spec"]["size"]')" "3"
+# A default added to the CRD later shows when the stored object is read.
+kp_curl PATCH $CRDS/widgets.fid.example.com -H 'Content-Type: application/json-patch+json' -d '[{"op":
+  "add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/color","value":
+  {"type":"string","default":"red"}}]' >/dev/null
+red_on_get() { kp_curl GET "$W/w1" | grep -q '"color":"red"'; }
+kp_wait_for "default on read (get)" 10 red_on_get
+expect_match "default on read (list)" "$(kp_curl GET "$W")" '"color":"red"'
+expect_match "default on read (watch)" "$(kp_curl GET "$W?watch=1&timeoutSeconds=1")" '"color":"red"'
+v2=$(kp_curl GET /openapi/v2)
+expect_eq "v2 of a kind keeping unknown fields: a bare object" \
+  "$(jget "$v2" 'json.dumps(o["definitions"]["com.example.fid.v1.Widget"], sort_keys=True)')" \
+  '{"type": "object", "x-kubernetes-group-version-kind": [{"group": "fid.example.com", "kind": "Widget", "version": "v1"}]}'
+v3=$(kp_curl GET /openapi/v3/apis/fid.example.com/v1)
+expect_eq "v3 meta properties" \
+  "$(jget "$v3" 'sorted(o["components"]["schemas"]["com.example.fid.v1.Widget"]["properties"])')" \
+  "['apiVersion', 'kind', 'metadata', 'spec']"
+expect_eq "v3 embedded resource" \
+  "$(jget "$v3" 'o["components"]["schemas"]["com.example.fid.v1.Widget"]["properties"]["spec"]["properties"]["inner"]["required"]')" \
+  "['kind', 'apiVersion']"
+
 echo "PASS"
