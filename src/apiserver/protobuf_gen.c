@@ -35,6 +35,11 @@ static const api_pb_msg_t pb_apps_v1_StatefulSetPersistentVolumeClaimRetentionPo
 static const api_pb_msg_t pb_apps_v1_StatefulSetSpec;
 static const api_pb_msg_t pb_apps_v1_StatefulSetStatus;
 static const api_pb_msg_t pb_apps_v1_StatefulSetUpdateStrategy;
+static const api_pb_msg_t pb_autoscaling_v1_CrossVersionObjectReference;
+static const api_pb_msg_t pb_autoscaling_v1_HorizontalPodAutoscaler;
+static const api_pb_msg_t pb_autoscaling_v1_HorizontalPodAutoscalerList;
+static const api_pb_msg_t pb_autoscaling_v1_HorizontalPodAutoscalerSpec;
+static const api_pb_msg_t pb_autoscaling_v1_HorizontalPodAutoscalerStatus;
 static const api_pb_msg_t pb_autoscaling_v1_Scale;
 static const api_pb_msg_t pb_autoscaling_v1_ScaleSpec;
 static const api_pb_msg_t pb_autoscaling_v1_ScaleStatus;
@@ -306,6 +311,9 @@ static const api_pb_msg_t pb_discovery_v1_EndpointPort;
 static const api_pb_msg_t pb_discovery_v1_EndpointSlice;
 static const api_pb_msg_t pb_discovery_v1_EndpointSliceList;
 static const api_pb_msg_t pb_discovery_v1_ForZone;
+static const api_pb_msg_t pb_events_v1_Event;
+static const api_pb_msg_t pb_events_v1_EventList;
+static const api_pb_msg_t pb_events_v1_EventSeries;
 static const api_pb_msg_t pb_meta_v1_Condition;
 static const api_pb_msg_t pb_meta_v1_DeleteOptions;
 static const api_pb_msg_t pb_meta_v1_LabelSelector;
@@ -362,6 +370,10 @@ static const api_pb_msg_t pb_node_v1_RuntimeClass;
 static const api_pb_msg_t pb_node_v1_RuntimeClassList;
 static const api_pb_msg_t pb_node_v1_Scheduling;
 static const api_pb_msg_t pb_policy_v1_Eviction;
+static const api_pb_msg_t pb_policy_v1_PodDisruptionBudget;
+static const api_pb_msg_t pb_policy_v1_PodDisruptionBudgetList;
+static const api_pb_msg_t pb_policy_v1_PodDisruptionBudgetSpec;
+static const api_pb_msg_t pb_policy_v1_PodDisruptionBudgetStatus;
 static const api_pb_msg_t pb_policy_v1beta1_Eviction;
 static const api_pb_msg_t pb_rbac_v1_AggregationRule;
 static const api_pb_msg_t pb_rbac_v1_ClusterRole;
@@ -419,6 +431,11 @@ static const api_pb_field_t f_pb_map_strlist[] = {
     {2, "value", API_PB_STRLIST, 0, NULL},
 };
 static const api_pb_msg_t pb_map_strlist = API_PB_MSG("map entry", f_pb_map_strlist);
+static const api_pb_field_t f_pb_map_time[] = {
+    {1, "key", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "value", API_PB_TIME, 0, NULL},
+};
+static const api_pb_msg_t pb_map_time = API_PB_MSG("map entry", f_pb_map_time);
 
 static const api_pb_field_t f_pb_apps_v1_ControllerRevision[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
@@ -663,6 +680,43 @@ static const api_pb_field_t f_pb_apps_v1_StatefulSetUpdateStrategy[] = {
     {2, "rollingUpdate", API_PB_MESSAGE, 0, &pb_apps_v1_RollingUpdateStatefulSetStrategy},
 };
 static const api_pb_msg_t pb_apps_v1_StatefulSetUpdateStrategy = API_PB_MSG("StatefulSetUpdateStrategy", f_pb_apps_v1_StatefulSetUpdateStrategy);
+
+static const api_pb_field_t f_pb_autoscaling_v1_CrossVersionObjectReference[] = {
+    {1, "kind", API_PB_STRING, 0, NULL},
+    {2, "name", API_PB_STRING, 0, NULL},
+    {3, "apiVersion", API_PB_STRING, 0, NULL},
+};
+static const api_pb_msg_t pb_autoscaling_v1_CrossVersionObjectReference = API_PB_MSG("CrossVersionObjectReference", f_pb_autoscaling_v1_CrossVersionObjectReference);
+
+static const api_pb_field_t f_pb_autoscaling_v1_HorizontalPodAutoscaler[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "spec", API_PB_MESSAGE, 0, &pb_autoscaling_v1_HorizontalPodAutoscalerSpec},
+    {3, "status", API_PB_MESSAGE, 0, &pb_autoscaling_v1_HorizontalPodAutoscalerStatus},
+};
+static const api_pb_msg_t pb_autoscaling_v1_HorizontalPodAutoscaler = API_PB_MSG("HorizontalPodAutoscaler", f_pb_autoscaling_v1_HorizontalPodAutoscaler);
+
+static const api_pb_field_t f_pb_autoscaling_v1_HorizontalPodAutoscalerList[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ListMeta},
+    {2, "items", API_PB_MESSAGE, API_PB_REP, &pb_autoscaling_v1_HorizontalPodAutoscaler},
+};
+static const api_pb_msg_t pb_autoscaling_v1_HorizontalPodAutoscalerList = API_PB_MSG("HorizontalPodAutoscalerList", f_pb_autoscaling_v1_HorizontalPodAutoscalerList);
+
+static const api_pb_field_t f_pb_autoscaling_v1_HorizontalPodAutoscalerSpec[] = {
+    {1, "scaleTargetRef", API_PB_MESSAGE, 0, &pb_autoscaling_v1_CrossVersionObjectReference},
+    {2, "minReplicas", API_PB_INT32, 0, NULL},
+    {3, "maxReplicas", API_PB_INT32, 0, NULL},
+    {4, "targetCPUUtilizationPercentage", API_PB_INT32, 0, NULL},
+};
+static const api_pb_msg_t pb_autoscaling_v1_HorizontalPodAutoscalerSpec = API_PB_MSG("HorizontalPodAutoscalerSpec", f_pb_autoscaling_v1_HorizontalPodAutoscalerSpec);
+
+static const api_pb_field_t f_pb_autoscaling_v1_HorizontalPodAutoscalerStatus[] = {
+    {1, "observedGeneration", API_PB_INT64, 0, NULL},
+    {2, "lastScaleTime", API_PB_TIME, 0, NULL},
+    {3, "currentReplicas", API_PB_INT32, 0, NULL},
+    {4, "desiredReplicas", API_PB_INT32, 0, NULL},
+    {5, "currentCPUUtilizationPercentage", API_PB_INT32, 0, NULL},
+};
+static const api_pb_msg_t pb_autoscaling_v1_HorizontalPodAutoscalerStatus = API_PB_MSG("HorizontalPodAutoscalerStatus", f_pb_autoscaling_v1_HorizontalPodAutoscalerStatus);
 
 static const api_pb_field_t f_pb_autoscaling_v1_Scale[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
@@ -2864,6 +2918,37 @@ static const api_pb_field_t f_pb_discovery_v1_ForZone[] = {
 };
 static const api_pb_msg_t pb_discovery_v1_ForZone = API_PB_MSG("ForZone", f_pb_discovery_v1_ForZone);
 
+static const api_pb_field_t f_pb_events_v1_Event[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "eventTime", API_PB_MICROTIME, 0, NULL},
+    {3, "series", API_PB_MESSAGE, 0, &pb_events_v1_EventSeries},
+    {4, "reportingController", API_PB_STRING, 0, NULL},
+    {5, "reportingInstance", API_PB_STRING, 0, NULL},
+    {6, "action", API_PB_STRING, 0, NULL},
+    {7, "reason", API_PB_STRING, 0, NULL},
+    {8, "regarding", API_PB_MESSAGE, 0, &pb_core_v1_ObjectReference},
+    {9, "related", API_PB_MESSAGE, 0, &pb_core_v1_ObjectReference},
+    {10, "note", API_PB_STRING, 0, NULL},
+    {11, "type", API_PB_STRING, 0, NULL},
+    {12, "deprecatedSource", API_PB_MESSAGE, 0, &pb_core_v1_EventSource},
+    {13, "deprecatedFirstTimestamp", API_PB_TIME, 0, NULL},
+    {14, "deprecatedLastTimestamp", API_PB_TIME, 0, NULL},
+    {15, "deprecatedCount", API_PB_INT32, 0, NULL},
+};
+static const api_pb_msg_t pb_events_v1_Event = API_PB_MSG("Event", f_pb_events_v1_Event);
+
+static const api_pb_field_t f_pb_events_v1_EventList[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ListMeta},
+    {2, "items", API_PB_MESSAGE, API_PB_REP, &pb_events_v1_Event},
+};
+static const api_pb_msg_t pb_events_v1_EventList = API_PB_MSG("EventList", f_pb_events_v1_EventList);
+
+static const api_pb_field_t f_pb_events_v1_EventSeries[] = {
+    {1, "count", API_PB_INT32, 0, NULL},
+    {2, "lastObservedTime", API_PB_MICROTIME, 0, NULL},
+};
+static const api_pb_msg_t pb_events_v1_EventSeries = API_PB_MSG("EventSeries", f_pb_events_v1_EventSeries);
+
 static const api_pb_field_t f_pb_meta_v1_Condition[] = {
     {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
     {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
@@ -3253,6 +3338,38 @@ static const api_pb_field_t f_pb_policy_v1_Eviction[] = {
 };
 static const api_pb_msg_t pb_policy_v1_Eviction = API_PB_MSG("Eviction", f_pb_policy_v1_Eviction);
 
+static const api_pb_field_t f_pb_policy_v1_PodDisruptionBudget[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "spec", API_PB_MESSAGE, 0, &pb_policy_v1_PodDisruptionBudgetSpec},
+    {3, "status", API_PB_MESSAGE, 0, &pb_policy_v1_PodDisruptionBudgetStatus},
+};
+static const api_pb_msg_t pb_policy_v1_PodDisruptionBudget = API_PB_MSG("PodDisruptionBudget", f_pb_policy_v1_PodDisruptionBudget);
+
+static const api_pb_field_t f_pb_policy_v1_PodDisruptionBudgetList[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ListMeta},
+    {2, "items", API_PB_MESSAGE, API_PB_REP, &pb_policy_v1_PodDisruptionBudget},
+};
+static const api_pb_msg_t pb_policy_v1_PodDisruptionBudgetList = API_PB_MSG("PodDisruptionBudgetList", f_pb_policy_v1_PodDisruptionBudgetList);
+
+static const api_pb_field_t f_pb_policy_v1_PodDisruptionBudgetSpec[] = {
+    {1, "minAvailable", API_PB_INTORSTR, 0, NULL},
+    {2, "selector", API_PB_MESSAGE, 0, &pb_meta_v1_LabelSelector},
+    {3, "maxUnavailable", API_PB_INTORSTR, 0, NULL},
+    {4, "unhealthyPodEvictionPolicy", API_PB_STRING, 0, NULL},
+};
+static const api_pb_msg_t pb_policy_v1_PodDisruptionBudgetSpec = API_PB_MSG("PodDisruptionBudgetSpec", f_pb_policy_v1_PodDisruptionBudgetSpec);
+
+static const api_pb_field_t f_pb_policy_v1_PodDisruptionBudgetStatus[] = {
+    {1, "observedGeneration", API_PB_INT64, 0, NULL},
+    {2, "disruptedPods", API_PB_MAP, 0, &pb_map_time},
+    {3, "disruptionsAllowed", API_PB_INT32, 0, NULL},
+    {4, "currentHealthy", API_PB_INT32, 0, NULL},
+    {5, "desiredHealthy", API_PB_INT32, 0, NULL},
+    {6, "expectedPods", API_PB_INT32, 0, NULL},
+    {7, "conditions", API_PB_MESSAGE, API_PB_REP, &pb_meta_v1_Condition},
+};
+static const api_pb_msg_t pb_policy_v1_PodDisruptionBudgetStatus = API_PB_MSG("PodDisruptionBudgetStatus", f_pb_policy_v1_PodDisruptionBudgetStatus);
+
 static const api_pb_field_t f_pb_policy_v1beta1_Eviction[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
     {2, "deleteOptions", API_PB_MESSAGE, 0, &pb_meta_v1_DeleteOptions},
@@ -3520,6 +3637,8 @@ const api_pb_root_t api__pb_roots[] = {
     {"apps/v1", "StatefulSet", &pb_apps_v1_StatefulSet},
     {"apps/v1", "StatefulSetList", &pb_apps_v1_StatefulSetList},
     {"autoscaling/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
+    {"autoscaling/v1", "HorizontalPodAutoscaler", &pb_autoscaling_v1_HorizontalPodAutoscaler},
+    {"autoscaling/v1", "HorizontalPodAutoscalerList", &pb_autoscaling_v1_HorizontalPodAutoscalerList},
     {"autoscaling/v1", "Scale", &pb_autoscaling_v1_Scale},
     {"autoscaling/v2", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"autoscaling/v2", "HorizontalPodAutoscaler", &pb_autoscaling_v2_HorizontalPodAutoscaler},
@@ -3538,6 +3657,9 @@ const api_pb_root_t api__pb_roots[] = {
     {"discovery.k8s.io/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"discovery.k8s.io/v1", "EndpointSlice", &pb_discovery_v1_EndpointSlice},
     {"discovery.k8s.io/v1", "EndpointSliceList", &pb_discovery_v1_EndpointSliceList},
+    {"events.k8s.io/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
+    {"events.k8s.io/v1", "Event", &pb_events_v1_Event},
+    {"events.k8s.io/v1", "EventList", &pb_events_v1_EventList},
     {"meta.k8s.io/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"meta.k8s.io/v1", "Status", &pb_meta_v1_Status},
     {"meta.k8s.io/v1", "WatchEvent", &pb_meta_v1_WatchEvent},
@@ -3557,6 +3679,8 @@ const api_pb_root_t api__pb_roots[] = {
     {"node.k8s.io/v1", "RuntimeClassList", &pb_node_v1_RuntimeClassList},
     {"policy/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"policy/v1", "Eviction", &pb_policy_v1_Eviction},
+    {"policy/v1", "PodDisruptionBudget", &pb_policy_v1_PodDisruptionBudget},
+    {"policy/v1", "PodDisruptionBudgetList", &pb_policy_v1_PodDisruptionBudgetList},
     {"policy/v1beta1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"policy/v1beta1", "Eviction", &pb_policy_v1beta1_Eviction},
     {"rbac.authorization.k8s.io/v1", "ClusterRole", &pb_rbac_v1_ClusterRole},
