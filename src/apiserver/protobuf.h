@@ -18,7 +18,7 @@
  *   - a pointer or slice field whose JSON tag lacks omitempty (rare, e.g.
  *     podFailurePolicy rules' onExitCodes) is left out when absent instead of
  *     printed as null.
- * The walk is driven by a table (protobuf_gen.c, written by
+ * The walk is driven by a table (protobuf_gen*.c, written by
  * scripts/gen-protobuf-facts) and is strict: a field
  * number the table does not know, or a kind it does not cover, is an error,
  * never dropped.

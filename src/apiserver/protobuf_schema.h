@@ -1,6 +1,6 @@
 /*
  * protobuf_schema.h -- the message tables that protobuf.c and
- * protobuf_enc.c walk. Only they and the generated protobuf_gen.c (written
+ * protobuf_enc.c walk. Only they and the generated protobuf_gen*.c (written
  * by scripts/gen-protobuf-facts) include this.
  *
  * A message is a list of fields; a field says where it sits on the wire (its
@@ -78,8 +78,8 @@ typedef struct api_pb_root {
     const api_pb_msg_t *msg;
 } api_pb_root_t;
 
-/* The roots, generated (protobuf_gen.c): every served kind and its List,
- * and the options and subresource kinds clients send (DeleteOptions in
+/* The roots, generated (protobuf_gen.c; the messages are in
+ * protobuf_gen_<part>.c): every served kind and its List, and the options and subresource kinds clients send (DeleteOptions in
  * every group-version, Scale, Eviction, Binding), Status and WatchEvent. */
 extern const api_pb_root_t api__pb_roots[];
 extern const size_t api__pb_nroots;
