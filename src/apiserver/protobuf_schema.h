@@ -79,8 +79,9 @@ typedef struct api_pb_root {
 } api_pb_root_t;
 
 /* The roots, generated (protobuf_gen.c; the messages are in
- * protobuf_gen_<part>.c): every served kind and its List, and the options and subresource kinds clients send (DeleteOptions in
- * every group-version, Scale, Eviction, Binding), Status and WatchEvent. */
+ * protobuf_gen_<part>.c): every served kind and its List, the options and
+ * subresource kinds clients send (DeleteOptions in every group-version,
+ * Scale, Eviction, Binding), Status and WatchEvent. */
 extern const api_pb_root_t api__pb_roots[];
 extern const size_t api__pb_nroots;
 
