@@ -5,8 +5,8 @@
  * and kubectl 1.32 for its v2 fallbacks.
  *
  * Two layers. The writer (pbw_t) knows only the wire: varints, 64-bit
- * doubles, and length-delimited fields. A message is opened with begin(),
- * which notes where its body starts, and closed with end(), which measures
+ * doubles, and length-delimited fields. A message is opened with pbw_begin(),
+ * which notes where its body starts, and closed with pbw_end(), which measures
  * the body and inserts its length varint in front of it (moving the body up
  * by the varint's size): no size pass, at the price of moving each body once
  * per enclosing message. The walkers (doc_msg, schema_msg, ...) map the JSON
@@ -32,75 +32,16 @@
 
 #include "apiserver/openapi.h"
 #include "lib/err.h"
+#include "lib/pbwire.h"
 
 #define PB_DEPTH_MAX 100
-
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
-
-/* ---- the writer ---- */
-
-typedef struct pbw {
-    buf_t *b;
-    int rc;
-} pbw_t;
-
-static void raw(pbw_t *w, const void *p, size_t n)
-{
-    if (!w->rc) w->rc = buf_append(w->b, p, n);
-}
-
-static size_t varint_enc(uint64_t v, uint8_t out[10])
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        out[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    out[n++] = (uint8_t)v;
-    return n;
-}
-
-static void varint(pbw_t *w, uint64_t v)
-{
-    uint8_t t[10];
-    raw(w, t, varint_enc(v, t));
-}
-
-static void tag(pbw_t *w, unsigned field, unsigned wt) { varint(w, (uint64_t)field << 3 | wt); }
-
-static void str_field(pbw_t *w, unsigned field, const char *s, size_t n)
-{
-    tag(w, field, WT_LEN);
-    varint(w, n);
-    raw(w, s, n);
-}
-
-/* Open a length-delimited field; returns where its body starts. */
-static size_t begin(pbw_t *w, unsigned field)
-{
-    tag(w, field, WT_LEN);
-    return w->b->len;
-}
-
-/* Close the field opened at `start`: put the body's length in front of it. */
-static void end(pbw_t *w, size_t start)
-{
-    if (w->rc) return;
-    size_t n = w->b->len - start;
-    uint8_t v[10];
-    size_t k = varint_enc(n, v);
-    raw(w, v, k); /* grow by k; the bytes are overwritten below */
-    if (w->rc) return;
-    memmove(w->b->p + start + k, w->b->p + start, n);
-    memcpy(w->b->p + start, v, k);
-}
 
 /* ---- JSON values to fields ---- */
 
 static void jstr(pbw_t *w, unsigned field, const json_t *obj, const char *key)
 {
     const json_t *v = json_object_get(obj, key);
-    if (json_is_string(v)) str_field(w, field, json_string_value(v), json_string_length(v));
+    if (json_is_string(v)) pbw_bytes(w, field, json_string_value(v), json_string_length(v));
 }
 
 /* A repeated string field from a string array (or one string). */
@@ -108,20 +49,20 @@ static void jstrs(pbw_t *w, unsigned field, const json_t *obj, const char *key)
 {
     const json_t *v = json_object_get(obj, key);
     if (json_is_string(v)) {
-        str_field(w, field, json_string_value(v), json_string_length(v));
+        pbw_bytes(w, field, json_string_value(v), json_string_length(v));
         return;
     }
     size_t i;
     const json_t *s;
     json_array_foreach(v, i, s)
-        if (json_is_string(s)) str_field(w, field, json_string_value(s), json_string_length(s));
+        if (json_is_string(s)) pbw_bytes(w, field, json_string_value(s), json_string_length(s));
 }
 
 static void jbool(pbw_t *w, unsigned field, const json_t *obj, const char *key)
 {
     if (json_is_true(json_object_get(obj, key))) {
-        tag(w, field, WT_VARINT);
-        varint(w, 1);
+        pbw_tag(w, field, PBW_VARINT);
+        pbw_varint(w, 1);
     }
 }
 
@@ -129,8 +70,8 @@ static void jint(pbw_t *w, unsigned field, const json_t *obj, const char *key)
 {
     const json_t *v = json_object_get(obj, key);
     if (!json_is_number(v)) return;
-    tag(w, field, WT_VARINT);
-    varint(w, (uint64_t)(int64_t)json_number_value(v)); /* int64: two's complement */
+    pbw_tag(w, field, PBW_VARINT);
+    pbw_varint(w, (uint64_t)(int64_t)json_number_value(v)); /* int64: two's complement */
 }
 
 static void jdouble(pbw_t *w, unsigned field, const json_t *obj, const char *key)
@@ -142,8 +83,8 @@ static void jdouble(pbw_t *w, unsigned field, const json_t *obj, const char *key
     memcpy(&u, &d, sizeof u);
     uint8_t le[8];
     for (int i = 0; i < 8; i++) le[i] = (uint8_t)(u >> (8 * i));
-    tag(w, field, WT_I64);
-    raw(w, le, sizeof le);
+    pbw_tag(w, field, PBW_I64);
+    pbw_raw(w, le, sizeof le);
 }
 
 /* Any{yaml: the value as YAML} in field `field`. */
@@ -156,9 +97,9 @@ static void any_field(pbw_t *w, unsigned field, const json_t *value)
         w->rc = KP_ENOMEM;
         return;
     }
-    size_t at = begin(w, field);
-    str_field(w, 2, text, strlen(text));
-    end(w, at);
+    size_t at = pbw_begin(w, field);
+    pbw_bytes(w, 2, text, strlen(text));
+    pbw_end(w, at);
     free(text);
 }
 
@@ -169,10 +110,10 @@ static void extensions(pbw_t *w, unsigned field, const json_t *obj)
     json_t *v;
     json_object_foreach((json_t *)obj, key, v) {
         if (strncmp(key, "x-", 2)) continue;
-        size_t at = begin(w, field);
-        str_field(w, 1, key, strlen(key));
+        size_t at = pbw_begin(w, field);
+        pbw_bytes(w, 1, key, strlen(key));
         any_field(w, 2, v);
-        end(w, at);
+        pbw_end(w, at);
     }
 }
 
@@ -184,9 +125,9 @@ static void schema_msg(pbw_t *w, const json_t *s, int depth);
 static void schema_field(pbw_t *w, unsigned field, const json_t *s, int depth)
 {
     if (!json_is_object(s)) return;
-    size_t at = begin(w, field);
+    size_t at = pbw_begin(w, field);
     schema_msg(w, s, depth + 1);
-    end(w, at);
+    pbw_end(w, at);
 }
 
 /* Schema: _ref 1, format 2, title 3, description 4, default 5, multiple_of 6,
@@ -227,42 +168,42 @@ static void schema_msg(pbw_t *w, const json_t *s, int depth)
 
     v = json_object_get(s, "additionalProperties");
     if (json_is_object(v) || json_is_boolean(v)) {
-        size_t at = begin(w, 21); /* AdditionalPropertiesItem: schema 1 | boolean 2 */
+        size_t at = pbw_begin(w, 21); /* AdditionalPropertiesItem: schema 1 | boolean 2 */
         if (json_is_object(v)) {
             schema_field(w, 1, v, depth);
         } else {
-            tag(w, 2, WT_VARINT); /* a oneof member: written even when false */
-            varint(w, json_is_true(v));
+            pbw_tag(w, 2, PBW_VARINT); /* a oneof member: written even when false */
+            pbw_varint(w, json_is_true(v));
         }
-        end(w, at);
+        pbw_end(w, at);
     }
     v = json_object_get(s, "type");
     if (json_is_string(v) || json_is_array(v)) {
-        size_t at = begin(w, 22); /* TypeItem: repeated value 1 */
+        size_t at = pbw_begin(w, 22); /* TypeItem: repeated value 1 */
         jstrs(w, 1, s, "type");
-        end(w, at);
+        pbw_end(w, at);
     }
     v = json_object_get(s, "items");
     if (json_is_object(v) || json_is_array(v)) {
-        size_t at = begin(w, 23); /* ItemsItem: repeated schema 1 */
+        size_t at = pbw_begin(w, 23); /* ItemsItem: repeated schema 1 */
         if (json_is_object(v)) schema_field(w, 1, v, depth);
         json_array_foreach(v, i, e) schema_field(w, 1, e, depth);
-        end(w, at);
+        pbw_end(w, at);
     }
     json_array_foreach(json_object_get(s, "allOf"), i, e) schema_field(w, 24, e, depth);
     v = json_object_get(s, "properties");
     if (json_is_object(v)) {
-        size_t at = begin(w, 25); /* Properties: repeated NamedSchema 1 */
+        size_t at = pbw_begin(w, 25); /* Properties: repeated NamedSchema 1 */
         const char *name;
         json_t *p;
         json_object_foreach((json_t *)v, name, p) {
             if (!json_is_object(p)) continue;
-            size_t ns = begin(w, 1);
-            str_field(w, 1, name, strlen(name));
+            size_t ns = pbw_begin(w, 1);
+            pbw_bytes(w, 1, name, strlen(name));
             schema_field(w, 2, p, depth);
-            end(w, ns);
+            pbw_end(w, ns);
         }
-        end(w, at);
+        pbw_end(w, at);
     }
     jstr(w, 26, s, "discriminator");
     jbool(w, 27, s, "readOnly");
@@ -276,25 +217,25 @@ static void param_msg(pbw_t *w, const json_t *p)
 {
     const char *ref = json_string_value(json_object_get(p, "$ref"));
     if (ref) {
-        size_t at = begin(w, 2); /* JsonReference: _ref 1 */
-        str_field(w, 1, ref, strlen(ref));
-        end(w, at);
+        size_t at = pbw_begin(w, 2); /* JsonReference: _ref 1 */
+        pbw_bytes(w, 1, ref, strlen(ref));
+        pbw_end(w, at);
         return;
     }
     const char *in = json_string_value(json_object_get(p, "in"));
     if (!in) return;
-    size_t pm = begin(w, 1); /* Parameter: body_parameter 1 | non_body_parameter 2 */
+    size_t pm = pbw_begin(w, 1); /* Parameter: body_parameter 1 | non_body_parameter 2 */
     if (!strcmp(in, "body")) {
         /* BodyParameter: description 1, name 2, in 3, required 4, schema 5,
          * vendor_extension 6. */
-        size_t bp = begin(w, 1);
+        size_t bp = pbw_begin(w, 1);
         jstr(w, 1, p, "description");
         jstr(w, 2, p, "name");
         jstr(w, 3, p, "in");
         jbool(w, 4, p, "required");
         schema_field(w, 5, json_object_get(p, "schema"), 0);
         extensions(w, 6, p);
-        end(w, bp);
+        pbw_end(w, bp);
     } else {
         /* NonBodyParameter: header 1, form data 2, query 3, path 4. The query
          * and form-data messages number type/format/uniqueItems from 6 (they
@@ -302,8 +243,8 @@ static void param_msg(pbw_t *w, const json_t *p)
         unsigned which = !strcmp(in, "header") ? 1 : !strcmp(in, "formData") ? 2
                          : !strcmp(in, "path") ? 4 : 3;
         int query_like = which == 2 || which == 3;
-        size_t nb = begin(w, 2);
-        size_t sub = begin(w, which);
+        size_t nb = pbw_begin(w, 2);
+        size_t sub = pbw_begin(w, which);
         jbool(w, 1, p, "required");
         jstr(w, 2, p, "in");
         jstr(w, 3, p, "description");
@@ -320,10 +261,10 @@ static void param_msg(pbw_t *w, const json_t *p)
             jbool(w, 19, p, "uniqueItems");
             extensions(w, 22, p);
         }
-        end(w, sub);
-        end(w, nb);
+        pbw_end(w, sub);
+        pbw_end(w, nb);
     }
-    end(w, pm);
+    pbw_end(w, pm);
 }
 
 static void params_field(pbw_t *w, unsigned field, const json_t *params)
@@ -332,9 +273,9 @@ static void params_field(pbw_t *w, unsigned field, const json_t *params)
     const json_t *p;
     json_array_foreach(params, i, p) {
         if (!json_is_object(p)) continue;
-        size_t at = begin(w, field);
+        size_t at = pbw_begin(w, field);
         param_msg(w, p);
-        end(w, at);
+        pbw_end(w, at);
     }
 }
 
@@ -347,28 +288,28 @@ static void responses_msg(pbw_t *w, const json_t *rs)
     json_t *r;
     json_object_foreach((json_t *)rs, code, r) {
         if (!strncmp(code, "x-", 2) || !json_is_object(r)) continue;
-        size_t named = begin(w, 1);
-        str_field(w, 1, code, strlen(code));
-        size_t value = begin(w, 2);
+        size_t named = pbw_begin(w, 1);
+        pbw_bytes(w, 1, code, strlen(code));
+        size_t value = pbw_begin(w, 2);
         const char *ref = json_string_value(json_object_get(r, "$ref"));
         if (ref) {
-            size_t at = begin(w, 2);
-            str_field(w, 1, ref, strlen(ref));
-            end(w, at);
+            size_t at = pbw_begin(w, 2);
+            pbw_bytes(w, 1, ref, strlen(ref));
+            pbw_end(w, at);
         } else {
-            size_t resp = begin(w, 1);
+            size_t resp = pbw_begin(w, 1);
             jstr(w, 1, r, "description");
             const json_t *schema = json_object_get(r, "schema");
             if (json_is_object(schema)) {
-                size_t item = begin(w, 2);
+                size_t item = pbw_begin(w, 2);
                 schema_field(w, 1, schema, 0);
-                end(w, item);
+                pbw_end(w, item);
             }
             extensions(w, 5, r);
-            end(w, resp);
+            pbw_end(w, resp);
         }
-        end(w, value);
-        end(w, named);
+        pbw_end(w, value);
+        pbw_end(w, named);
     }
     extensions(w, 2, rs);
 }
@@ -387,9 +328,9 @@ static void operation_msg(pbw_t *w, const json_t *op)
     params_field(w, 8, json_object_get(op, "parameters"));
     const json_t *rs = json_object_get(op, "responses");
     if (json_is_object(rs)) {
-        size_t at = begin(w, 9);
+        size_t at = pbw_begin(w, 9);
         responses_msg(w, rs);
-        end(w, at);
+        pbw_end(w, at);
     }
     jstrs(w, 10, op, "schemes");
     jbool(w, 11, op, "deprecated");
@@ -406,9 +347,9 @@ static void path_item_msg(pbw_t *w, const json_t *item)
     for (unsigned i = 0; methods[i]; i++) {
         const json_t *op = json_object_get(item, methods[i]);
         if (!json_is_object(op)) continue;
-        size_t at = begin(w, 2 + i);
+        size_t at = pbw_begin(w, 2 + i);
         operation_msg(w, op);
-        end(w, at);
+        pbw_end(w, at);
     }
     params_field(w, 9, json_object_get(item, "parameters"));
     extensions(w, 10, item);
@@ -421,12 +362,12 @@ static void doc_msg(pbw_t *w, const json_t *doc)
     jstr(w, 1, doc, "swagger");
     const json_t *info = json_object_get(doc, "info");
     if (json_is_object(info)) {
-        size_t at = begin(w, 2); /* Info: title 1, version 2, description 3, ext 7 */
+        size_t at = pbw_begin(w, 2); /* Info: title 1, version 2, description 3, ext 7 */
         jstr(w, 1, info, "title");
         jstr(w, 2, info, "version");
         jstr(w, 3, info, "description");
         extensions(w, 7, info);
-        end(w, at);
+        pbw_end(w, at);
     }
     jstr(w, 3, doc, "host");
     jstr(w, 4, doc, "basePath");
@@ -437,30 +378,30 @@ static void doc_msg(pbw_t *w, const json_t *doc)
     json_t *v;
     const json_t *paths = json_object_get(doc, "paths");
     if (json_is_object(paths)) {
-        size_t at = begin(w, 8); /* Paths: vendor_extension 1, path 2 */
+        size_t at = pbw_begin(w, 8); /* Paths: vendor_extension 1, path 2 */
         extensions(w, 1, paths);
         json_object_foreach((json_t *)paths, name, v) {
             if (!strncmp(name, "x-", 2) || !json_is_object(v)) continue;
-            size_t named = begin(w, 2); /* NamedPathItem: name 1, value 2 */
-            str_field(w, 1, name, strlen(name));
-            size_t item = begin(w, 2);
+            size_t named = pbw_begin(w, 2); /* NamedPathItem: name 1, value 2 */
+            pbw_bytes(w, 1, name, strlen(name));
+            size_t item = pbw_begin(w, 2);
             path_item_msg(w, v);
-            end(w, item);
-            end(w, named);
+            pbw_end(w, item);
+            pbw_end(w, named);
         }
-        end(w, at);
+        pbw_end(w, at);
     }
     const json_t *defs = json_object_get(doc, "definitions");
     if (json_is_object(defs)) {
-        size_t at = begin(w, 9); /* Definitions: repeated NamedSchema 1 */
+        size_t at = pbw_begin(w, 9); /* Definitions: repeated NamedSchema 1 */
         json_object_foreach((json_t *)defs, name, v) {
             if (!json_is_object(v)) continue;
-            size_t named = begin(w, 1); /* NamedSchema: name 1, value 2 */
-            str_field(w, 1, name, strlen(name));
+            size_t named = pbw_begin(w, 1); /* NamedSchema: name 1, value 2 */
+            pbw_bytes(w, 1, name, strlen(name));
             schema_field(w, 2, v, 0);
-            end(w, named);
+            pbw_end(w, named);
         }
-        end(w, at);
+        pbw_end(w, at);
     }
     extensions(w, 16, doc);
 }
@@ -468,7 +409,7 @@ static void doc_msg(pbw_t *w, const json_t *doc)
 int api_openapi_v2_protobuf(const json_t *doc, buf_t *out)
 {
     if (!json_is_object(doc)) return KP_EINVAL;
-    pbw_t w = {out, 0};
+    pbw_t w = {.b = out};
     doc_msg(&w, doc);
     return w.rc;
 }

@@ -14,7 +14,7 @@
  *      field in Kubernetes either. A member of the wrong JSON type, a time
  *      that is not RFC 3339, bytes that are not base64 fail with KP_EINVAL,
  *      so the caller can answer in JSON instead of losing a field.
- *   4. A message is opened with begin() and closed with end(), which
+ *   4. A message is opened with pbw_begin() and closed with pbw_end(), which
  *      inserts the body's length in front of it.
  *   5. Nesting is bounded by PB_DEPTH_MAX; the first error sticks.
  */
@@ -27,65 +27,9 @@
 #include "apiserver/protobuf_schema.h"
 #include "lib/base64.h"
 #include "lib/err.h"
+#include "lib/pbwire.h"
 
 #define PB_DEPTH_MAX 100
-
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
-
-typedef struct pbw {
-    buf_t *b;
-    int rc;
-    int depth;
-} pbw_t;
-
-static void raw(pbw_t *w, const void *p, size_t n)
-{
-    if (!w->rc && n) w->rc = buf_append(w->b, p, n);
-}
-
-static size_t varint_enc(uint64_t v, uint8_t out[10])
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        out[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    out[n++] = (uint8_t)v;
-    return n;
-}
-
-static void varint(pbw_t *w, uint64_t v)
-{
-    uint8_t t[10];
-    raw(w, t, varint_enc(v, t));
-}
-
-static void tag(pbw_t *w, uint32_t num, unsigned wt) { varint(w, (uint64_t)num << 3 | wt); }
-
-static void bytes_field(pbw_t *w, uint32_t num, const void *p, size_t n)
-{
-    tag(w, num, WT_LEN);
-    varint(w, n);
-    raw(w, p, n);
-}
-
-static size_t begin(pbw_t *w, uint32_t num)
-{
-    tag(w, num, WT_LEN);
-    return w->b->len;
-}
-
-static void end(pbw_t *w, size_t start)
-{
-    if (w->rc) return;
-    size_t n = w->b->len - start;
-    uint8_t t[10];
-    size_t k = varint_enc(n, t);
-    w->rc = buf_append(w->b, t, k); /* grow by k, then move the body up */
-    if (w->rc) return;
-    memmove(w->b->p + start + k, w->b->p + start, n);
-    memcpy(w->b->p + start, t, k);
-}
 
 static void bad(pbw_t *w)
 {
@@ -141,33 +85,33 @@ static void time_field(pbw_t *w, uint32_t num, const json_t *v)
         bad(w);
         return;
     }
-    size_t at = begin(w, num);
-    tag(w, 1, WT_VARINT);
-    varint(w, (uint64_t)sec);
-    tag(w, 2, WT_VARINT);
-    varint(w, (uint64_t)(int64_t)nanos);
-    end(w, at);
+    size_t at = pbw_begin(w, num);
+    pbw_tag(w, 1, PBW_VARINT);
+    pbw_varint(w, (uint64_t)sec);
+    pbw_tag(w, 2, PBW_VARINT);
+    pbw_varint(w, (uint64_t)(int64_t)nanos);
+    pbw_end(w, at);
 }
 
 static void intorstr_field(pbw_t *w, uint32_t num, const json_t *v)
 {
-    size_t at = begin(w, num);
+    size_t at = pbw_begin(w, num);
     if (json_is_integer(v)) {
-        tag(w, 1, WT_VARINT);
-        varint(w, 0);
-        tag(w, 2, WT_VARINT);
-        varint(w, (uint64_t)(int64_t)(int32_t)json_integer_value(v));
-        bytes_field(w, 3, "", 0);
+        pbw_tag(w, 1, PBW_VARINT);
+        pbw_varint(w, 0);
+        pbw_tag(w, 2, PBW_VARINT);
+        pbw_varint(w, (uint64_t)(int64_t)(int32_t)json_integer_value(v));
+        pbw_bytes(w, 3, "", 0);
     } else if (json_is_string(v)) {
-        tag(w, 1, WT_VARINT);
-        varint(w, 1);
-        tag(w, 2, WT_VARINT);
-        varint(w, 0);
-        bytes_field(w, 3, json_string_value(v), json_string_length(v));
+        pbw_tag(w, 1, PBW_VARINT);
+        pbw_varint(w, 1);
+        pbw_tag(w, 2, PBW_VARINT);
+        pbw_varint(w, 0);
+        pbw_bytes(w, 3, json_string_value(v), json_string_length(v));
     } else {
         bad(w);
     }
-    end(w, at);
+    pbw_end(w, at);
 }
 
 /* A JSON value as compact text inside field `inner` of a message `num`
@@ -179,9 +123,9 @@ static void json_bytes_field(pbw_t *w, uint32_t num, const json_t *v)
         if (!w->rc) w->rc = KP_ENOMEM;
         return;
     }
-    size_t at = begin(w, num);
-    bytes_field(w, 1, text, strlen(text));
-    end(w, at);
+    size_t at = pbw_begin(w, num);
+    pbw_bytes(w, 1, text, strlen(text));
+    pbw_end(w, at);
     free(text);
 }
 
@@ -196,11 +140,11 @@ static void rawext_field(pbw_t *w, uint32_t num, const json_t *v)
         json_bytes_field(w, num, v);
         return;
     }
-    size_t at = begin(w, num);
-    size_t inner = begin(w, 1);
+    size_t at = pbw_begin(w, num);
+    size_t inner = pbw_begin(w, 1);
     envelope(w, root, v);
-    end(w, inner);
-    end(w, at);
+    pbw_end(w, inner);
+    pbw_end(w, at);
 }
 
 /* One value (not a list) of field f. */
@@ -209,7 +153,7 @@ static void value(pbw_t *w, const api_pb_field_t *f, const json_t *v)
     switch (f->kind) {
     case API_PB_STRING:
         if (!json_is_string(v)) return bad(w);
-        bytes_field(w, f->num, json_string_value(v), json_string_length(v));
+        pbw_bytes(w, f->num, json_string_value(v), json_string_length(v));
         return;
     case API_PB_BYTES: {
         if (!json_is_string(v)) return bad(w);
@@ -222,20 +166,20 @@ static void value(pbw_t *w, const api_pb_field_t *f, const json_t *v)
         if (base64_decode(json_string_value(v), n, out, n / 4 * 3 + 3, &len))
             bad(w);
         else
-            bytes_field(w, f->num, out, len);
+            pbw_bytes(w, f->num, out, len);
         free(out);
         return;
     }
     case API_PB_BOOL:
         if (!json_is_boolean(v)) return bad(w);
-        tag(w, f->num, WT_VARINT);
-        varint(w, json_is_true(v));
+        pbw_tag(w, f->num, PBW_VARINT);
+        pbw_varint(w, json_is_true(v));
         return;
     case API_PB_INT32:
     case API_PB_INT64:
         if (!json_is_integer(v)) return bad(w);
-        tag(w, f->num, WT_VARINT);
-        varint(w, (uint64_t)(f->kind == API_PB_INT32 ? (int64_t)(int32_t)json_integer_value(v)
+        pbw_tag(w, f->num, PBW_VARINT);
+        pbw_varint(w, (uint64_t)(f->kind == API_PB_INT32 ? (int64_t)(int32_t)json_integer_value(v)
                                                      : (int64_t)json_integer_value(v)));
         return;
     case API_PB_DOUBLE: {
@@ -246,15 +190,15 @@ static void value(pbw_t *w, const api_pb_field_t *f, const json_t *v)
         uint8_t le[8];
         for (int i = 0; i < 8; i++)
             le[i] = (uint8_t)(u >> (8 * i));
-        tag(w, f->num, WT_I64);
-        raw(w, le, 8);
+        pbw_tag(w, f->num, PBW_I64);
+        pbw_raw(w, le, 8);
         return;
     }
     case API_PB_MESSAGE: {
         if (!json_is_object(v)) return bad(w);
-        size_t at = begin(w, f->num);
+        size_t at = pbw_begin(w, f->num);
         message(w, f->msg, v);
-        end(w, at);
+        pbw_end(w, at);
         return;
     }
     case API_PB_TIME:
@@ -273,9 +217,9 @@ static void value(pbw_t *w, const api_pb_field_t *f, const json_t *v)
             s = num;
         }
         if (!s) return bad(w);
-        size_t at = begin(w, f->num);
-        bytes_field(w, 1, s, n);
-        end(w, at);
+        size_t at = pbw_begin(w, f->num);
+        pbw_bytes(w, 1, s, n);
+        pbw_end(w, at);
         return;
     }
     case API_PB_FIELDSV1:
@@ -286,14 +230,14 @@ static void value(pbw_t *w, const api_pb_field_t *f, const json_t *v)
         return;
     case API_PB_STRLIST: {
         if (!json_is_array(v)) return bad(w);
-        size_t at = begin(w, f->num), i;
+        size_t at = pbw_begin(w, f->num), i;
         const json_t *s;
         json_array_foreach(v, i, s)
         {
             if (!json_is_string(s)) return bad(w);
-            bytes_field(w, 1, json_string_value(s), json_string_length(s));
+            pbw_bytes(w, 1, json_string_value(s), json_string_length(s));
         }
-        end(w, at);
+        pbw_end(w, at);
         return;
     }
     default:
@@ -322,10 +266,10 @@ static void map_field(pbw_t *w, const api_pb_field_t *f, const json_t *obj)
     json_object_foreach((json_t *)obj, k, v) keys[i++] = k;
     qsort(keys, n, sizeof keys[0], key_cmp);
     for (i = 0; i < n && !w->rc; i++) {
-        size_t at = begin(w, f->num);
-        bytes_field(w, 1, keys[i], strlen(keys[i]));
+        size_t at = pbw_begin(w, f->num);
+        pbw_bytes(w, 1, keys[i], strlen(keys[i]));
         value(w, &f->msg->fields[1], json_object_get(obj, keys[i]));
-        end(w, at);
+        pbw_end(w, at);
     }
     free(keys);
 }
@@ -336,9 +280,9 @@ static void message(pbw_t *w, const api_pb_msg_t *m, const json_t *obj)
     for (size_t i = 0; i < m->nfields && !w->rc; i++) {
         const api_pb_field_t *f = &m->fields[i];
         if (f->flags & API_PB_INLINE) { /* json:",inline": the same JSON object */
-            size_t at = begin(w, f->num);
+            size_t at = pbw_begin(w, f->num);
             message(w, f->msg, obj);
-            end(w, at);
+            pbw_end(w, at);
             continue;
         }
         const json_t *v = json_object_get(obj, f->json);
@@ -360,16 +304,16 @@ static void message(pbw_t *w, const api_pb_msg_t *m, const json_t *obj)
 /* "k8s\0" + runtime.Unknown {1: typeMeta, 2: raw, 3: "", 4: ""}. */
 static void envelope(pbw_t *w, const api_pb_root_t *root, const json_t *obj)
 {
-    raw(w, "k8s", 4);
-    size_t tm = begin(w, 1);
-    bytes_field(w, 1, root->api_version, strlen(root->api_version));
-    bytes_field(w, 2, root->kind, strlen(root->kind));
-    end(w, tm);
-    size_t at = begin(w, 2);
+    pbw_raw(w, "k8s", 4);
+    size_t tm = pbw_begin(w, 1);
+    pbw_bytes(w, 1, root->api_version, strlen(root->api_version));
+    pbw_bytes(w, 2, root->kind, strlen(root->kind));
+    pbw_end(w, tm);
+    size_t at = pbw_begin(w, 2);
     message(w, root->msg, obj);
-    end(w, at);
-    bytes_field(w, 3, "", 0);
-    bytes_field(w, 4, "", 0);
+    pbw_end(w, at);
+    pbw_bytes(w, 3, "", 0);
+    pbw_bytes(w, 4, "", 0);
 }
 
 int api_pb_encode(const json_t *obj, buf_t *out)
