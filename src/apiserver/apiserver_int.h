@@ -352,6 +352,16 @@ const char *api_status_message(int rc);
 json_t *api_status_new(int code, const char *reason, const char *message,
                        const json_t *details);
 
+/* ctl_loop.c: the loop of the server's own controllers: a thread that calls
+ * pass(arg) now, then after every change to `cache` (borrowed; it must
+ * outlive the loop) and at least every resync_ms. api_loop_stop() ends it
+ * (the pass running finishes first); NULL is a no-op. Errors: KP_ENOMEM,
+ * wc_watch()'s. */
+typedef struct api_loop api_loop_t;
+int api_loop_start(wc_t *cache, int resync_ms, void (*pass)(void *arg), void *arg,
+                   api_loop_t **out);
+void api_loop_stop(api_loop_t *l);
+
 /* crd.c: the CustomResourceDefinition controller inside the API server. */
 int api_crd_start(struct apiserver *s);
 void api_crd_stop(struct apiserver *s); /* safe if never started */

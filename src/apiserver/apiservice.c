@@ -21,7 +21,6 @@
  * the CRD controller's do; a conflict is retried on the next pass, so two
  * API servers on one etcd agree.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,10 +71,7 @@ typedef struct as_ctl {
     apiserver_t *srv;
     wc_t *cache;    /* the APIServices' */
     wc_t *services; /* the Services' */
-    wc_watcher_t *w;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    int stop;
+    api_loop_t *loop;
 } as_ctl_t;
 
 static const struct prio *prio_of(const char *group, const char *version)
@@ -258,29 +254,7 @@ static void sync_all(as_ctl_t *c)
     api_view_put(v);
 }
 
-static void *as_run(void *arg)
-{
-    as_ctl_t *c = arg;
-    for (;;) {
-        pthread_mutex_lock(&c->mu);
-        int stop = c->stop;
-        pthread_mutex_unlock(&c->mu);
-        if (stop) break;
-        sync_all(c);
-        /* Wait for an APIService to change; look again each second (the
-         * view and the named Services: in-memory, no store read). */
-        wc_event_t ev;
-        int rc = wc_watcher_next(c->w, AS_RESYNC_MS, &ev);
-        if (!rc) {
-            wc_event_clear(&ev);
-            while (!wc_watcher_next(c->w, 0, &ev))
-                wc_event_clear(&ev);
-        } else if (rc != KP_ETIMEDOUT) {
-            break; /* closed */
-        }
-    }
-    return NULL;
-}
+static void as_pass(void *arg) { sync_all(arg); }
 
 int api_apiservice_start(apiserver_t *s)
 {
@@ -296,34 +270,20 @@ int api_apiservice_start(apiserver_t *s)
     c->srv = s;
     c->cache = cache;
     c->services = services;
-    pthread_mutex_init(&c->mu, NULL);
-    wc_watch_opts_t wo = {.backlog = 100000, .backlog_bytes = SIZE_MAX};
-    int rc = wc_watch(cache, "", -1, &wo, &c->w);
-    if (rc) goto fail;
-    if (pthread_create(&c->thread, NULL, as_run, c)) {
-        rc = KP_ENOMEM;
-        goto fail;
+    int rc = api_loop_start(cache, AS_RESYNC_MS, as_pass, c, &c->loop);
+    if (rc) {
+        free(c);
+        return rc;
     }
     s->apiservices = c;
     return 0;
-fail:
-    if (c->w) wc_watcher_close(c->w);
-    pthread_mutex_destroy(&c->mu);
-    free(c);
-    return rc;
 }
 
 void api_apiservice_stop(apiserver_t *s)
 {
     as_ctl_t *c = s->apiservices;
     if (!c) return;
-    pthread_mutex_lock(&c->mu);
-    c->stop = 1;
-    pthread_mutex_unlock(&c->mu);
-    wc_watcher_cancel(c->w);
-    pthread_join(c->thread, NULL);
-    wc_watcher_close(c->w);
-    pthread_mutex_destroy(&c->mu);
+    api_loop_stop(c->loop);
     free(c);
     s->apiservices = NULL;
 }

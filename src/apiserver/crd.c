@@ -120,10 +120,7 @@ static int make_entry(apiserver_t *s, const json_t *crd, const json_t *version, 
 typedef struct crd_ctl {
     apiserver_t *srv;
     wc_t *cache; /* the CRDs' watch cache (a built-in) */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    int stop;
-    wc_watcher_t *w;
+    api_loop_t *loop;
     /* What is served now, with the key each entry was built from. */
     api_dyn_t **dyn;
     char **keys;
@@ -667,30 +664,9 @@ static void sync_all(crd_ctl_t *c)
     c->n = n;
 }
 
-static void *crd_run(void *arg)
-{
-    crd_ctl_t *c = arg;
-    for (;;) {
-        pthread_mutex_lock(&c->mu);
-        int stop = c->stop;
-        pthread_mutex_unlock(&c->mu);
-        if (stop) break;
-        sync_all(c);
-        /* Wait for a change to any CRD; resync every second regardless, so
-         * that a status write lost to a conflict is retried. */
-        wc_event_t ev;
-        int rc = wc_watcher_next(c->w, CRD_RESYNC_MS, &ev);
-        if (!rc) {
-            wc_event_clear(&ev);
-            /* Drain what else arrived: one pass covers them all. */
-            while (!wc_watcher_next(c->w, 0, &ev))
-                wc_event_clear(&ev);
-        } else if (rc != KP_ETIMEDOUT) {
-            break; /* closed */
-        }
-    }
-    return NULL;
-}
+/* Resync every second regardless of changes, so that a status write lost
+ * to a conflict is retried. */
+static void crd_pass(void *arg) { sync_all(arg); }
 
 int api_crd_start(apiserver_t *s)
 {
@@ -705,41 +681,26 @@ int api_crd_start(apiserver_t *s)
     if (!c) return KP_ENOMEM;
     c->srv = s;
     c->cache = cache;
-    pthread_mutex_init(&c->mu, NULL);
-    /* In-process and prompt: bounded by count as before, not by bytes. */
-    wc_watch_opts_t wo = {.backlog = 100000, .backlog_bytes = SIZE_MAX};
-    int rc = wc_watch(cache, "", -1, &wo, &c->w);
-    if (rc) goto fail;
-    if (pthread_create(&c->thread, NULL, crd_run, c)) {
-        rc = KP_ENOMEM;
-        goto fail;
+    int rc = api_loop_start(cache, CRD_RESYNC_MS, crd_pass, c, &c->loop);
+    if (rc) {
+        free(c);
+        return rc;
     }
     s->crd = c;
     return 0;
-fail:
-    if (c->w) wc_watcher_close(c->w);
-    pthread_mutex_destroy(&c->mu);
-    free(c);
-    return rc;
 }
 
 void api_crd_stop(apiserver_t *s)
 {
     crd_ctl_t *c = s->crd;
     if (!c) return;
-    pthread_mutex_lock(&c->mu);
-    c->stop = 1;
-    pthread_mutex_unlock(&c->mu);
-    wc_watcher_cancel(c->w);
-    pthread_join(c->thread, NULL);
-    wc_watcher_close(c->w);
+    api_loop_stop(c->loop);
     for (size_t i = 0; i < c->n; i++) {
         api_dyn_unref(c->dyn[i]);
         free(c->keys[i]);
     }
     free(c->dyn);
     free(c->keys);
-    pthread_mutex_destroy(&c->mu);
     free(c);
     s->crd = NULL;
 }
