@@ -86,6 +86,16 @@ typedef struct api_resource {
     int crd_terminating;     /* its CRD is being deleted: no creates */
 } api_resource_t;
 
+/* An object of `res` (an api_resource_t *, as void * for wc_config_t.convert)
+ * as read from the store (`stored`, consumed) made what is served: converted
+ * from the version it is stored in, and a custom resource's schema defaults
+ * applied (Kubernetes' storage decoder does both on every read). A new
+ * object, NULL when out of memory. api_served_differs() says whether this
+ * can change anything for `res` (else watch caches keep objects as stored).
+ * Pure; any thread (registry.c). */
+json_t *api_as_served(void *res, json_t *stored);
+int api_served_differs(const api_resource_t *res);
+
 /* The built-in table (registry.c); requests look resources up in a view. */
 size_t api_registry_count(void);
 const api_resource_t *api_registry_at(size_t i);

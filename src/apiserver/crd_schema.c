@@ -948,6 +948,22 @@ void api_crd_default(const json_t *schema, json_t *obj)
     if (json_is_object(schema) && json_is_object(obj)) apply_defaults(obj, schema);
 }
 
+int api_crd_has_defaults(const json_t *schema)
+{
+    if (json_is_array(schema)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(schema, i, v) if (api_crd_has_defaults(v)) return 1;
+        return 0;
+    }
+    if (!json_is_object(schema)) return 0;
+    if (json_object_get(schema, "default")) return 1;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)schema, k, v) if (api_crd_has_defaults(v)) return 1;
+    return 0;
+}
+
 void api_crd_prune_and_default(const json_t *schema, json_t *obj)
 {
     if (!json_is_object(schema) || !json_is_object(obj)) return;

@@ -52,6 +52,8 @@ void api_crd_prune_and_default(const json_t *schema, json_t *obj);
  * read from storage, so that defaults added to the schema later show on
  * objects stored before. */
 void api_crd_default(const json_t *schema, json_t *obj);
+/* Does `schema` set a `default` anywhere (else api_crd_default is a no-op)? */
+int api_crd_has_defaults(const json_t *schema);
 
 /* Validate `obj` against `schema`, appending one cause per violation, worded
  * as kube-openapi and field.Error word them, e.g.

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiserver/crd_schema.h"
 #include "apiserver_int.h"
 #include "lib/err.h"
 #include "store/store.h"
@@ -80,6 +81,22 @@ int api_object_key(const api_resource_t *r, const char *ns, const char *name, ch
     return w < 0 || (size_t)w >= n ? KP_EINVAL : 0;
 }
 
+json_t *api_as_served(void *arg, json_t *stored)
+{
+    const api_resource_t *res = arg;
+    const api_strategy_t *st = res->strategy;
+    if (stored && res->storage_resource && st && st->from_storage)
+        stored = st->from_storage(stored);
+    if (stored && res->crd_schema) api_crd_default(res->crd_schema, stored);
+    return stored;
+}
+
+int api_served_differs(const api_resource_t *res)
+{
+    return (res->storage_resource && res->strategy && res->strategy->from_storage) ||
+           (res->crd_schema && api_crd_has_defaults(res->crd_schema));
+}
+
 /* ---- views: what is served at one moment (apiserver_int.h) ---- */
 
 struct api_dyn {
@@ -100,6 +117,7 @@ int api_dyn_new(apiserver_t *s, const api_resource_t *res, json_t *owner, api_dy
     char prefix[STORE_KEY_MAX + 1];
     int rc = api_key_prefix(&d->res, prefix, sizeof prefix);
     wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes};
+    if (api_served_differs(&d->res)) wcc.convert = api_as_served, wcc.convert_arg = &d->res;
     if (!rc) rc = wc_open(s->cfg.store, prefix, &wcc, &d->cache);
     if (rc) {
         json_decref(d->owner);

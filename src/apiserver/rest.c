@@ -300,33 +300,14 @@ int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
             json_object_del(json_object_get(*obj, "metadata"), "resourceVersion"); /* as stored */
         wc_obj_unref(v);
     }
-    if (!*obj) {
-        *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
-        /* Stored in another version: as this one (the cache's copy already is). */
-        const api_strategy_t *st = r->route.res ? r->route.res->strategy : NULL;
-        if (*obj && r->route.res && r->route.res->storage_resource && st && st->from_storage &&
-            !(*obj = st->from_storage(*obj))) {
-            free(kv);
-            return KP_ENOMEM;
-        }
-    }
+    int parsed = !*obj;
+    if (parsed) *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
     free(kv);
-    if (*obj && r->route.res) api_crd_default(r->route.res->crd_schema, *obj);
-    return *obj ? 0 : KP_ECORRUPT;
-}
-
-json_t *rest_read_defaults(const api_resource_t *res, const json_t *doc, char **json)
-{
-    *json = NULL;
-    if (!res || !res->crd_schema) return NULL;
-    json_t *copy = json_deep_copy(doc);
-    if (!copy) return NULL;
-    api_crd_default(res->crd_schema, copy);
-    if (json_equal(copy, (json_t *)doc) || !(*json = json_dumps(copy, JSON_COMPACT))) {
-        json_decref(copy);
-        return NULL;
-    }
-    return copy;
+    if (!*obj) return KP_ECORRUPT;
+    /* As served (the cache's copy already is). */
+    if (parsed && r->route.res && !(*obj = api_as_served((void *)r->route.res, *obj)))
+        return KP_ENOMEM;
+    return 0;
 }
 
 int rest_load_route(api_req_t *r, json_t **obj, int64_t *rev)
@@ -471,7 +452,7 @@ static void sink_free(list_sink_t *s)
 }
 
 /* Append one item: its object (with resourceVersion) and that object's JSON. */
-static int add_item_as_is(api_req_t *r, list_sink_t *s, const json_t *doc, const char *json,
+static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const char *json,
                           size_t len)
 {
     if (s->table) {
@@ -483,19 +464,6 @@ static int add_item_as_is(api_req_t *r, list_sink_t *s, const json_t *doc, const
     if (s->count) rc = buf_append(&s->b, ",", 1);
     if (!rc) rc = buf_append(&s->b, json, len);
     if (!rc) s->count++;
-    return rc;
-}
-
-/* The same, with a custom resource's schema defaults applied as read. */
-static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const char *json,
-                    size_t len)
-{
-    char *djs;
-    json_t *defaulted = rest_read_defaults(r->route.res, doc, &djs);
-    if (defaulted) doc = defaulted, json = djs, len = strlen(djs);
-    int rc = add_item_as_is(r, s, doc, json, len);
-    json_decref(defaulted);
-    free(djs);
     return rc;
 }
 
@@ -546,12 +514,12 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
             }
             snprintf(last, sizeof last, "%s", kv->key);
             json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
-            if (obj) api_crd_default(r->route.res->crd_schema, obj);
+            if (obj) obj = api_as_served((void *)r->route.res, obj);
             if (obj && rest_filter_match(f, obj)) {
                 rest_set_rv(obj, kv->mod_rev);
                 char *js = s.table ? NULL : json_dumps(obj, JSON_COMPACT);
-                rc = js || s.table ? add_item_as_is(r, &s, obj, js, js ? strlen(js) : 0)
-                                   : KP_ENOMEM; /* defaulted above */
+                rc = js || s.table ? add_item(r, &s, obj, js, js ? strlen(js) : 0)
+                                   : KP_ENOMEM;
                 free(js);
             }
             json_decref(obj);

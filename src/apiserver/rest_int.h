@@ -26,15 +26,10 @@ int rest_store_error_for(api_req_t *r, const api_resource_t *res, int rc, const 
  * NewInvalid words it. Returns -1 after replying, 0 if there are no causes. */
 int rest_reply_causes(api_req_t *r, const char *group, const char *kind, const char *name,
                       const json_t *causes);
-/* Read and parse the object at `key`: 0 with *obj (caller owns) and *rev,
- * or KP_ENOTFOUND, KP_ECORRUPT (not JSON), a store error. Replies nothing. */
+/* Read and parse the object at `key`, as the route's resource serves it
+ * (api_as_served): 0 with *obj (caller owns) and *rev, or KP_ENOTFOUND,
+ * KP_ECORRUPT (not JSON), KP_ENOMEM, a store error. Replies nothing. */
 int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev);
-/* A custom resource's schema defaults applied to `doc` as read (Kubernetes
- * defaults on every read from storage, so a default added to the CRD later
- * shows on objects stored before): when that changes doc, a new object
- * (the caller's) and *json its compact text (the caller frees); else NULL,
- * and doc is served as it is. NULL too when out of memory. */
-json_t *rest_read_defaults(const api_resource_t *res, const json_t *doc, char **json);
 /* The same for the route's object, replying on failure (then *obj is NULL). */
 int rest_load_route(api_req_t *r, json_t **obj, int64_t *rev);
 /* "" -> 0; a decimal -> its value; else KP_EINVAL. */

@@ -67,7 +67,6 @@ typedef struct watch_stream {
     int64_t last_rev;
     char kind[64], api_version[96];
     json_t *error;      /* an ERROR event to send, then end */
-    const api_resource_t *res;       /* the route's, as long as table_res */
     const api_resource_t *table_res; /* non-NULL: events carry Tables */
     int table_include;
     int table_columns_sent;
@@ -107,25 +106,14 @@ static int emit(buf_t *out, const char *type, const char *json, size_t len)
     return rc;
 }
 
-/* An object event: its shared JSON (a custom resource's with the schema
- * defaults applied as read), or a one-row Table of it. */
+/* An object event: its shared JSON (the cache keeps it as served, schema
+ * defaults included), or a one-row Table of it. */
 static int emit_obj(watch_stream_t *ws, buf_t *out, const char *type, const wc_obj_t *o)
 {
-    char *djs;
-    json_t *defaulted = rest_read_defaults(ws->res, o->doc, &djs);
-    const json_t *doc = defaulted ? defaulted : o->doc;
-    if (!ws->table_res) {
-        int rc = defaulted ? emit_ws(ws, out, type, djs, strlen(djs))
-                           : emit_ws(ws, out, type, o->json, o->json_len);
-        json_decref(defaulted);
-        free(djs);
-        return rc;
-    }
-    free(djs);
+    if (!ws->table_res) return emit_ws(ws, out, type, o->json, o->json_len);
     json_t *t = api_table_new(ws->table_res, !ws->table_columns_sent);
-    int rc = t ? api_table_add_row(t, ws->table_res, doc, ws->table_include, time(NULL))
+    int rc = t ? api_table_add_row(t, ws->table_res, o->doc, ws->table_include, time(NULL))
                : KP_ENOMEM;
-    json_decref(defaulted);
     char *js = NULL;
     if (!rc) {
         json_object_set_new(json_object_get(t, "metadata"), "resourceVersion",
@@ -315,7 +303,6 @@ int rest_watch(api_req_t *r)
         watch_free(ws);
         return 0;
     }
-    ws->res = r->route.res;
     if (table) ws->table_res = r->route.res;
     ws->pb = !table && api_pb_accepts(api_header(r, "Accept")) &&
              api_pb_has_kind(ws->api_version, ws->kind);

@@ -183,7 +183,8 @@ struct wc {
     size_t offers_n, offers_cap;
     int64_t offer_floor;
 
-    json_t *(*convert)(json_t *stored); /* wc_config_t.convert; read-only */
+    json_t *(*convert)(void *arg, json_t *stored); /* wc_config_t's; read-only */
+    void *convert_arg;
 };
 
 /* ---- objects ---- */
@@ -423,7 +424,7 @@ static json_t *as_served(const wc_t *wc, json_t *doc, const char **stored)
 {
     if (!wc || !wc->convert || !doc) return doc;
     *stored = NULL;
-    return wc->convert(doc);
+    return wc->convert(wc->convert_arg, doc);
 }
 
 /* Parse a stored value into an object version. */
@@ -998,6 +999,7 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
     wc->ring_cap = history;
     wc->ring_budget = history_bytes;
     wc->convert = cfg ? cfg->convert : NULL;
+    wc->convert_arg = cfg ? cfg->convert_arg : NULL;
     if (pthread_mutex_init(&wc->mu, NULL)) {
         free(wc);
         return KP_ENOMEM;

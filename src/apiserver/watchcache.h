@@ -85,7 +85,8 @@ typedef struct wc_config {
      * returns the served object (NULL when out of memory). Called on the
      * cache's thread and on offering threads at once: it must be pure.
      * NULL: objects are kept as stored. */
-    json_t *(*convert)(json_t *stored);
+    json_t *(*convert)(void *arg, json_t *stored);
+    void *convert_arg; /* borrowed; it must outlive the cache */
 } wc_config_t;
 
 #define WC_HISTORY_BYTES ((size_t)64 << 20) /* history per resource, default */

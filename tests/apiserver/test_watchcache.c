@@ -843,8 +843,11 @@ static void test_offer_published(void **state)
 /* A converting cache (a resource served in another version than stored):
  * what it loads, follows and is offered is convert(stored), encoded once
  * from the converted object, never spliced from the stored bytes. */
-static json_t *to_served(json_t *doc)
+static int convert_arg; /* what the cache must pass to the converter */
+
+static json_t *to_served(void *arg, json_t *doc)
 {
+    assert_ptr_equal(arg, &convert_arg);
     json_t *data = json_object_get(doc, "data");
     json_object_set(doc, "served", data ? data : json_null());
     json_object_del(doc, "data");
@@ -856,7 +859,7 @@ static void test_convert(void **state)
 {
     fixture_t *f = *state;
     put(f->s, "ns", "before", "1"); /* loaded at open */
-    wc_config_t cfg = {.convert = to_served};
+    wc_config_t cfg = {.convert = to_served, .convert_arg = &convert_arg};
     assert_int_equal(wc_open(f->s, PFX, &cfg, &f->wc), 0);
     const wc_obj_t *o;
     assert_int_equal(wc_get(f->wc, PFX "ns/before", &o), 0);

@@ -121,4 +121,9 @@ YAML
 for f in "eventTime: Required value" 'type: Invalid value: "Odd"' "reportingController: Required value" "action: Required value"; do
   grep -qF "$f" <<<"$out" || fail "no '$f' in: $out"
 done
+# A continued list comes from the store, not the cache: served converted too.
+page1=$(raw "$EV1?limit=1")
+cont=$(py 'd["metadata"]["continue"]' <<<"$page1")
+expect_eq "continued page converted" "$(raw "$EV1?limit=1&continue=$cont" | py '[(i["apiVersion"], "note" in i, "message" in i) for i in d["items"]]')" \
+  "[('events.k8s.io/v1', True, False)]"
 echo "ok: events.k8s.io and core Events are one object; events.k8s.io validation"
