@@ -52,8 +52,9 @@ def check_refusal(code, body):
     return None
 
 
-def writers(prefix, stop_when_full, max_each, acks_path):
-    """CLIENTS threads create PREFIX-<t>-<i>; returns (acks, refusals, errors)."""
+def writers(prefix, stop_when_full, max_each, acks_path, pad=PAD):
+    """CLIENTS threads create PREFIX-<t>-<i> (data.pad = pad); returns (acks,
+    refusals, errors)."""
     lock = threading.Lock()
     full = threading.Event()
     acks, refusals, errors = [], [0], []
@@ -64,7 +65,7 @@ def writers(prefix, stop_when_full, max_each, acks_path):
         for i in range(max_each):
             name = "%s-%d-%d" % (prefix, t, i)
             body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
-                               "metadata": {"name": name}, "data": {"pad": PAD}})
+                               "metadata": {"name": name}, "data": {"pad": pad}})
             try:
                 code, resp = request(c, "POST", BASE, body)
             except Exception as e:  # the server must answer every request
@@ -134,6 +135,14 @@ def fill(acks_path):
         fail("\n  ".join(errors[:20]))
     if refused == 0:
         fail("the disk never filled (%d creates acknowledged)" % len(acks))
+    # Room a large object did not find may still hold small ones (a write
+    # the store takes ends its full state): fill that with small objects too,
+    # so that a small write such as kubectl's later is refused as well.
+    small, small_refused, errors, _ = writers("small", True, 100000, acks_path, pad="x")
+    if errors:
+        fail("\n  ".join(errors[:20]))
+    acks += small
+    refused += small_refused
     print("fill: %d creates acknowledged, %d refused as out of space, in %.1f s"
           % (len(acks), refused, secs), flush=True)
     c = conn()
