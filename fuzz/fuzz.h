@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/schema.h"
+#include "apiserver/schema/schema.h"
 #include "lib/yamljson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -10,8 +10,8 @@
  * yet; its metadata.managedFields are decoded too), then the YAML body.
  */
 #include "fuzz.h"
-#include "apiserver/managed.h"
-#include "apiserver/schema.h"
+#include "apiserver/apply/managed.h"
+#include "apiserver/schema/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,7 +4,7 @@
  * patch (a JSON array of RFC 6902 operations).
  */
 #include "fuzz.h"
-#include "apiserver/patch.h"
+#include "apiserver/apply/patch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

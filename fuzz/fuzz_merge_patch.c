@@ -4,7 +4,7 @@
  * patch object.
  */
 #include "fuzz.h"
-#include "apiserver/patch.h"
+#include "apiserver/apply/patch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,7 +5,7 @@
  * that encoding must decode again.
  */
 #include "fuzz.h"
-#include "apiserver/protobuf.h"
+#include "apiserver/encode/protobuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

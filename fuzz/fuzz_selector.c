@@ -10,7 +10,7 @@
  * selector is checked against a kind's supported fields.
  */
 #include "fuzz.h"
-#include "apiserver/selector.h"
+#include "apiserver/schema/selector.h"
 
 static const char *const fz_pod_fields[] = {"metadata.name", "metadata.namespace",
                                             "spec.nodeName", "status.phase", NULL};

@@ -6,8 +6,8 @@
  * line of JSON, then the patch object.
  */
 #include "fuzz.h"
-#include "apiserver/patch.h"
-#include "apiserver/schema.h"
+#include "apiserver/apply/patch.h"
+#include "apiserver/schema/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "apiserver.h"
+#include "apiserver/apiserver.h"
 #include "lib/buf.h"
 
 #define API_BODY_MAX (3u << 20) /* request body cap: 413 beyond (Kubernetes' MaxRequestBodyBytes) */

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apiserver.h"
+#include "apiserver/apiserver.h"
 #include "lib/base64.h"
 #include "lib/err.h"
 

@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apiserver_int.h"
+#include "apiserver/apiserver_int.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "store/store.h"

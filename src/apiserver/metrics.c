@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "apiserver_int.h"
+#include "apiserver/apiserver_int.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "store/store.h"

@@ -14,7 +14,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "apiserver/strategy.h"
+#include "apiserver/rest/strategy.h"
 
 typedef struct strat_case {
     const char *obj;  /* the object written */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/alloc.h"
+#include "apiserver/kinds/alloc.h"
 #include "lib/err.h"
 #include "store/store.h"
 #include "testutil.h"

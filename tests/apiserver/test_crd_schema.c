@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "apiserver/crd_schema.h"
+#include "apiserver/schema/crd_schema.h"
 
 /* Parse a literal with ` standing for ". */
 static json_t *J(const char *text)

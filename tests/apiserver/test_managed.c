@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/managed.h"
-#include "apiserver/managed_int.h"
-#include "apiserver/schema.h"
+#include "apiserver/apply/managed.h"
+#include "apiserver/apply/managed_int.h"
+#include "apiserver/schema/schema.h"
 #include "lib/err.h"
 
 #define T1 "2024-05-01T10:00:00Z"

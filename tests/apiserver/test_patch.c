@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "apiserver/patch.h"
+#include "apiserver/apply/patch.h"
 #include "lib/err.h"
 
 static json_t *js(const char *text)

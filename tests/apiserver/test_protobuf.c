@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/protobuf.h"
-#include "apiserver/protobuf_schema.h"
+#include "apiserver/encode/protobuf.h"
+#include "apiserver/encode/protobuf_schema.h"
 #include "lib/err.h"
 
 #ifndef PB_FIXTURES

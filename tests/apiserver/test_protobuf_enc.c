@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/protobuf.h"
+#include "apiserver/encode/protobuf.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apiserver/fields.h"
-#include "apiserver/schema.h"
+#include "apiserver/schema/fields.h"
+#include "apiserver/schema/schema.h"
 #include "lib/err.h"
 
 static json_t *js(const char *text)

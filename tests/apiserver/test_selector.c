@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/selector.h"
+#include "apiserver/schema/selector.h"
 #include "lib/err.h"
 
 /* Kubernetes' validation texts, as the API server prints them. */

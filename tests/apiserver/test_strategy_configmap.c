@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "apiserver/strategy.h"
+#include "apiserver/rest/strategy.h"
 
 #define KEYMSG                                                                                     \
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "           \

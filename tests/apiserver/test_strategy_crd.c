@@ -19,7 +19,7 @@
 #include <jansson.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/strategy.h"
+#include "apiserver/rest/strategy.h"
 
 #define APPROVED "https://github.com/kubernetes/enhancements/pull/1111"
 #define SEE      "see https://github.com/kubernetes/enhancements/pull/1111"

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "apiserver/strategy_int.h"
+#include "apiserver/kinds/strategy_int.h"
 #include "strategy_cases.h"
 
 extern const api_strategy_t api_strategy_cronjob;

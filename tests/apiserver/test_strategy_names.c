@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/strategy.h"
+#include "apiserver/rest/strategy.h"
 
 #define LABEL1123 "a lowercase RFC 1123 label must consist of lower case alphanumeric characters"
 #define LABEL1035                                                                                  \

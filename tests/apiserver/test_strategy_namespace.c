@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/strategy.h"
+#include "apiserver/rest/strategy.h"
 
 static const api_strategy_t *const st = &api_strategy_namespace;
 

@@ -20,7 +20,7 @@
 #include <jansson.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/strategy.h"
+#include "apiserver/rest/strategy.h"
 
 /* The qosClass a create of a pod with this spec (JSON) records. */
 static void expect_qos(const char *spec, const char *want)

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/table.h"
+#include "apiserver/encode/table.h"
 #include "lib/err.h"
 
 #define NOW 1714564800 /* 2024-05-01T12:00:00Z */

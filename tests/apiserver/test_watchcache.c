@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apiserver/watchcache.h"
+#include "apiserver/rest/watchcache.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "store/store.h"

@@ -1,0 +1,61 @@
+/*
+ * bootstrap_objects.c -- the objects every cluster starts with, created at
+ * start when missing and never overwritten (a user's change stays), as
+ * kube-apiserver's post-start hooks create them.
+ *
+ * Each row names its resource and gives the object; uid and
+ * creationTimestamp are filled in at creation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiserver/apiserver_int.h"
+#include "lib/err.h"
+#include "store/store.h"
+
+static const struct boot_obj {
+    const char *group, *version, *resource;
+    const char *json;
+} boot_objs[] = {
+    /* scheduling/bootstrap-system-priority-classes */
+    {"scheduling.k8s.io", "v1", "priorityclasses",
+     "{\"kind\":\"PriorityClass\",\"apiVersion\":\"scheduling.k8s.io/v1\","
+     "\"metadata\":{\"name\":\"system-node-critical\"},\"value\":2000001000,"
+     "\"preemptionPolicy\":\"PreemptLowerPriority\"}"},
+    {"scheduling.k8s.io", "v1", "priorityclasses",
+     "{\"kind\":\"PriorityClass\",\"apiVersion\":\"scheduling.k8s.io/v1\","
+     "\"metadata\":{\"name\":\"system-cluster-critical\"},\"value\":2000000000,"
+     "\"preemptionPolicy\":\"PreemptLowerPriority\"}"},
+};
+
+int api_ensure_objects(apiserver_t *s)
+{
+    for (size_t i = 0; i < sizeof boot_objs / sizeof boot_objs[0]; i++) {
+        const struct boot_obj *b = &boot_objs[i];
+        const api_resource_t *res = api_registry_find(b->group, b->version, b->resource);
+        if (!res) continue; /* not served */
+        json_t *obj = json_loads(b->json, 0, NULL);
+        json_t *meta = json_object_get(obj, "metadata");
+        if (!meta) {
+            json_decref(obj);
+            return KP_ENOMEM;
+        }
+        char key[STORE_KEY_MAX + 1], uid[37], now[32];
+        int rc = api_object_key(res, api_json_str(meta, "namespace"), api_json_str(meta, "name"),
+                                key, sizeof key);
+        if (!rc) rc = api_new_uid(uid);
+        char *text = NULL;
+        if (!rc) {
+            api_now_rfc3339(now);
+            json_object_set_new(meta, "uid", json_string(uid));
+            json_object_set_new(meta, "creationTimestamp", json_string(now));
+            text = json_dumps(obj, JSON_COMPACT);
+            rc = text ? store_create(s->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
+        }
+        free(text);
+        json_decref(obj);
+        if (rc && rc != KP_EEXIST) return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,342 @@
+/*
+ * rest_watch.c -- ?watch=true: newline-delimited events from the watch cache.
+ *
+ * resourceVersion "" or "0": ADDED for every current match, then the changes
+ * after that snapshot; N: the changes after N (410 Expired as an ERROR event
+ * when N is older than the cache's history). Selectors apply to both sides of
+ * a change: an object that starts matching arrives as ADDED, one that stops
+ * matching as DELETED. The stream ends at timeoutSeconds, when the watcher
+ * falls behind its backlog (WATCH_BACKLOG events or cfg.watch_queue_bytes of
+ * JSON queued), or when the server stops.
+ *
+ * A client that stops reading leaves the connection's thread waiting in
+ * libmicrohttpd for the socket, where watch_next() never runs. So the watch
+ * cache ends the watcher itself, when its queue is full or at the deadline
+ * (plus WATCH_GRACE_MS, so that a reading client gets its clean end from
+ * watch_next() first), and watch_abort() then shuts the socket down: the
+ * thread wakes, the connection closes, and the client watches again, as
+ * from Kubernetes' cacheWatcher dropped for unresponsiveness.
+ *
+ * A quiet watch waits for events on its connection's thread, where
+ * libmicrohttpd cannot notice a client that hung up; watch_next() looks at
+ * the socket every PEER_CHECK_MS (peer_gone) and ends the stream then, as
+ * Kubernetes ends a watch when its request's context is cancelled.
+ *
+ * Open watches count against cfg.max_watches, or cfg.max_watches_local for
+ * the Unix socket of the in-process components.
+ *
+ * For Accept ...;as=Table (kubectl get -w), each event's object is a Table
+ * of one row, the first with the column definitions. Those are rendered per
+ * watcher: only the plain JSON is encoded once for all.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "apiserver/encode/protobuf.h"
+#include "apiserver/apiserver_int.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "apiserver/rest/rest_int.h"
+#include "apiserver/encode/table.h"
+#include "store/store.h"
+#include "apiserver/rest/watchcache.h"
+
+#define WATCH_BACKLOG 10000
+#define WATCH_MAX_SECONDS 1800
+#define BOOKMARK_EVERY_MS 10000
+#define WATCH_GRACE_MS 2000
+/* Synthetic ADDED events go out in slices of about this many bytes: a
+ * client that does not read holds one slice in its stream's buffer. */
+#define WATCH_SLICE (64u << 10)
+#define PEER_CHECK_MS 1000 /* how often a quiet watch looks for its client gone */
+
+typedef struct watch_stream {
+    apiserver_t *srv;
+    wc_t *wc;
+    wc_watcher_t *w;
+    rest_filter_t filter;
+    wc_list_t *initial; /* snapshot for synthetic ADDED events, or NULL */
+    size_t next_initial;
+    int64_t deadline_ns;
+    int bookmarks;
+    int64_t last_rev;
+    char kind[64], api_version[96];
+    json_t *error;      /* an ERROR event to send, then end */
+    const api_resource_t *table_res; /* non-NULL: events carry Tables */
+    int table_include;
+    int table_columns_sent;
+    int local;          /* counted in srv->watches_local */
+    int fd;             /* the connection's socket (api_req_socket), or -1 */
+    int waiting;        /* atomic: the stream's thread waits in wc_watcher_next */
+    int64_t bookmark_ns; /* when the next BOOKMARK is due while quiet; 0: unset */
+    int pb;             /* events in protobuf (Accept), length-prefixed */
+} watch_stream_t;
+
+static int emit(buf_t *out, const char *type, const char *json, size_t len);
+
+/* An event in protobuf: a length-prefixed WatchEvent (protobuf.h). */
+static int emit_pb(buf_t *out, const char *type, const char *json, size_t len)
+{
+    json_t *doc = json_loadb(json, len, 0, NULL);
+    if (!doc) return KP_ENOMEM;
+    int rc = api_pb_encode_event(type, doc, out);
+    json_decref(doc);
+    return rc;
+}
+
+/* One event in the stream's encoding. */
+static int emit_ws(const watch_stream_t *ws, buf_t *out, const char *type, const char *json,
+                   size_t len)
+{
+    return ws->pb ? emit_pb(out, type, json, len) : emit(out, type, json, len);
+}
+
+static int emit(buf_t *out, const char *type, const char *json, size_t len)
+{
+    char head[48];
+    int n = snprintf(head, sizeof head, "{\"type\":\"%s\",\"object\":", type);
+    int rc = buf_append(out, head, (size_t)n);
+    if (!rc) rc = buf_append(out, json, len);
+    if (!rc) rc = buf_append(out, "}\n", 2);
+    return rc;
+}
+
+/* An object event: its shared JSON (the cache keeps it as served, schema
+ * defaults included), or a one-row Table of it. */
+static int emit_obj(watch_stream_t *ws, buf_t *out, const char *type, const wc_obj_t *o)
+{
+    if (!ws->table_res) return emit_ws(ws, out, type, o->json, o->json_len);
+    json_t *t = api_table_new(ws->table_res, !ws->table_columns_sent);
+    int rc = t ? api_table_add_row(t, ws->table_res, o->doc, ws->table_include, time(NULL))
+               : KP_ENOMEM;
+    char *js = NULL;
+    if (!rc) {
+        json_object_set_new(json_object_get(t, "metadata"), "resourceVersion",
+                            json_sprintf("%lld", (long long)o->rev));
+        if (!(js = json_dumps(t, JSON_COMPACT))) rc = KP_ENOMEM;
+    }
+    if (!rc) rc = emit(out, type, js, strlen(js));
+    if (!rc) ws->table_columns_sent = 1;
+    free(js);
+    json_decref(t);
+    return rc;
+}
+
+/* Which event, if any, a change is for a watcher with this filter. */
+static const char *event_type(const watch_stream_t *ws, const wc_event_t *ev)
+{
+    int now = rest_filter_match(&ws->filter, ev->obj->doc);
+    int before = ev->prev && rest_filter_match(&ws->filter, ev->prev->doc);
+    switch (ev->type) {
+    case WC_ADDED: return now ? "ADDED" : NULL;
+    case WC_DELETED: return now || before ? "DELETED" : NULL;
+    case WC_MODIFIED:
+        if (now && before) return "MODIFIED";
+        if (now) return "ADDED";
+        return before ? "DELETED" : NULL;
+    }
+    return NULL;
+}
+
+/* Whether the client closed its side (FIN or reset): it sends nothing more
+ * on a watch's connection. */
+static int peer_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static int watch_next(void *arg, buf_t *out)
+{
+    watch_stream_t *ws = arg;
+    if (ws->error) {
+        char *js = json_dumps(ws->error, JSON_COMPACT);
+        json_decref(ws->error);
+        ws->error = NULL;
+        int rc = js ? emit_ws(ws, out, "ERROR", js, strlen(js)) : KP_ENOMEM;
+        free(js);
+        return rc ? rc : 0;
+    }
+    if (!ws->w) return KP_ECLOSED; /* after an ERROR: end */
+
+    /* Synthetic ADDED events, in slices so that a huge snapshot streams. */
+    if (ws->initial) {
+        while (ws->next_initial < ws->initial->count && out->len < WATCH_SLICE) {
+            const wc_obj_t *o = ws->initial->objs[ws->next_initial++];
+            if (rest_filter_match(&ws->filter, o->doc) && emit_obj(ws, out, "ADDED", o))
+                return KP_ENOMEM;
+        }
+        if (ws->next_initial == ws->initial->count) {
+            wc_list_free(ws->initial);
+            ws->initial = NULL;
+        }
+        if (out->len) return 0;
+    }
+
+    for (;;) {
+        int64_t now = clock_mono_ns();
+        if (now >= ws->deadline_ns) return KP_ETIMEDOUT;
+        if (!ws->bookmark_ns) ws->bookmark_ns = now + (int64_t)BOOKMARK_EVERY_MS * 1000000;
+        int64_t until = ws->deadline_ns;
+        if (ws->bookmarks && ws->bookmark_ns < until) until = ws->bookmark_ns;
+        int64_t wait_ms = (until - now) / 1000000 + 1;
+        if (wait_ms > PEER_CHECK_MS) wait_ms = PEER_CHECK_MS;
+        wc_event_t ev;
+        __atomic_store_n(&ws->waiting, 1, __ATOMIC_SEQ_CST);
+        int rc = wc_watcher_next(ws->w, (int)wait_ms, &ev);
+        __atomic_store_n(&ws->waiting, 0, __ATOMIC_SEQ_CST);
+        if (rc == KP_ETIMEDOUT) {
+            if (peer_gone(ws->fd)) return KP_ECLOSED;
+            now = clock_mono_ns();
+            if (!ws->bookmarks || now >= ws->deadline_ns || now < ws->bookmark_ns) continue;
+            ws->bookmark_ns = 0;
+            char bm[256];
+            int n = snprintf(bm, sizeof bm,
+                             "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{"
+                             "\"resourceVersion\":\"%lld\"}}",
+                             ws->kind, ws->api_version,
+                             (long long)(ws->last_rev > wc_revision(ws->wc) ? ws->last_rev
+                                                                             : wc_revision(ws->wc)));
+            return emit_ws(ws, out, "BOOKMARK", bm, (size_t)n);
+        }
+        if (rc) return rc; /* closed, or fell behind: end the stream */
+        ws->last_rev = ev.rev;
+        ws->bookmark_ns = 0; /* an event resets the quiet period */
+        const char *type = event_type(ws, &ev);
+        if (type) rc = emit_obj(ws, out, type, ev.obj);
+        wc_event_clear(&ev);
+        if (rc) return rc;
+        if (type) return 0;
+    }
+}
+
+/* The cache ended the watcher on its own (wc_watch_opts_t.on_end, with the
+ * cache's lock held): the watcher is still open, so the socket is too. A
+ * stream waiting for its next event wakes and ends cleanly, its closing
+ * chunk sent. One that is sending when its queue filled or its deadline
+ * passed is likely stuck on a client that stopped reading, and only a
+ * shutdown of its socket frees its thread. The server's own end of a cache
+ * (a CRD deleted, the server stopping) never shuts down: the watch ends as
+ * in Kubernetes, without a client error, even while its last events go out
+ * (a client stuck then keeps its thread until it reads or hangs up, or the
+ * server stops). */
+static void watch_abort(void *arg)
+{
+    watch_stream_t *ws = arg;
+    if (ws->fd < 0 || !ws->w || wc_watcher_end_code(ws->w) == KP_ECLOSED) return;
+    if (!__atomic_load_n(&ws->waiting, __ATOMIC_SEQ_CST)) shutdown(ws->fd, SHUT_RDWR);
+}
+
+static void watch_count(apiserver_t *s, int local, int delta)
+{
+    pthread_mutex_lock(&s->mu);
+    if (local)
+        s->watches_local += (size_t)delta;
+    else
+        s->watches += (size_t)delta;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void watch_free(void *arg)
+{
+    watch_stream_t *ws = arg;
+    if (ws->w) wc_watcher_close(ws->w); /* no watch_abort() from here on */
+    if (ws->initial) wc_list_free(ws->initial);
+    json_decref(ws->error);
+    rest_filter_free(&ws->filter);
+    watch_count(ws->srv, ws->local, -1);
+    free(ws);
+}
+
+int rest_watch(api_req_t *r)
+{
+    apiserver_t *s = r->srv;
+    const char *rvs = api_query(r, "resourceVersion");
+    int64_t rv = 0;
+    if (rest_parse_rv(rvs, &rv))
+        return api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion: %s", rvs);
+    long long timeout = WATCH_MAX_SECONDS;
+    const char *ts = api_query(r, "timeoutSeconds");
+    if (ts && *ts) {
+        char *end;
+        timeout = strtoll(ts, &end, 10);
+        if (*end || timeout < 0)
+            return api_reply_status(r, 400, "BadRequest", NULL, "invalid timeoutSeconds: %s", ts);
+        if (timeout == 0 || timeout > WATCH_MAX_SECONDS) timeout = WATCH_MAX_SECONDS;
+    }
+
+    int local = api_req_local(r);
+    pthread_mutex_lock(&s->mu);
+    size_t *n_open = local ? &s->watches_local : &s->watches;
+    int full = *n_open >= (local ? s->cfg.max_watches_local : s->cfg.max_watches);
+    if (!full) ++*n_open;
+    pthread_mutex_unlock(&s->mu);
+    if (full)
+        return api_reply_status(r, 429, "TooManyRequests", NULL,
+                                "too many open watches, please try again later");
+
+    watch_stream_t *ws = calloc(1, sizeof *ws);
+    if (!ws) {
+        watch_count(s, local, -1);
+        return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    }
+    ws->srv = s;
+    ws->local = local;
+    ws->fd = api_req_socket(r);
+    ws->wc = rest_cache(r);
+    ws->deadline_ns = clock_mono_ns() + (int64_t)timeout * 1000000000;
+    ws->bookmarks = rest_query_bool(r, "allowWatchBookmarks");
+    snprintf(ws->kind, sizeof ws->kind, "%s", r->route.res->kind);
+    api_group_version(r->route.res, ws->api_version, sizeof ws->api_version);
+    int rc = rest_selectors(r, &ws->filter);
+    if (rc || r->replied) {
+        watch_free(ws);
+        return rc;
+    }
+    int table = rest_wants_table(r, &ws->table_include);
+    if (table < 0) {
+        watch_free(ws);
+        return 0;
+    }
+    if (table) ws->table_res = r->route.res;
+    ws->pb = !table && api_pb_accepts(api_header(r, "Accept")) &&
+             api_pb_has_kind(ws->api_version, ws->kind);
+
+    char prefix[STORE_KEY_MAX + 1];
+    api_ns_prefix(r->route.res, r->route.ns, prefix, sizeof prefix);
+
+    int64_t after = rv;
+    if (!rvs || !*rvs || !strcmp(rvs, "0")) {
+        /* The current state as ADDED events, then what follows it. */
+        rc = wc_list(ws->wc, prefix, NULL, 0, 0, 0, &ws->initial);
+        if (rc) {
+            watch_free(ws);
+            return api_reply_error(r, rc, NULL, "watch: %s", err_str(rc));
+        }
+        after = ws->initial->rev;
+    }
+    wc_watch_opts_t wo = {.backlog = WATCH_BACKLOG,
+                          .backlog_bytes = s->cfg.watch_queue_bytes,
+                          .deadline_ns = ws->deadline_ns + (int64_t)WATCH_GRACE_MS * 1000000,
+                          .on_end = watch_abort,
+                          .on_end_arg = ws};
+    rc = wc_watch(ws->wc, prefix, after, &wo, &ws->w);
+    if (rc == KP_ECOMPACTED) {
+        /* Kubernetes names the oldest revision a watch may start from. */
+        char msg[128];
+        snprintf(msg, sizeof msg, "too old resource version: %lld (%lld)", (long long)rv,
+                 (long long)wc_oldest(ws->wc));
+        ws->error = api_status_new(410, "Expired", msg, NULL);
+    } else if (rc) {
+        watch_free(ws);
+        return api_reply_error(r, rc, NULL, "watch: %s", err_str(rc));
+    }
+    ws->last_rev = after;
+    if (ws->pb) return api_reply_stream_as(r, API_PB_WATCH_MEDIA_TYPE, watch_next, ws, watch_free);
+    return api_reply_stream(r, watch_next, ws, watch_free);
+}
