@@ -9,6 +9,11 @@ answer, and the server's RSS must grow by less than 100 MB. Afterwards the
 idle peers must all have been closed by the server (the oldest at once, past
 --max-unauthenticated-connections; the rest at --read-header-timeout).
 
+Then a burst of honest clients: BURST (default 600, over twice the cap on
+connections not yet authenticated) open TLS connections at once and each
+GETs /api/v1/namespaces with the token: every one must get its 200 (the cap
+makes them wait their turn; it must not close any of them).
+
 Counts and times are bounded: IDLE and UPLOADERS from the environment
 (defaults 10000 and 1000), every wait with a deadline.
 """
@@ -25,6 +30,7 @@ from attack_lib import check, failures, proc_status
 PORT, PID, CA, TOKEN, KUBECTL = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 IDLE = int(os.environ.get("IDLE", "10000"))
 UPLOADERS = int(os.environ.get("UPLOADERS", "1000"))
+BURST = int(os.environ.get("BURST", "600"))
 HEADER_TIMEOUT = float(os.environ.get("HEADER_TIMEOUT", "6"))
 BODY = 3 << 20
 
@@ -81,6 +87,20 @@ async def uploader(ctx, codes):
         codes.append(f"err:{e.__class__.__name__}")
     finally:
         w.close()
+
+
+async def honest(ctx, codes):
+    """An authenticated GET on a fresh connection, as a client of a burst."""
+    try:
+        r, w = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", PORT, ssl=ctx), 30)
+        w.write(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                b"Connection: close\r\n\r\n" % TOKEN.encode())
+        await w.drain()
+        line = await asyncio.wait_for(r.readline(), timeout=30)
+        codes.append(line.split(b" ")[1].decode() if line.startswith(b"HTTP/1.1") else "none")
+        w.close()
+    except (OSError, asyncio.TimeoutError, ssl.SSLError) as e:
+        codes.append(f"err:{e.__class__.__name__}")
 
 
 def kubectl_get_ns():
@@ -175,6 +195,14 @@ async def main():
     check(grow < budget, f"RSS grew by less than {budget:.0f} MB (+{grow:.1f} MB)")
     el, rc, _ = kubectl_get_ns()
     check(rc == 0 and el < 1.0, f"kubectl get ns after the attack ({el*1000:.0f} ms)")
+
+    ctx = ssl.create_default_context(cafile=CA)
+    codes = []
+    t = time.monotonic()
+    await asyncio.gather(*(honest(ctx, codes) for _ in range(BURST)))
+    bad = [c for c in codes if c != "200"]
+    check(not bad, f"a burst of {BURST} honest clients at once: {len(codes) - len(bad)} got 200 in "
+          f"{time.monotonic() - t:.1f} s (others: {sorted(set(bad))[:5]}, {len(bad)} of them)")
     return 1 if failures else 0
 
 

@@ -14,6 +14,8 @@
  *             hundred bytes), waiting for its first complete TLS record (or,
  *             without TLS, its complete request head), which is only peeked
  *             at, never read: libmicrohttpd reads it after the hand-over.
+ *   READY     that record is complete; waiting (still no thread) for a free
+ *             unproven place.
  *   UNPROVEN  handed to libmicrohttpd (MHD_add_connection: a thread), no
  *             request with a valid token on it yet.
  *   PROVEN    a request authenticated (api_conns_prove); no longer tracked
@@ -25,14 +27,24 @@
  *      closes the oldest gated one, else the oldest unproven one, else it is
  *      itself closed: authenticated clients are never pushed out by
  *      strangers.
- *   2. At most max_unproven unproven: a hand-over beyond that closes the
- *      oldest unproven one. A client that sends its request at once (kubectl,
- *      a /readyz probe) leaves the queue within milliseconds; a flood only
- *      pushes out its own oldest members.
+ *   2. At most max_unproven unproven. A ready connection is handed over
+ *      when a place is free; when none is, it takes the place of the oldest
+ *      unproven one that has held its place UNPROVEN_GRACE_MS without
+ *      authenticating and has nothing unread (its peer is the one waiting,
+ *      not our thread), else it waits. A client that sends its request at
+ *      once (kubectl, a /readyz probe) leaves its place within milliseconds,
+ *      and one whose bytes wait for a busy server is never pushed out, so a
+ *      burst of honest clients (a thousand watches opened at once) waits its
+ *      turn instead of pushing its own members out, while a peer that
+ *      completes the handshake and then stalls holds a place for at most
+ *      the grace when others wait. The newest ready connection goes
+ *      first: in a flood the peers that have waited longest are the
+ *      flood's, and a client arriving during it (kubectl) gets the next
+ *      free place.
  *   3. No connection stays gated or unproven longer than header_timeout
  *      from its accept (Kubernetes' ReadHeaderTimeout, 32 s).
  *
- * The loop thread owns gated sockets. An unproven one belongs to its
+ * The loop thread owns gated and ready sockets. An unproven one belongs to its
  * libmicrohttpd thread: "closing" it is shutdown(2), after which that thread
  * meets end-of-file and ends it as any other. Its descriptor cannot have
  * been reused meanwhile: libmicrohttpd reports MHD_CONNECTION_NOTIFY_CLOSED
@@ -48,7 +60,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -61,14 +75,16 @@
 
 #define GATE_PEEK_MAX 16384 /* bytes peeked at for a complete request head */
 #define TLS_RECORD_MAX (16384 + 2048)
+#define UNPROVEN_GRACE_MS 2000 /* rule 2: a stalled peer's place is taken back */
 
-typedef enum { CONN_GATED, CONN_UNPROVEN, CONN_PROVEN, CONN_GONE } conn_state_t;
+typedef enum { CONN_GATED, CONN_READY, CONN_UNPROVEN, CONN_PROVEN, CONN_GONE } conn_state_t;
 
 typedef struct api_conn {
     struct api_conn *prev, *next; /* in gated or unproven while in that state */
     conn_state_t state;
     int fd;
-    int64_t start_ns; /* accept */
+    int64_t start_ns;  /* accept */
+    int64_t handed_ns; /* CONN_UNPROVEN: when libmicrohttpd started it */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     struct api_conn *gone_next; /* CONN_GONE: on the loop's free-later list */
@@ -90,7 +106,8 @@ typedef struct conn_queue {
 struct api_conns {
     api_conns_config_t cfg;
     pthread_mutex_t mu;
-    conn_queue_t gated, unproven; /* under mu */
+    conn_queue_t gated, ready, unproven; /* under mu */
+    size_t nhanding;                     /* under mu: entries in handing */
     size_t total;                 /* under mu: connections not yet closed */
     api_conns_stats_t st;         /* under mu: counters */
     struct MHD_Daemon *daemon;
@@ -132,11 +149,16 @@ static api_conn_t *q_oldest(conn_queue_t *q)
     return q->head.next == &q->head ? NULL : q->head.next;
 }
 
-/* Under mu, on the loop thread. A gated connection is ours: closed here,
- * freed after the current epoll batch. */
+static api_conn_t *q_newest(conn_queue_t *q)
+{
+    return q->head.prev == &q->head ? NULL : q->head.prev;
+}
+
+/* Under mu, on the loop thread. A gated or ready connection is ours:
+ * closed here, freed after the current epoll batch. */
 static void close_gated(api_conns_t *cs, api_conn_t *c)
 {
-    q_remove(&cs->gated, c);
+    q_remove(c->state == CONN_READY ? &cs->ready : &cs->gated, c);
     cs->total--;
     close(c->fd); /* also leaves the epoll set */
     c->state = CONN_GONE;
@@ -167,7 +189,7 @@ static int make_room(api_conns_t *cs)
 {
     if (cs->total < cs->cfg.max_connections) return 0;
     api_conn_t *c = q_oldest(&cs->gated);
-    if (c) {
+    if (c || (c = q_oldest(&cs->ready))) {
         close_gated(cs, c);
         cs->st.overflow_closed++;
         return 0;
@@ -218,17 +240,27 @@ static conn_handing_t *handing_take(api_conns_t *cs, int fd, int64_t *start_ns)
         conn_handing_t *h = *p;
         *p = h->next;
         if (start_ns) *start_ns = h->start_ns;
+        cs->nhanding--;
         return h;
     }
     return NULL;
 }
 
-/* Hand a ready gated connection to libmicrohttpd (rule 2). */
-static void hand_over(api_conns_t *cs, api_conn_t *c)
+/* Under mu: a gated connection's first record is complete; it waits for a
+ * place (rule 2) without further events. */
+static void make_ready(api_conns_t *cs, api_conn_t *c)
 {
-    pthread_mutex_lock(&cs->mu);
     q_remove(&cs->gated, c);
     epoll_ctl(cs->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    c->state = CONN_READY;
+    q_push(&cs->ready, c);
+}
+
+/* Under mu: hand a ready connection to libmicrohttpd, which closes it
+ * itself if it cannot take it. */
+static void hand_over(api_conns_t *cs, api_conn_t *c)
+{
+    q_remove(&cs->ready, c);
     int fd = c->fd;
     struct sockaddr_storage addr = c->addr;
     socklen_t addrlen = c->addrlen;
@@ -242,6 +274,7 @@ static void hand_over(api_conns_t *cs, api_conn_t *c)
         h->start_ns = c->start_ns;
         h->next = cs->handing;
         cs->handing = h;
+        cs->nhanding++;
     }
     cs->total--; /* counted again at STARTED */
     c->state = CONN_GONE;
@@ -249,11 +282,64 @@ static void hand_over(api_conns_t *cs, api_conn_t *c)
     cs->gone = c;
     pthread_mutex_unlock(&cs->mu);
     /* Closes fd itself on failure. */
-    if (MHD_add_connection(cs->daemon, fd, (const struct sockaddr *)&addr, addrlen) != MHD_YES) {
+    int ok = MHD_add_connection(cs->daemon, fd, (const struct sockaddr *)&addr, addrlen) == MHD_YES;
+    pthread_mutex_lock(&cs->mu);
+    if (!ok) {
         log_debug("http", "handing a connection over: %s", strerror(errno));
-        pthread_mutex_lock(&cs->mu);
         free(handing_take(cs, fd, NULL));
-        pthread_mutex_unlock(&cs->mu);
+    }
+}
+
+/* Whether an unproven connection's peer is the one holding things up: the
+ * bytes it sent have all been read (SIOCINQ 0). */
+static int stalled_peer(int fd)
+{
+    int unread = 0;
+    return fd >= 0 && ioctl(fd, SIOCINQ, &unread) == 0 && unread == 0;
+}
+
+/* Rule 2, on the loop thread: hand ready connections over while places
+ * are free, taking back places held past the grace. Returns ms until it
+ * should look again (a place's grace ends, or a hand-over's STARTED is
+ * still to come), 1000 when nothing waits. */
+static int pump(api_conns_t *cs)
+{
+    int next = 1000;
+    pthread_mutex_lock(&cs->mu);
+    api_conn_t *c;
+    while ((c = q_newest(&cs->ready))) {
+        if (cs->unproven.n + cs->nhanding >= cs->cfg.max_unproven) {
+            int64_t now = clock_mono_ns(), grace = (int64_t)UNPROVEN_GRACE_MS * 1000000;
+            api_conn_t *old = q_oldest(&cs->unproven), *stalled = NULL; /* oldest first */
+            for (; old && old != &cs->unproven.head; old = old->next) {
+                if (now - old->handed_ns < grace) break;
+                if (!stalled_peer(old->fd)) continue;
+                stalled = old;
+                break;
+            }
+            if (!stalled) {
+                /* Look again when the next place's grace ends, or soon if
+                 * every place is a hand-over still to start or a busy one. */
+                next = old && old != &cs->unproven.head
+                           ? (int)((old->handed_ns + grace - now) / 1000000) + 1
+                           : 100;
+                break;
+            }
+            close_unproven(cs, stalled);
+            cs->st.overflow_closed++;
+        }
+        hand_over(cs, c);
+    }
+    pthread_mutex_unlock(&cs->mu);
+    return next;
+}
+
+/* Under mu: a place may have come free; wake the loop if anyone waits. */
+static void place_freed(api_conns_t *cs)
+{
+    uint64_t one = 1;
+    if (cs->ready.n && write(cs->wake_fd, &one, sizeof one) < 0) {
+        /* the loop looks again within its timeout anyway */
     }
 }
 
@@ -299,11 +385,11 @@ static int reap(api_conns_t *cs)
     int64_t now = clock_mono_ns(), limit = (int64_t)cs->cfg.header_timeout_s * 1000000000;
     int64_t next = 1000;
     pthread_mutex_lock(&cs->mu);
-    conn_queue_t *qs[2] = {&cs->gated, &cs->unproven};
-    for (int i = 0; i < 2; i++) {
+    conn_queue_t *qs[3] = {&cs->gated, &cs->ready, &cs->unproven};
+    for (int i = 0; i < 3; i++) {
         api_conn_t *c;
         while ((c = q_oldest(qs[i])) && now - c->start_ns >= limit) {
-            if (i == 0) close_gated(cs, c);
+            if (i < 2) close_gated(cs, c);
             else close_unproven(cs, c);
             cs->st.timeout_closed++;
         }
@@ -326,7 +412,12 @@ static void *loop_main(void *arg)
         int n = epoll_wait(cs->epfd, evs, 256, wait_ms);
         for (int i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
-            if (p == &cs->wake_fd) continue;
+            if (p == &cs->wake_fd) {
+                uint64_t v;
+                if (read(cs->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: already drained */
+                }
+                continue;
+            }
             if (p == &cs->cfg.listen_fd) {
                 accept_all(cs, cs->cfg.listen_fd);
                 continue;
@@ -335,7 +426,9 @@ static void *loop_main(void *arg)
             if (c->state != CONN_GATED) continue; /* closed earlier in this batch */
             int ready = gate_ready(cs, c->fd);
             if (ready > 0) {
-                hand_over(cs, c);
+                pthread_mutex_lock(&cs->mu);
+                make_ready(cs, c);
+                pthread_mutex_unlock(&cs->mu);
             } else if (ready < 0 || (evs[i].events & (EPOLLERR | EPOLLHUP))) {
                 pthread_mutex_lock(&cs->mu);
                 close_gated(cs, c);
@@ -343,6 +436,8 @@ static void *loop_main(void *arg)
             }
         }
         wait_ms = reap(cs);
+        int pump_ms = pump(cs);
+        if (pump_ms < wait_ms) wait_ms = pump_ms;
         free_gone(cs);
     }
     return NULL;
@@ -362,6 +457,7 @@ int api_conns_new(const api_conns_config_t *cfg, api_conns_t **out)
     }
     cs->cfg = *cfg;
     q_init(&cs->gated);
+    q_init(&cs->ready);
     q_init(&cs->unproven);
     pthread_mutex_init(&cs->mu, NULL);
     cs->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -397,7 +493,7 @@ void api_conns_stop(api_conns_t *cs)
     cs->started = 0;
     pthread_mutex_lock(&cs->mu);
     api_conn_t *c;
-    while ((c = q_oldest(&cs->gated))) close_gated(cs, c);
+    while ((c = q_oldest(&cs->gated)) || (c = q_oldest(&cs->ready))) close_gated(cs, c);
     pthread_mutex_unlock(&cs->mu);
     free_gone(cs);
 }
@@ -432,7 +528,8 @@ void api_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
             c->fd = ci ? ci->connect_fd : -1;
             c->start_ns = 0;
             free(handing_take(cs, c->fd, &c->start_ns));
-            if (!c->start_ns) c->start_ns = clock_mono_ns();
+            c->handed_ns = clock_mono_ns();
+            if (!c->start_ns) c->start_ns = c->handed_ns;
             api_conn_t *old;
             if (cs->unproven.n >= cs->cfg.max_unproven && (old = q_oldest(&cs->unproven))) {
                 close_unproven(cs, old);
@@ -448,6 +545,7 @@ void api_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     pthread_mutex_lock(&cs->mu);
     cs->total--;
     if (c && c->state == CONN_UNPROVEN) q_remove(&cs->unproven, c);
+    place_freed(cs);
     pthread_mutex_unlock(&cs->mu);
     free(c);
     *socket_context = NULL;
@@ -464,6 +562,7 @@ void api_conns_prove(api_conns_t *cs, struct MHD_Connection *conn)
     if (c->state == CONN_UNPROVEN) {
         q_remove(&cs->unproven, c);
         c->state = CONN_PROVEN;
+        place_freed(cs);
     }
     pthread_mutex_unlock(&cs->mu);
 }
@@ -473,7 +572,7 @@ void api_conns_stats(api_conns_t *cs, api_conns_stats_t *out)
     pthread_mutex_lock(&cs->mu);
     *out = cs->st;
     out->open = cs->total;
-    out->gated = cs->gated.n;
+    out->gated = cs->gated.n + cs->ready.n;
     out->unproven = cs->unproven.n;
     pthread_mutex_unlock(&cs->mu);
 }
