@@ -21,6 +21,9 @@
 #include <stdint.h>
 
 #include "apiserver/apiserver.h"
+#include "apiserver/schema/object.h"
+#include "apiserver/schema/resource.h"
+#include "apiserver/encode/status.h"
 #include "lib/buf.h"
 
 #define API_BODY_MAX (3u << 20) /* request body cap: 413 beyond (Kubernetes' MaxRequestBodyBytes) */
@@ -31,60 +34,11 @@
  * answers any YAML it cannot decode. */
 #define API_YAML_BYTES_MAX (2 * API_BODY_MAX)
 #define API_YAML_ALIAS_MAX (1u << 20)
-#define API_NAME_MAX 253
 
 struct MHD_Connection;
 struct MHD_Daemon;
 enum MHD_ConnectionNotificationCode;
 typedef struct wc wc_t;
-
-/* The generic subresources a resource serves (bit set); a kind's own ones
- * (a pod's log) are its strategy's table (strategy.h, api_sub_t). */
-enum {
-    API_SUB_STATUS = 1u << 0,
-    API_SUB_SCALE = 1u << 1,
-};
-
-/* Verbs a resource serves (bit set), as discovery lists them. */
-enum {
-    API_V_GET = 1u << 0,
-    API_V_LIST = 1u << 1,
-    API_V_WATCH = 1u << 2,
-    API_V_CREATE = 1u << 3,
-    API_V_UPDATE = 1u << 4,
-    API_V_PATCH = 1u << 5,
-    API_V_DELETE = 1u << 6,
-    API_V_DELETECOLLECTION = 1u << 7,
-    API_V_ALL = (1u << 8) - 1,
-};
-
-/* One served resource: a row of the generated table (registry_gen.c, from
- * scripts/gen-openapi-facts) or a CustomResourceDefinition's version. */
-typedef struct api_resource {
-    const char *group;     /* "" for core */
-    const char *version;
-    const char *resource;  /* plural, lower case */
-    const char *singular;
-    const char *kind;
-    const char *list_kind;
-    int namespaced;
-    const char *short_names[4]; /* NULL-terminated */
-    const char *categories[4];  /* NULL-terminated ("all", "api-extensions", ...) */
-    unsigned verbs;        /* API_V_* */
-    unsigned subresources; /* API_SUB_* */
-    const char *const *field_selectors; /* beyond metadata.name/namespace; NULL-terminated */
-    const struct api_strategy *strategy; /* per-kind rules, NULL for storage-only kinds */
-    /* Another version's objects, converted (NULL: stored as served): the
-     * group and resource whose store keys this resource reads and writes;
-     * its strategy's to_storage and from_storage convert. */
-    const char *storage_group, *storage_resource;
-    /* A CustomResourceDefinition's resource (NULL for built-ins): its
-     * openAPIV3Schema and additionalPrinterColumns for this version. */
-    const json_t *crd_schema;
-    const json_t *printer_columns;
-    const json_t *crd_scale; /* subresources.scale: {specReplicasPath, ...} */
-    int crd_terminating;     /* its CRD is being deleted: no creates */
-} api_resource_t;
 
 /* An object of `res` (an api_resource_t *, as void * for wc_config_t.convert)
  * as read from the store (`stored`, consumed) made what is served: converted
@@ -101,16 +55,6 @@ size_t api_registry_count(void);
 const api_resource_t *api_registry_at(size_t i);
 const api_resource_t *api_registry_find(const char *group, const char *version,
                                         const char *resource);
-/* "group/version", or "version" for core, into buf. */
-const char *api_group_version(const api_resource_t *r, char *buf, size_t n);
-/* Store key prefix of a resource: "/registry/<group|core>/<resource>/". */
-int api_key_prefix(const api_resource_t *r, char *buf, size_t n);
-/* The same, narrowed to namespace `ns` when the resource is namespaced and ns
- * is not empty: "/registry/<group|core>/<resource>/<ns>/". */
-int api_ns_prefix(const api_resource_t *r, const char *ns, char *buf, size_t n);
-/* Store key of an object; ns is ignored for cluster-scoped resources. */
-int api_object_key(const api_resource_t *r, const char *ns, const char *name, char *buf,
-                   size_t n);
 
 /* ---- the served resources at one moment (registry.c) ----
  *
@@ -262,6 +206,10 @@ struct apiserver {
     api_metrics_t *metrics;
     struct api_schema *schema; /* the API's type facts (schema.h), immutable */
     struct api_alloc *alloc;   /* Services' ClusterIPs and NodePorts (alloc.h) */
+    /* Validating admission of every create, set when the server is put
+     * together (NamespaceLifecycle: kinds/strategy_namespace.c): 0 to go
+     * on, else -1 after replying. NULL: none. */
+    int (*admit_create)(struct api_req *r, const char *name);
 };
 
 /* One request: lives from the first call of the access handler to the reply. */
@@ -350,17 +298,6 @@ int api_req_local(api_req_t *r);
  * waits in libmicrohttpd for the socket then, where no reader runs). */
 int api_req_socket(api_req_t *r);
 
-/* status.c: the one table from KP_* codes to HTTP code + reason. */
-int api_status_code(int rc, const char **reason);
-/* The fixed message clients get for `rc` (Kubernetes' wording), or NULL: then
- * the caller's message is used (api_reply_error()). */
-const char *api_status_message(int rc);
-/* A Status in Kubernetes' JSON member order (see status.c): an empty reason or
- * message is left out; `details` (borrowed, NULL: none, or an empty one where
- * Kubernetes always sends one) is copied in StatusDetails' order. A new
- * reference, NULL if out of memory. */
-json_t *api_status_new(int code, const char *reason, const char *message,
-                       const json_t *details);
 
 /* ctl_loop.c: the loop of the server's own controllers: a thread that calls
  * pass(arg) now, then after every change to `cache` (borrowed; it must
@@ -427,19 +364,5 @@ int api_ensure_namespaces(apiserver_t *s);
  * store's. */
 int api_ensure_objects(apiserver_t *s);
 
-/* object.c: metadata helpers. */
-/* 1 if a and b are equal JSON values, or both absent (NULL). */
-int api_json_same(const json_t *a, const json_t *b);
-/* obj[key] if it is a string, else "" (never NULL); borrowed from obj. */
-const char *api_json_str(const json_t *obj, const char *key);
-/* obj[key] as an object, replacing whatever else is there with {}; borrowed
- * from obj. NULL if obj is not an object or out of memory. */
-json_t *api_json_child(json_t *obj, const char *key);
-int api_new_uid(char out[37]);
-void api_now_rfc3339(char out[32]);
-/* Validate a name by `rule`, an api_name_rule_t (strategy.h: DNS-1123
- * subdomain 0, DNS-1123 label, DNS-1035 label, path segment). Returns NULL
- * if valid, else a static message. */
-const char *api_name_invalid(const char *name, int rule);
 
 #endif

@@ -14,7 +14,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 
 typedef struct strat_case {
     const char *obj;  /* the object written */

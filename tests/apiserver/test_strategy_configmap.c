@@ -16,7 +16,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 #define KEYMSG                                                                                     \
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "           \

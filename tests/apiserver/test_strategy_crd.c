@@ -19,7 +19,8 @@
 #include <jansson.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 #define APPROVED "https://github.com/kubernetes/enhancements/pull/1111"
 #define SEE      "see https://github.com/kubernetes/enhancements/pull/1111"

@@ -17,7 +17,8 @@
 #include <jansson.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 #define LABEL1123 "a lowercase RFC 1123 label must consist of lower case alphanumeric characters"
 #define LABEL1035                                                                                  \

@@ -20,7 +20,8 @@
 #include <jansson.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 /* The qosClass a create of a pod with this spec (JSON) records. */
 static void expect_qos(const char *spec, const char *want)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiserver/apiserver_int.h"
 #include "apiserver/encode/table.h"
 #include "lib/err.h"
 

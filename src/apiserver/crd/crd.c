@@ -44,7 +44,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "store/store.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/rest/watchcache.h"
 
 #define CRD_RESYNC_MS 1000

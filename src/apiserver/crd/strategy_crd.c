@@ -21,7 +21,7 @@
 #include "apiserver/schema/crd_schema.h"
 #include "apiserver/apiserver_int.h"
 #include "store/store.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 
 #define APPROVAL_ANNOTATION "api-approved.kubernetes.io"
@@ -78,40 +78,13 @@ static void crd_defaults(json_t *obj)
 
 /* ---- name rules ---- */
 
-/* Kubernetes' IsDNS1035Label messages (strategy_int.h). */
-void api__dns1035(const char *s, int fold, char *out, size_t n)
-{
-    size_t len = strlen(s), w = 0;
-    int ok = len > 0;
-    for (size_t i = 0; i < len && ok; i++) {
-        char c = s[i];
-        if (fold && c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-        int alpha = c >= 'a' && c <= 'z', digit = c >= '0' && c <= '9';
-        if (i == 0)
-            ok = alpha;
-        else if (i == len - 1)
-            ok = alpha || digit;
-        else
-            ok = alpha || digit || c == '-';
-    }
-    out[0] = '\0';
-    if (len > 63) w = (size_t)snprintf(out, n, "must be no more than 63 characters");
-    if (!ok && w < n)
-        snprintf(out + w, n - w,
-                 "%sa DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                 "start with an alphabetic character, and end with an alphanumeric character "
-                 "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
-                 "'[a-z]([-a-z0-9]*[a-z0-9])?')",
-                 w ? "," : "");
-}
-
 /* An Invalid cause at path for value v when it is not a DNS-1035 label;
  * `prefix` goes before the rule (kinds: "may have mixed case, ..."). */
 static void check_label(const char *v, int fold, const char *path, const char *prefix,
                         json_t *causes)
 {
     char why[512];
-    api__dns1035(v, fold, why, sizeof why);
+    api_dns1035_messages(v, fold, why, sizeof why);
     if (*why)
         api_cause(causes, "FieldValueInvalid", path, "Invalid value: \"%s\": %s%s", v, prefix, why);
 }

@@ -11,7 +11,7 @@
 #include "apiserver/apiserver_int.h"
 #include "apiserver/docs/openapi.h"
 #include "lib/err.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 
 #define KUBE_VERSION_MAJOR "1"
 #define KUBE_VERSION_MINOR "32"

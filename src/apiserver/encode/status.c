@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/encode/status.h"
 #include "lib/err.h"
 
 static const struct {

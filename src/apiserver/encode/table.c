@@ -45,7 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/encode/table_int.h"
 #include "lib/buf.h"
 #include "lib/err.h"

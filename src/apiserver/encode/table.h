@@ -27,7 +27,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/schema/resource.h"
 
 /* What each row carries in row.object (query includeObject). */
 typedef enum api_table_include {

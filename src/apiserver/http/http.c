@@ -34,7 +34,8 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 #include "apiserver/rest/watchcache.h"
 
 /* gnutls priorities of the TLS listener: its defaults without TLS 1.0/1.1. */
@@ -635,6 +636,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->metrics_mu, NULL);
+    s->admit_create = api_namespace_admit_create;
     if (!(s->metrics = api_metrics_new())) {
         rc = KP_ENOMEM;
         goto fail;

@@ -3,7 +3,7 @@
 #include <stddef.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 
 extern const api_strategy_t api_strategy_apiservice;
 extern const api_strategy_t api_strategy_certificatesigningrequest;

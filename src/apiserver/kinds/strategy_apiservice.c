@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 static void apiservice_prepare_create(json_t *obj)
 {

@@ -9,7 +9,8 @@
 
 #include "apiserver/apiserver_int.h"
 #include "apiserver/schema/selector.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 static void set_default(json_t *obj, const char *key, json_t *value)
 {

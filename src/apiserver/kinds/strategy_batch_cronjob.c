@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 
 /* ---- the schedule: robfig/cron v3 ParseStandard ---- */

@@ -21,7 +21,7 @@
 #include "apiserver/apiserver_int.h"
 #include "lib/base64.h"
 #include "apiserver/schema/selector.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 
 /* ---- PriorityClass ---- */

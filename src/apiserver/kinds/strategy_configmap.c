@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 /* Kubernetes' IsConfigMapKey: at most 253 characters of [-._a-zA-Z0-9], not
  * "." or "..", and not starting with "..". */

@@ -15,7 +15,7 @@
 
 #include "apiserver/apiserver_int.h"
 #include "apiserver/schema/selector.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 
 static const char *const protocols[] = {"SCTP", "TCP", "UDP", NULL};

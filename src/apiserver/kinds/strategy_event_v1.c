@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 /* events.k8s.io/v1 name, core/v1 name. The other members (metadata,
  * eventTime, series, reason, action, type, related, reportingInstance) are

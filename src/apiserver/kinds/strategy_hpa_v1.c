@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 #define ANN_METRICS "autoscaling.alpha.kubernetes.io/metrics"
 #define ANN_BEHAVIOR "autoscaling.alpha.kubernetes.io/behavior"

@@ -1,8 +1,9 @@
 /*
- * strategy_int.h -- helpers the strategy files share (strategy_util.c):
- * defaulting, Kubernetes' cause wordings (Required, Invalid, NotSupported,
- * Forbidden, immutable fields), and the value rules several kinds use
- * (quantities, IP addresses and CIDRs, DNS names).
+ * strategy_int.h -- what the built-in kinds share: helpers of the strategy
+ * files (strategy_util.c: defaulting, Kubernetes' cause wordings, the value
+ * rules several kinds use: quantities, IP addresses and CIDRs, DNS names),
+ * then the strategies others name and the functions one kind lends another
+ * (a pod template's rules, the pod subresources' handlers, admission).
  *
  * Everything here reads or changes only the JSON it is given, on the
  * caller's thread; nothing keeps a pointer past the call.
@@ -13,6 +14,8 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "apiserver/schema/strategy.h"
 
 /* obj[key] = value unless obj has key; steals value either way. */
 void api__set_default(json_t *obj, const char *key, json_t *value);
@@ -67,9 +70,6 @@ int api__parse_cidr(const char *s, unsigned char addr[16], int *family, int *pre
 #define API_IP_MSG   "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 #define API_CIDR_MSG "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
 
-/* Kubernetes' IsDNS1035Label messages for s, ","-joined into out (empty
- * when valid); `fold` compares lower-cased (kinds). (strategy_crd.c) */
-void api__dns1035(const char *s, int fold, char *out, size_t n);
 /* An Invalid cause when `name` is not a DNS-1123 subdomain (label: 1) or a
  * DNS-1035 label (label: 2); returns 1 if it was bad. */
 int api__dns_name(json_t *causes, const char *field, const char *name, int label);
@@ -93,5 +93,73 @@ void api__selector_check(json_t *causes, const char *field, const json_t *sel);
 /* Kubernetes' IsValidPortNum and IsValidPortName at `field`. */
 void api__port_number(json_t *causes, const char *field, const json_t *v);
 void api__port_name(json_t *causes, const char *field, const json_t *v);
+
+/* ---- the built-in kinds' strategies and what they share with each other ---- */
+
+extern const api_strategy_t api_strategy_namespace;
+extern const api_strategy_t api_strategy_pod;
+extern const api_strategy_t api_strategy_deployment;
+extern const api_strategy_t api_strategy_replicaset;
+extern const api_strategy_t api_strategy_statefulset;
+extern const api_strategy_t api_strategy_daemonset;
+extern const api_strategy_t api_strategy_job;
+extern const api_strategy_t api_strategy_service;
+extern const api_strategy_t api_strategy_customresourcedefinition;
+extern const api_strategy_t api_strategy_configmap;
+extern const api_strategy_t api_strategy_secret;
+
+/* Kubernetes' MaxSecretSize: the bytes of a Secret's data, or of a
+ * ConfigMap's data and binaryData together. */
+#define API_MAX_SECRET_SIZE (1024 * 1024)
+
+/* Shared by ConfigMaps and Secrets (strategy_configmap.c): IsConfigMapKey
+ * on a key of `map` ("data", "binaryData"); the bytes a base64 string of
+ * length n decodes to; and the `immutable` rule: once old has immutable
+ * true, it stays true and `fields` (NULL-terminated) may not change. */
+void api_config_key_validate(const char *map, const char *key, json_t *causes);
+/* Every key of `map` (an object of strings, may be NULL) checked as above;
+ * returns the bytes its values hold (decoded when `base64`). */
+size_t api_config_map_validate(const json_t *map, const char *name, int base64, json_t *causes);
+size_t api_base64_decoded_len(const char *s, size_t n);
+void api_immutable_validate(const json_t *obj, const json_t *old, const char *const *fields,
+                            json_t *causes);
+
+/* Shared by kinds that embed a pod template (strategy_apps.c). */
+void api_pod_spec_defaults(json_t *spec);
+void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes);
+/* A Job's spec at `path` (counts, pod template, restart policy, completion
+ * mode): Jobs and CronJobs' jobTemplate (strategy_apps.c). */
+void api_job_spec_validate(const json_t *spec, const char *path, json_t *causes);
+
+/* Admission DefaultTolerationSeconds on a pod being created or updated
+ * (strategy_pod.c): the not-ready and unreachable NoExecute tolerations it
+ * lacks, with these tolerationSeconds. */
+void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unreachable_s);
+
+/* NamespaceLifecycle admission of a create in r's namespace
+ * (strategy_namespace.c): 0 if the namespace exists and is not terminating;
+ * else -1 after replying (404, or 403 NamespaceTerminating). */
+int api_namespace_admit_create(struct api_req *r, const char *name);
+
+/* The pod subresources' handlers (api_sub_t.handler): POST pods/binding
+ * and POST pods/eviction (strategy_pod_sub.c), GET pods/log
+ * (strategy_pod_log.c). */
+int api_pod_binding(struct api_req *r);
+int api_pod_eviction(struct api_req *r);
+int api_pod_log(struct api_req *r);
+
+/* Kubernetes' eviction (canIgnorePDB): a pod that ended (Succeeded,
+ * Failed), never started (Pending) or is already being deleted is evicted
+ * without consulting its PodDisruptionBudgets: 1 if so. */
+int api_pod_eviction_skips_budget(const json_t *pod);
+
+/* The PodDisruptionBudget check of an eviction of `pod` (borrowed) in the
+ * request's namespace (strategy_poddisruptionbudget.c, Kubernetes'
+ * checkAndDecrement): 0 when the pod may go (no budget, an unready pod the
+ * budget spares, or a disruption now recorded in the budget's status, not
+ * under dryRun); -1 after replying (429 with a DisruptionBudget cause, 500
+ * for more than one budget, 403, or a store error). */
+struct api_req;
+int api_pdb_admit_eviction(struct api_req *r, const json_t *pod);
 
 #endif

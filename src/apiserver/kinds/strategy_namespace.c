@@ -30,7 +30,8 @@
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
 #include "store/store.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 #include "apiserver/rest/watchcache.h"
 
 #define FIN_KUBERNETES "kubernetes" /* the namespace controller's finalizer */

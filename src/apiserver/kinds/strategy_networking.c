@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "apiserver/apiserver_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 
 /* ---- Ingress ---- */

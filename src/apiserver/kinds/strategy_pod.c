@@ -1,7 +1,6 @@
 /*
  * strategy_pod.c -- pods: the defaults clients rely on, the status the server
  * owns at creation, validation of the pod spec, and what an update may change.
- * Also the cause helper every strategy uses.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,20 +8,8 @@
 
 #include "apiserver/apiserver_int.h"
 #include "lib/quantity.h"
-#include "apiserver/rest/strategy.h"
-
-void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    /* Kubernetes leaves an empty field out of the cause. */
-    json_t *c = json_pack("{s:s, s:s}", "reason", reason, "message", msg);
-    if (c && field && *field) json_object_set_new(c, "field", json_string(field));
-    if (c) json_array_append_new(causes, c);
-}
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 static void set_default(json_t *obj, const char *key, json_t *value)
 {

@@ -35,7 +35,8 @@
 #include "apiserver/apiserver_int.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 #define LOG_BODY_MAX   (64u << 20)
 #define LOG_CONNECT_MS 3000

@@ -14,7 +14,8 @@
 #include "apiserver/apiserver_int.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 /* ---- pods/binding ---- */
 

@@ -18,7 +18,8 @@
 #include "apiserver/rest/rest_int.h"
 #include "apiserver/schema/selector.h"
 #include "store/store.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 #include "apiserver/rest/watchcache.h"
 
 #define PDB_MAX_DISRUPTED 2000 /* Kubernetes' MaxDisruptedPodSize */

@@ -15,7 +15,7 @@
 
 #include "apiserver/apiserver_int.h"
 #include "apiserver/schema/selector.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 
 #define RBAC_GROUP "rbac.authorization.k8s.io"

@@ -10,7 +10,8 @@
 
 #include "apiserver/apiserver_int.h"
 #include "lib/base64.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 /* SetDefaults_Secret, and the v1 conversion: each stringData entry
  * replaces the data entry of its key (base64 of its bytes); stringData is

@@ -17,7 +17,8 @@
 #include "apiserver/kinds/alloc.h"
 #include "apiserver/apiserver_int.h"
 #include "lib/err.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
 
 static const char *str(const json_t *o, const char *k) { return api_json_str(o, k); }
 

@@ -13,7 +13,7 @@
 #include "lib/err.h"
 #include "lib/quantity.h"
 #include "apiserver/schema/selector.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 
 void api__set_default(json_t *obj, const char *key, json_t *value)
@@ -190,7 +190,7 @@ int api__dns_name(json_t *causes, const char *field, const char *name, int label
     char why[512];
     const char *bad = NULL;
     if (label == 2) {
-        api__dns1035(name, 0, why, sizeof why);
+        api_dns1035_messages(name, 0, why, sizeof why);
         bad = *why ? why : NULL;
     } else {
         bad = api_name_invalid(name, label);

@@ -16,7 +16,7 @@
 #include "apiserver/apiserver_int.h"
 #include "lib/err.h"
 #include "store/store.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/rest/watchcache.h"
 
 /* The built-in table: one generated row per served resource. */
@@ -40,45 +40,6 @@ const api_resource_t *api_registry_find(const char *group, const char *version,
             return r;
     }
     return NULL;
-}
-
-const char *api_group_version(const api_resource_t *r, char *buf, size_t n)
-{
-    if (!*r->group) snprintf(buf, n, "%s", r->version);
-    else snprintf(buf, n, "%s/%s", r->group, r->version);
-    return buf;
-}
-
-int api_key_prefix(const api_resource_t *r, char *buf, size_t n)
-{
-    return api_ns_prefix(r, "", buf, n);
-}
-
-/* The group ("core" for "") and resource of r's store keys. */
-static void key_names(const api_resource_t *r, const char **group, const char **resource)
-{
-    *group = r->storage_resource ? r->storage_group : r->group;
-    *resource = r->storage_resource ? r->storage_resource : r->resource;
-    if (!**group) *group = "core";
-}
-
-int api_ns_prefix(const api_resource_t *r, const char *ns, char *buf, size_t n)
-{
-    const char *g, *res;
-    key_names(r, &g, &res);
-    int w = r->namespaced && ns && *ns ? snprintf(buf, n, "/registry/%s/%s/%s/", g, res, ns)
-                                       : snprintf(buf, n, "/registry/%s/%s/", g, res);
-    return w < 0 || (size_t)w >= n ? KP_EINVAL : 0;
-}
-
-int api_object_key(const api_resource_t *r, const char *ns, const char *name, char *buf,
-                   size_t n)
-{
-    const char *g, *res;
-    key_names(r, &g, &res);
-    int w = r->namespaced ? snprintf(buf, n, "/registry/%s/%s/%s/%s", g, res, ns, name)
-                          : snprintf(buf, n, "/registry/%s/%s/%s", g, res, name);
-    return w < 0 || (size_t)w >= n ? KP_EINVAL : 0;
 }
 
 json_t *api_as_served(void *arg, json_t *stored)

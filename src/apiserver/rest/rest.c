@@ -17,7 +17,7 @@
 #include "lib/base64.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/encode/table.h"
 #include "apiserver/encode/protobuf.h"
 #include "apiserver/schema/selector.h"
@@ -666,12 +666,6 @@ static int do_list(api_req_t *r)
 
 /* ---- dispatch ---- */
 
-const api_sub_t *api_strategy_sub(const api_strategy_t *st, const char *name)
-{
-    for (const api_sub_t *s = st ? st->subs : NULL; s && s->name; s++)
-        if (!strcmp(s->name, name)) return s;
-    return NULL;
-}
 
 int api_serve_resource(api_req_t *r)
 {

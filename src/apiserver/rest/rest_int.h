@@ -22,7 +22,7 @@ int rest_not_found(api_req_t *r, const char *name);
 int rest_store_error(api_req_t *r, int rc, const char *name);
 int rest_store_error_for(api_req_t *r, const api_resource_t *res, int rc, const char *name);
 /* 422 Invalid of object `name` of kind `kind` (group "" for core) listing
- * every cause (strategy.h's api_cause() makes them), as Kubernetes'
+ * every cause (object.h's api_cause() makes them), as Kubernetes'
  * NewInvalid words it. Returns -1 after replying, 0 if there are no causes. */
 int rest_reply_causes(api_req_t *r, const char *group, const char *kind, const char *name,
                       const json_t *causes);

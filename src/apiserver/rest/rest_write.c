@@ -25,7 +25,7 @@
 #include "apiserver/rest/rest_int.h"
 #include "store/store.h"
 #include "apiserver/schema/selector.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/strategy.h"
 #include "apiserver/rest/watchcache.h"
 
 #define UNCONDITIONAL_RETRIES 16
@@ -466,7 +466,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
                          "resourceVersion should not be set on objects to be created");
         goto out;
     }
-    if (api_namespace_admit_create(r, name)) goto out;
+    if (r->srv->admit_create && r->srv->admit_create(r, name)) goto out;
 
     char uid[37], now[32];
     if ((rc = api_new_uid(uid))) {

@@ -49,7 +49,7 @@
 
 #include "apiserver/schema/crd_schema.h"
 #include "apiserver/schema/crd_schema_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/object.h"
 
 /* ---- JSON helpers (the shared ones are in crd_schema_int.h) ---- */
 

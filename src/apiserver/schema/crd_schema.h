@@ -7,7 +7,7 @@
  *
  * Every call borrows its arguments and keeps no pointer to them; none keeps
  * state between calls, so they are safe from any thread. A cause is what
- * strategy.h api_cause() appends: {"reason", "message", "field"}.
+ * object.h api_cause() appends: {"reason", "message", "field"}.
  *
  * Not supported (ignored silently, as if absent): x-kubernetes-validations
  * (CEL rules), validation ratcheting on update, and the ObjectMeta checks of

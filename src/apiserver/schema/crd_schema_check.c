@@ -26,7 +26,7 @@
 
 #include "apiserver/schema/crd_schema.h"
 #include "apiserver/schema/crd_schema_int.h"
-#include "apiserver/rest/strategy.h"
+#include "apiserver/schema/object.h"
 
 /* ---- checking a CRD's schema ---- */
 

@@ -1,16 +1,17 @@
 /*
- * object.c -- metadata helpers: uids, timestamps, name rules.
+ * object.c -- metadata helpers: uids, timestamps, name rules, causes.
  */
 #include <ctype.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/schema/object.h"
 #include "lib/err.h"
-#include "apiserver/rest/strategy.h"
 
 int api_new_uid(char out[37])
 {
@@ -115,4 +116,43 @@ int api_json_same(const json_t *a, const json_t *b)
      * are the same. */
     if (!a || !b) return a == b;
     return json_equal(a, b);
+}
+
+void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* Kubernetes leaves an empty field out of the cause. */
+    json_t *c = json_pack("{s:s, s:s}", "reason", reason, "message", msg);
+    if (c && field && *field) json_object_set_new(c, "field", json_string(field));
+    if (c) json_array_append_new(causes, c);
+}
+
+void api_dns1035_messages(const char *s, int fold, char *out, size_t n)
+{
+    size_t len = strlen(s), w = 0;
+    int ok = len > 0;
+    for (size_t i = 0; i < len && ok; i++) {
+        char c = s[i];
+        if (fold && c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        int alpha = c >= 'a' && c <= 'z', digit = c >= '0' && c <= '9';
+        if (i == 0)
+            ok = alpha;
+        else if (i == len - 1)
+            ok = alpha || digit;
+        else
+            ok = alpha || digit || c == '-';
+    }
+    out[0] = '\0';
+    if (len > 63) w = (size_t)snprintf(out, n, "must be no more than 63 characters");
+    if (!ok && w < n)
+        snprintf(out + w, n - w,
+                 "%sa DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                 "start with an alphabetic character, and end with an alphanumeric character "
+                 "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
+                 "'[a-z]([-a-z0-9]*[a-z0-9])?')",
+                 w ? "," : "");
 }

@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "apiserver/schema/object.h"
+
 struct apiserver;
 struct api_req;
 
@@ -23,14 +25,6 @@ typedef struct api_ctx {
     struct apiserver *srv;
     int dry_run; /* dryRun=All: no side effect may outlive the request */
 } api_ctx_t;
-
-/* How metadata.name is checked (Kubernetes' per-kind ValidateXName). */
-typedef enum api_name_rule {
-    API_NAME_SUBDOMAIN = 0, /* DNS-1123 subdomain: most kinds (the default) */
-    API_NAME_LABEL,         /* DNS-1123 label: namespaces */
-    API_NAME_LABEL_1035,    /* DNS-1035 label: services */
-    API_NAME_PATH_SEGMENT,  /* any name that is a path segment: RBAC kinds */
-} api_name_rule_t;
 
 /* A subresource one kind serves beyond the generic status and scale (a
  * pod's log, a namespace's finalize): what discovery lists for it and the
@@ -139,77 +133,5 @@ typedef struct api_strategy {
 
 /* The subresource `name` of strategy `st` (may be NULL), or NULL. */
 const api_sub_t *api_strategy_sub(const api_strategy_t *st, const char *name);
-
-extern const api_strategy_t api_strategy_namespace;
-extern const api_strategy_t api_strategy_pod;
-extern const api_strategy_t api_strategy_deployment;
-extern const api_strategy_t api_strategy_replicaset;
-extern const api_strategy_t api_strategy_statefulset;
-extern const api_strategy_t api_strategy_daemonset;
-extern const api_strategy_t api_strategy_job;
-extern const api_strategy_t api_strategy_service;
-extern const api_strategy_t api_strategy_customresourcedefinition;
-extern const api_strategy_t api_strategy_configmap;
-extern const api_strategy_t api_strategy_secret;
-
-/* Append a cause: reason is Kubernetes' (FieldValueRequired, FieldValueInvalid,
- * FieldValueNotSupported, FieldValueDuplicate, FieldValueForbidden,
- * FieldValueTypeInvalid); `fmt` gives the message. */
-void api_cause(json_t *causes, const char *reason, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Kubernetes' MaxSecretSize: the bytes of a Secret's data, or of a
- * ConfigMap's data and binaryData together. */
-#define API_MAX_SECRET_SIZE (1024 * 1024)
-
-/* Shared by ConfigMaps and Secrets (strategy_configmap.c): IsConfigMapKey
- * on a key of `map` ("data", "binaryData"); the bytes a base64 string of
- * length n decodes to; and the `immutable` rule: once old has immutable
- * true, it stays true and `fields` (NULL-terminated) may not change. */
-void api_config_key_validate(const char *map, const char *key, json_t *causes);
-/* Every key of `map` (an object of strings, may be NULL) checked as above;
- * returns the bytes its values hold (decoded when `base64`). */
-size_t api_config_map_validate(const json_t *map, const char *name, int base64, json_t *causes);
-size_t api_base64_decoded_len(const char *s, size_t n);
-void api_immutable_validate(const json_t *obj, const json_t *old, const char *const *fields,
-                            json_t *causes);
-
-/* Shared by kinds that embed a pod template (strategy_apps.c). */
-void api_pod_spec_defaults(json_t *spec);
-void api_pod_spec_validate(const json_t *spec, const char *path, json_t *causes);
-/* A Job's spec at `path` (counts, pod template, restart policy, completion
- * mode): Jobs and CronJobs' jobTemplate (strategy_apps.c). */
-void api_job_spec_validate(const json_t *spec, const char *path, json_t *causes);
-
-/* Admission DefaultTolerationSeconds on a pod being created or updated
- * (strategy_pod.c): the not-ready and unreachable NoExecute tolerations it
- * lacks, with these tolerationSeconds. */
-void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unreachable_s);
-
-/* NamespaceLifecycle admission of a create in r's namespace
- * (strategy_namespace.c): 0 if the namespace exists and is not terminating;
- * else -1 after replying (404, or 403 NamespaceTerminating). */
-int api_namespace_admit_create(struct api_req *r, const char *name);
-
-/* The pod subresources' handlers (api_sub_t.handler): POST pods/binding
- * and POST pods/eviction (strategy_pod_sub.c), GET pods/log
- * (strategy_pod_log.c). */
-int api_pod_binding(struct api_req *r);
-int api_pod_eviction(struct api_req *r);
-int api_pod_log(struct api_req *r);
-
-/* Kubernetes' eviction (canIgnorePDB): a pod that ended (Succeeded,
- * Failed), never started (Pending) or is already being deleted is evicted
- * without consulting its PodDisruptionBudgets: 1 if so. */
-int api_pod_eviction_skips_budget(const json_t *pod);
-
-/* The PodDisruptionBudget check of an eviction of `pod` (borrowed) in the
- * request's namespace (strategy_poddisruptionbudget.c, Kubernetes'
- * checkAndDecrement): 0 when the pod may go (no budget, an unready pod the
- * budget spares, or a disruption now recorded in the budget's status, not
- * under dryRun); -1 after replying (429 with a DisruptionBudget cause, 500
- * for more than one budget, 403, or a store error). */
-struct api_req;
-int api_pdb_admit_eviction(struct api_req *r, const json_t *pod);
 
 #endif
