@@ -29,15 +29,16 @@
  *      strangers.
  *   2. At most max_unproven unproven. A ready connection is handed over
  *      when a place is free; when none is, it takes the place of the oldest
- *      unproven one that has held its place UNPROVEN_GRACE_MS without
- *      authenticating and has nothing unread (its peer is the one waiting,
- *      not our thread), else it waits. A client that sends its request at
- *      once (kubectl, a /readyz probe) leaves its place within milliseconds,
- *      and one whose bytes wait for a busy server is never pushed out, so a
- *      burst of honest clients (a thousand watches opened at once) waits its
- *      turn instead of pushing its own members out, while a peer that
- *      completes the handshake and then stalls holds a place for at most
- *      the grace when others wait. The newest ready connection goes
+ *      unproven one whose peer has sent nothing for UNPROVEN_GRACE_MS and
+ *      has nothing unread (the peer is the one waiting, not our thread),
+ *      else it waits. A client that sends its request at once (kubectl, a
+ *      /readyz probe) leaves its place within milliseconds, one that is
+ *      slow but moving (a client busy with a thousand handshakes) or whose
+ *      bytes wait for a busy server is never pushed out, so a burst of
+ *      honest clients (a thousand watches opened at once) waits its turn
+ *      instead of pushing its own members out, while a peer that completes
+ *      the handshake and then stalls holds a place for at most the grace
+ *      when others wait. The newest ready connection goes
  *      first: in a flood the peers that have waited longest are the
  *      flood's, and a client arriving during it (kubectl) gets the next
  *      free place.
@@ -61,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
+#include <linux/tcp.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/eventfd.h>
@@ -68,14 +70,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
 #define GATE_PEEK_MAX 16384 /* bytes peeked at for a complete request head */
 #define TLS_RECORD_MAX (16384 + 2048)
-#define UNPROVEN_GRACE_MS 2000 /* rule 2: a stalled peer's place is taken back */
+#define UNPROVEN_GRACE_MS 5000 /* rule 2: a stalled peer's place is taken back */
 
 typedef enum { CONN_GATED, CONN_READY, CONN_UNPROVEN, CONN_PROVEN, CONN_GONE } conn_state_t;
 
@@ -85,6 +87,8 @@ typedef struct api_conn {
     int fd;
     int64_t start_ns;  /* accept */
     int64_t handed_ns; /* CONN_UNPROVEN: when libmicrohttpd started it */
+    uint64_t rx;       /* CONN_UNPROVEN, under mu: bytes received, last seen */
+    int64_t rx_ns;     /* when rx last changed */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     struct api_conn *gone_next; /* CONN_GONE: on the loop's free-later list */
@@ -290,12 +294,29 @@ static void hand_over(api_conns_t *cs, api_conn_t *c)
     }
 }
 
-/* Whether an unproven connection's peer is the one holding things up: the
- * bytes it sent have all been read (SIOCINQ 0). */
-static int stalled_peer(int fd)
+/* The bytes fd's peer has sent so far (TCP_INFO), 0 if unknown. */
+static uint64_t bytes_received(int fd)
 {
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) return 0;
+    return ti.tcpi_bytes_received;
+}
+
+/* Under mu: whether an unproven connection's peer is the one holding
+ * things up: it has sent nothing for `grace` and all it sent has been read
+ * (SIOCINQ 0). Notes the progress it sees. */
+static int stalled_peer(api_conn_t *c, int64_t now, int64_t grace)
+{
+    uint64_t rx = bytes_received(c->fd);
+    if (rx != c->rx) {
+        c->rx = rx;
+        c->rx_ns = now;
+    }
     int unread = 0;
-    return fd >= 0 && ioctl(fd, SIOCINQ, &unread) == 0 && unread == 0;
+    return now - c->rx_ns >= grace && c->fd >= 0 && ioctl(c->fd, SIOCINQ, &unread) == 0 &&
+           unread == 0;
 }
 
 /* Rule 2, on the loop thread: hand ready connections over while places
@@ -313,16 +334,12 @@ static int pump(api_conns_t *cs)
             api_conn_t *old = q_oldest(&cs->unproven), *stalled = NULL; /* oldest first */
             for (; old && old != &cs->unproven.head; old = old->next) {
                 if (now - old->handed_ns < grace) break;
-                if (!stalled_peer(old->fd)) continue;
+                if (!stalled_peer(old, now, grace)) continue;
                 stalled = old;
                 break;
             }
-            if (!stalled) {
-                /* Look again when the next place's grace ends, or soon if
-                 * every place is a hand-over still to start or a busy one. */
-                next = old && old != &cs->unproven.head
-                           ? (int)((old->handed_ns + grace - now) / 1000000) + 1
-                           : 100;
+            if (!stalled) { /* look again in a while: a place may stall meanwhile */
+                next = 250;
                 break;
             }
             close_unproven(cs, stalled);
@@ -529,6 +546,8 @@ void api_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
             c->start_ns = 0;
             free(handing_take(cs, c->fd, &c->start_ns));
             c->handed_ns = clock_mono_ns();
+            c->rx = bytes_received(c->fd);
+            c->rx_ns = c->handed_ns;
             if (!c->start_ns) c->start_ns = c->handed_ns;
             api_conn_t *old;
             if (cs->unproven.n >= cs->cfg.max_unproven && (old = q_oldest(&cs->unproven))) {
