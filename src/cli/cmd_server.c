@@ -371,6 +371,13 @@ static int serve(const char *cmd, int argc, char **argv)
     int port = apiserver_port(api);
     if ((rc = apiserver_write_kubeconfig(dir, host, port, token, tls.ca_pem)))
         log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
+    /* The API serves from here on, as kube-apiserver is ready whether or
+     * not a controller manager runs; the components start after the line
+     * and catch up through their informers' lists. */
+    printf("kplane %s is serving on https://%s:%d; point kubectl at it with: "
+           "export KUBECONFIG=%s/kubeconfig\n",
+           cmd, host, port, dir);
+    fflush(stdout);
     /* The components: clients of this API server like any other. */
     kc_client_t *client = NULL;
     cli_components_t *comps = NULL;
@@ -412,10 +419,6 @@ static int serve(const char *cmd, int argc, char **argv)
         }
         apiserver_set_metrics_source(api, components_metrics, comps);
     }
-    printf("kplane %s is serving on https://%s:%d; point kubectl at it with: "
-           "export KUBECONFIG=%s/kubeconfig\n",
-           cmd, host, port, dir);
-    fflush(stdout);
 
     int sig = 0;
     sigwait(&stop, &sig);
