@@ -18,6 +18,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
 #include "apiserver/apiserver_int.h"
 #include "lib/buf.h"
 #include "lib/err.h"

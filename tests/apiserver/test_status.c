@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/err.h"
 
 /* The compact text of api_status_new(...) must be `want` exactly. */

@@ -18,7 +18,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/crd/crd.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 

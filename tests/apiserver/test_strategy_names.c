@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 

@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
 #include "apiserver/encode/table.h"
 #include "lib/err.h"
 

@@ -39,7 +39,9 @@
 #include <string.h>
 
 #include "apiserver/schema/crd_schema.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/crd/crd.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"

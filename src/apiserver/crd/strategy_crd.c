@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "apiserver/schema/crd_schema.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/crd/crd.h"
 #include "store/store.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"

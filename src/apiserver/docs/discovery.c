@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/docs/docs.h"
 #include "apiserver/docs/openapi.h"
 #include "lib/err.h"
 #include "apiserver/schema/strategy.h"

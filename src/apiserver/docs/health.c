@@ -21,7 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/docs/docs.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "store/store.h"

@@ -63,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/err.h"
 
@@ -827,6 +828,42 @@ static int parse_gv(const char *p, char *group, size_t gn, char *version, size_t
     return 0;
 }
 
+/* A group-version's v3 document (doc consumed), as kube-openapi's handler3
+ * serves it: its digest is its ETag; asked for by the digest the root lists
+ * (?hash=), it is immutable (kubectl keeps it in its HTTP cache instead of
+ * fetching it again); asked by another digest, a 301 to the current one. */
+static int reply_group_version(api_req_t *r, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (!text) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    char hash[24], etag[32];
+    snprintf(hash, sizeof hash, "%016llX", (unsigned long long)digest(text, strlen(text)));
+    snprintf(etag, sizeof etag, "\"%s\"", hash);
+    const char *want = api_query(r, "hash");
+    if (want && *want && strcmp(want, hash)) {
+        free(text);
+        char url[1024];
+        snprintf(url, sizeof url, "%s?hash=%s", r->path, hash);
+        const char *hdrs[] = {"Location", url, NULL};
+        char *body = strdup("<a href=\"\">Moved Permanently</a>.\n");
+        if (!body) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        return api_reply_take_with(r, 301, "text/html; charset=utf-8", body, strlen(body), hdrs);
+    }
+    char expires[64] = "";
+    if (want && *want) { /* a year from now, as Kubernetes says "never" */
+        time_t t = time(NULL) + 365 * 24 * 3600;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(expires, sizeof expires, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    }
+    const char *cached[] = {"ETag", etag, "Vary", "Accept", "Cache-Control", "public, immutable",
+                            "Expires", expires, NULL};
+    const char *plain[] = {"ETag", etag, "Vary", "Accept", NULL};
+    return api_reply_take_with(r, 200, "application/json", text, strlen(text),
+                               *expires ? cached : plain);
+}
+
 int api_serve_openapi(api_req_t *r)
 {
     const char *p = r->path;
@@ -842,5 +879,7 @@ int api_serve_openapi(api_req_t *r)
         return api_reply_status(r, 404, "NotFound", NULL,
                                 "the server could not find the requested resource");
     if (rc) return api_reply_error(r, rc, NULL, "building the OpenAPI document: %s", err_str(rc));
-    return api_reply_json(r, 200, doc);
+    if (!doc || !strcmp(p, "/openapi/v3") || !strcmp(p, "/openapi/v3/"))
+        return api_reply_json(r, 200, doc);
+    return reply_group_version(r, doc);
 }

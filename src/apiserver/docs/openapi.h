@@ -22,7 +22,8 @@
 
 #include <jansson.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
 #include "apiserver/schema/schema.h"
 #include "lib/buf.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "apiserver/kinds/alloc_int.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/base64.h"
 #include "lib/err.h"
 #include "lib/log.h"

@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "apiserver/kinds/alloc_int.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "store/store.h"

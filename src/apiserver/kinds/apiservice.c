@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/kinds/kinds.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "store/store.h"

@@ -2,7 +2,7 @@
  * document: type facts only (no descriptions). Do not edit. */
 #include <stddef.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "apiserver/schema/strategy.h"
 
 extern const api_strategy_t api_strategy_apiservice;

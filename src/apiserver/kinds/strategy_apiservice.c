@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 

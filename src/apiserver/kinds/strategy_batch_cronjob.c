@@ -19,7 +19,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/base64.h"
 #include "apiserver/schema/selector.h"
 #include "apiserver/schema/strategy.h"

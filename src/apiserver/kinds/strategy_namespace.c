@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/kinds/kinds.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
 #include "store/store.h"

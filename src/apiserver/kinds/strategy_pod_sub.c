@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
 #include "apiserver/schema/strategy.h"

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
 #include "apiserver/schema/selector.h"

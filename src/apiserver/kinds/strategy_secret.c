@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/base64.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "apiserver/kinds/alloc.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/err.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/err.h"
 #include "lib/quantity.h"
 #include "apiserver/schema/selector.h"

@@ -16,7 +16,8 @@
 #include <string.h>
 
 #include "apiserver/kinds/alloc.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/kinds/kinds.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "store/store.h"

@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
 #include "lib/err.h"
 #include "apiserver/rest/watchcache.h"
 

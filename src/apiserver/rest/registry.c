@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "apiserver/schema/crd_schema.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
 #include "lib/err.h"
 #include "store/store.h"
 #include "apiserver/schema/strategy.h"

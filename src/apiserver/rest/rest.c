@@ -13,7 +13,8 @@
 #include <time.h>
 
 #include "apiserver/schema/crd_schema.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
 #include "lib/base64.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"

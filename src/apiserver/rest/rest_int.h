@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 
 typedef struct sel_label sel_label_t;
 typedef struct sel_field sel_field_t;

@@ -10,7 +10,7 @@
 #include "apiserver/schema/fields.h"
 #include "apiserver/apply/managed.h"
 #include "apiserver/schema/schema.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
 

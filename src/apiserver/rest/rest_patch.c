@@ -23,7 +23,7 @@
 
 #include "apiserver/apply/managed.h"
 #include "apiserver/apply/patch.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/err.h"
 #include "lib/yamljson.h"
 #include "apiserver/rest/rest_int.h"

@@ -37,7 +37,7 @@
 #include <time.h>
 
 #include "apiserver/encode/protobuf.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"

@@ -20,7 +20,7 @@
 
 #include "apiserver/schema/crd_schema.h"
 #include "apiserver/apply/patch.h"
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "lib/err.h"
 #include "apiserver/rest/rest_int.h"
 #include "store/store.h"

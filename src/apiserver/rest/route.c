@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
 #include "lib/err.h"
 
 #define MAX_SEGS 10

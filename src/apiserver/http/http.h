@@ -1,0 +1,231 @@
+/*
+ * http.h -- the server's HTTP side: limits, the front door (http_conn.c),
+ * the server's state (struct apiserver: its configuration, listeners and
+ * counters, and what the rooms above hang on it through opaque pointers),
+ * one request (api_req_t) and its replies (http.c).
+ *
+ * REQUEST FLOW
+ *
+ *   libmicrohttpd thread -> server.c: collect headers and body (capped), authn
+ *     -> rest/route.c: parse the path into an api_route_t (discovery, or a
+ *        resource request: group/version/namespace/resource/name/subresource)
+ *     -> docs/discovery.c | rest/rest.c: handle, reply once through
+ *        api_reply_*()
+ *
+ * Every reply goes through api_reply_*(): exactly one per request. Errors are
+ * Kubernetes Status objects; encode/status.c holds the one table mapping KP_*
+ * codes to HTTP codes and reasons.
+ */
+#ifndef KP_API_HTTP_H
+#define KP_API_HTTP_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apiserver/apiserver.h"
+#include "apiserver/schema/object.h"
+#include "apiserver/schema/resource.h"
+#include "apiserver/encode/status.h"
+#include "lib/buf.h"
+
+#define API_BODY_MAX (3u << 20) /* request body cap: 413 beyond (Kubernetes' MaxRequestBodyBytes) */
+#define API_HEADER_MEMORY (64u << 10) /* a connection's request line + headers: 431 beyond */
+#define API_JSON_DEPTH_MAX 100  /* nesting cap: 400 beyond */
+/* A YAML body (apply) as JSON: at most this size (aliases expanded), of which
+ * at most API_YAML_ALIAS_MAX from alias expansions; 400 beyond, as Kubernetes
+ * answers any YAML it cannot decode. */
+#define API_YAML_BYTES_MAX (2 * API_BODY_MAX)
+#define API_YAML_ALIAS_MAX (1u << 20)
+
+struct MHD_Connection;
+struct MHD_Daemon;
+enum MHD_ConnectionNotificationCode;
+typedef struct wc wc_t;
+
+typedef struct api_view api_view_t; /* rest/rest.h */
+typedef struct api_metrics api_metrics_t; /* apiserver_int.h */
+struct api_req;
+
+/* What a request path names (route.c). */
+typedef enum api_route_kind {
+    API_ROUTE_NONE = 0,
+    API_ROUTE_ROOT,       /* /: the paths served */
+    API_ROUTE_HEALTH,     /* /healthz /livez /readyz */
+    API_ROUTE_VERSION,    /* /version */
+    API_ROUTE_API,        /* /api */
+    API_ROUTE_APIS,       /* /apis */
+    API_ROUTE_GROUP,      /* /apis/<g> */
+    API_ROUTE_GROUP_VERSION, /* /api/v1, /apis/<g>/<v> */
+    API_ROUTE_RESOURCE,   /* a resource request */
+    API_ROUTE_OPENAPI,    /* /openapi/v2, /openapi/v3[/...] */
+    API_ROUTE_METRICS,    /* /metrics */
+} api_route_kind_t;
+
+typedef struct api_route {
+    api_route_kind_t kind;
+    char group[64];
+    char version[32];
+    char ns[64];          /* "" when not namespaced or all namespaces */
+    char resource[64];
+    char name[API_NAME_MAX + 1]; /* "" for collections */
+    char sub[32];         /* subresource, "" if none */
+    const api_resource_t *res; /* for API_ROUTE_RESOURCE; NULL if unknown */
+    size_t index;         /* res's index in the view */
+} api_route_t;
+
+/* The TCP listener's front door (http_conn.c: the rules are there). */
+typedef struct api_conns api_conns_t;
+typedef struct api_conns_config {
+    int listen_fd;           /* listening, non-blocking; owned from api_conns_new on */
+    int tls;                 /* the listener speaks TLS */
+    size_t max_connections;  /* all open connections */
+    size_t max_unproven;     /* handed to libmicrohttpd, not yet authenticated */
+    int header_timeout_s;    /* from accept to the first authenticated request */
+} api_conns_config_t;
+typedef struct api_conns_stats {
+    size_t open, gated, unproven;
+    uint64_t overflow_closed; /* closed for a newer connection (a cap) */
+    uint64_t timeout_closed;  /* closed at the header timeout */
+    uint64_t refused;         /* closed at accept: every slot authenticated */
+} api_conns_stats_t;
+/* Create the front door (takes cfg->listen_fd, also on failure). Errors:
+ * KP_EINVAL, KP_EIO, KP_ENOMEM. */
+int api_conns_new(const api_conns_config_t *cfg, api_conns_t **out);
+/* Start accepting; ready connections go to `daemon` (MHD_USE_NO_LISTEN_SOCKET,
+ * notifying api_conns_notify with cs). Errors: KP_ENOMEM. */
+int api_conns_start(api_conns_t *cs, struct MHD_Daemon *daemon);
+/* Stop accepting and close the gated connections (before MHD_stop_daemon). */
+void api_conns_stop(api_conns_t *cs);
+/* After the daemon has stopped. NULL: no-op. */
+void api_conns_free(api_conns_t *cs);
+/* MHD_OPTION_NOTIFY_CONNECTION's callback (cls: the api_conns_t). */
+void api_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                      enum MHD_ConnectionNotificationCode toe);
+/* A request on conn authenticated: it is proven. NULL cs: no-op. */
+void api_conns_prove(api_conns_t *cs, struct MHD_Connection *conn);
+void api_conns_stats(api_conns_t *cs, api_conns_stats_t *out);
+
+/* The server (put together by server.c). */
+struct apiserver {
+    apiserver_config_t cfg;
+    char *admin_token;
+    struct MHD_Daemon *daemon;
+    struct MHD_Daemon *unix_daemon; /* cfg.unix_socket's, or NULL */
+    int port;
+    api_conns_t *conns;     /* the TCP listener's unproven connections */
+    pthread_mutex_t mu;
+    size_t inflight;        /* read-only requests being served (watches not counted) */
+    size_t inflight_mutating;
+    size_t watches;         /* open over `listen` (cfg.max_watches) */
+    size_t watches_local;   /* open over unix_socket (cfg.max_watches_local) */
+    int stopping;
+    wc_t **caches;          /* one per built-in resource, same index */
+    api_view_t *view;       /* the current view (guarded by mu), a reference */
+    struct crd_ctl *crd;    /* the CRD controller (crd.c) */
+    struct as_ctl *apiservices; /* the APIService controller (apiservice.c) */
+    pthread_mutex_t metrics_mu; /* held while the source below is used */
+    int (*metrics_fn)(void *arg, char **text);
+    void *metrics_arg;
+    api_metrics_t *metrics;
+    struct api_schema *schema; /* the API's type facts (schema.h), immutable */
+    struct api_alloc *alloc;   /* Services' ClusterIPs and NodePorts (alloc.h) */
+    /* Validating admission of every create, set when the server is put
+     * together (NamespaceLifecycle: kinds/strategy_namespace.c): 0 to go
+     * on, else -1 after replying. NULL: none. */
+    int (*admit_create)(struct api_req *r, const char *name);
+};
+
+/* One request: lives from the first call of the access handler to the reply. */
+/* An in-process request (api_internal()): its query and headers, and where
+ * its reply goes instead of a connection. */
+#define API_INTERNAL_QUERY_MAX 8
+typedef struct api_internal {
+    const char *names[API_INTERNAL_QUERY_MAX], *values[API_INTERNAL_QUERY_MAX];
+    size_t nquery;
+    const char *manager; /* the User-Agent (field manager) */
+    buf_t out;           /* the reply's body */
+} api_internal_t;
+
+typedef struct api_req {
+    apiserver_t *srv;
+    struct MHD_Connection *conn; /* NULL for an in-process request */
+    api_internal_t *internal;    /* only for an in-process request */
+    const char *method;     /* borrowed from libmicrohttpd */
+    const char *path;
+    buf_t body;
+    int body_too_large;
+    int authenticated;      /* a valid bearer token came with the headers */
+    int replied;
+    int code;               /* HTTP status of the reply */
+    int64_t start_ns;       /* monotonic, for the latency histogram */
+    api_route_t route;
+    api_view_t *view;       /* the served resources for this request (a reference) */
+    json_t *warnings;       /* Warning header texts (strings), NULL if none */
+    char dup_field[128];    /* a key the JSON body repeats, "" if none */
+    /* Write options from the query (rest_write_options()). */
+    int dry_run;            /* dryRun=All: everything but the store write */
+    int validation;         /* fieldValidation: API_VALIDATE_* */
+    char manager[129];      /* fieldManager, else the User-Agent's product */
+    int applying;           /* server-side apply: managedFields are done */
+} api_req_t;
+
+enum { API_VALIDATE_IGNORE = 0, API_VALIDATE_WARN = 1, API_VALIDATE_STRICT = 2 };
+
+/* Add `Warning: 299 - "<text>"` to the reply (kubectl prints it). */
+void api_warn(api_req_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Query parameter (NULL if absent); borrowed for the request's life. */
+const char *api_query(api_req_t *r, const char *name);
+/* Header value (NULL if absent). */
+const char *api_header(api_req_t *r, const char *name);
+
+/* Replies (http.c): each takes or copies its body, see there. */
+int api_reply_json(api_req_t *r, int code, json_t *doc);            /* steals doc */
+int api_reply_bytes(api_req_t *r, int code, const char *ctype, const char *body,
+                    size_t len);                                    /* copies */
+int api_reply_take(api_req_t *r, int code, const char *ctype, char *body,
+                   size_t len); /* takes body (malloc'd): freed with free() when sent */
+/* The same with more headers: `hdrs` is NULL or name, value pairs ending with
+ * a NULL name (copied); a Cache-Control among them replaces the default
+ * "no-cache, private". */
+int api_reply_take_with(api_req_t *r, int code, const char *ctype, char *body, size_t len,
+                        const char *const *hdrs);
+/* A Kubernetes Status for `rc` (status.c maps the code): `fmt` is the message. */
+int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A Status with an explicit HTTP code and reason. */
+int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *details,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A chunked streaming reply: `next` is called (on the connection's thread, may
+ * block) to produce the next piece into `out`; returning 0 with out->len == 0
+ * ends the stream. `free_fn` releases `arg` when the connection is done. */
+int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
+                     void (*free_fn)(void *arg));
+/* The same with another Content-Type (a protobuf watch). */
+int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, buf_t *out),
+                        void *arg, void (*free_fn)(void *arg));
+/* Whether r came in on the Unix socket (the in-process components). */
+int api_req_local(api_req_t *r);
+/* The socket of r's connection, or -1. It stays open at least until the
+ * free_fn of r's stream reply has returned: until then, shutdown() of it
+ * from any thread closes a stream whose client stopped reading (its thread
+ * waits in libmicrohttpd for the socket then, where no reader runs). */
+int api_req_socket(api_req_t *r);
+
+/* (server.c) An in-process request through the normal handling of resource requests
+ * (routing, strategies, admission, managedFields, the watch cache, the
+ * store), without HTTP or authentication: for the API server's own
+ * controllers, which must write as clients do. `path` may carry a query
+ * ("?propagationPolicy=Background": names and values taken as they are, at
+ * most API_INTERNAL_QUERY_MAX, no %-decoding); `body` (borrowed, NULL: none)
+ * is sent as JSON; `manager` names the field manager. *code gets the HTTP
+ * code (0 if nothing answered), *out (may be NULL) the reply parsed (a new
+ * reference, NULL if not JSON). Watches and streams are not for it (500).
+ * Any thread but a request's. Errors: KP_ENOMEM, KP_EINVAL (path too long or
+ * too many query parameters). */
+int api_internal(apiserver_t *s, const char *method, const char *path, const json_t *body,
+                 const char *manager, int *code, json_t **out);
+
+#endif
