@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/http/http.h"
 #include "apiserver/schema/schema.h"
 #include "lib/yamljson.h"
 

@@ -11,7 +11,7 @@ kp_start --nodes 3 --no-controllers
 k() { "$KUBECTL" "$@"; }
 CM_PIDS=()
 stop_cms() { for p in "${CM_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
-trap 'rc=$?; set +e; stop_cms; kp_cleanup $rc' EXIT
+trap 'rc=$?; set +e; stop_cms; [ $rc -ne 0 ] && tail -n 20 "$KP_DIR"/cm-*.log; kp_cleanup $rc' EXIT
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 P1=$(port); P2=$(port)
@@ -41,7 +41,15 @@ k create deployment web --image=nginx --replicas=5 >/dev/null
 k rollout status deploy/web --timeout=60s >/dev/null
 
 echo "--- kill -9 the leader: the other takes over within the lease"
-kill -KILL "$LEADER"
+if ! kill -KILL "$LEADER" 2>/dev/null; then
+  # A leader that could not renew within its 2 s deadline (a machine loaded
+  # far beyond its cores) exits by itself, as kube-controller-manager does;
+  # the takeover below must happen all the same. Anything else is a failure.
+  log=$(cat "$KP_DIR"/cm-*.log)
+  grep -q "leadership lost: exiting" <<<"$log" ||
+    fail "the leader exited before it was killed: $(tail -n 20 <<<"$log")"
+  echo "the leader had already given up its lease (renew deadline missed under load)"
+fi
 t0=$(date +%s.%N)
 for _ in $(seq 100); do [ "$(leading "$OTHER")" = 1 ] && break; sleep 0.1; done
 t1=$(date +%s.%N)
