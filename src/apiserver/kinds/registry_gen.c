@@ -6,6 +6,7 @@
 #include "apiserver/schema/strategy.h"
 
 extern const api_strategy_t api_strategy_apiservice;
+extern const api_strategy_t api_strategy_binding;
 extern const api_strategy_t api_strategy_certificatesigningrequest;
 extern const api_strategy_t api_strategy_clusterrole;
 extern const api_strategy_t api_strategy_clusterrolebinding;
@@ -69,6 +70,21 @@ static const char *const fields_certificates_k8s_io_certificatesigningrequests[]
     "spec.signerName", NULL};
 
 const api_resource_t api_registry_table[] = {
+    {
+        .group = "",
+        .version = "v1",
+        .resource = "bindings",
+        .singular = "binding",
+        .kind = "Binding",
+        .list_kind = "BindingList",
+        .namespaced = 1,
+        .short_names = {NULL},
+        .categories = {NULL},
+        .verbs = API_V_CREATE,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_binding,
+    },
     {
         .group = "",
         .version = "v1",

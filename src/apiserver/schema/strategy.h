@@ -129,6 +129,15 @@ typedef struct api_strategy {
 
     /* The kind's own subresources (NULL: none). */
     const api_sub_t *subs;
+
+    /* A resource with no objects of its own in the store (Kubernetes' REST
+     * storage that is not a registry Store: the namespace-level bindings,
+     * componentstatuses). When set, every request for the resource itself
+     * comes here instead of the generic verbs, once the dispatch (rest.c)
+     * checked that the row lists the verb asked for (else 405) and answered
+     * the write options; subresources still go to `subs`. Replies exactly
+     * once; returns 0 or what the api_reply_*() returned. */
+    int (*serve)(struct api_req *r);
 } api_strategy_t;
 
 /* The subresource `name` of strategy `st` (may be NULL), or NULL. */
