@@ -10,6 +10,7 @@ extern const api_strategy_t api_strategy_binding;
 extern const api_strategy_t api_strategy_certificatesigningrequest;
 extern const api_strategy_t api_strategy_clusterrole;
 extern const api_strategy_t api_strategy_clusterrolebinding;
+extern const api_strategy_t api_strategy_componentstatus;
 extern const api_strategy_t api_strategy_configmap;
 extern const api_strategy_t api_strategy_cronjob;
 extern const api_strategy_t api_strategy_csidriver;
@@ -84,6 +85,21 @@ const api_resource_t api_registry_table[] = {
         .subresources = 0,
         .field_selectors = NULL,
         .strategy = &api_strategy_binding,
+    },
+    {
+        .group = "",
+        .version = "v1",
+        .resource = "componentstatuses",
+        .singular = "componentstatus",
+        .kind = "ComponentStatus",
+        .list_kind = "ComponentStatusList",
+        .namespaced = 0,
+        .short_names = {"cs"},
+        .categories = {NULL},
+        .verbs = API_V_GET | API_V_LIST,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_componentstatus,
     },
     {
         .group = "",
