@@ -104,6 +104,16 @@ int apiserver_port(const apiserver_t *s);
 void apiserver_set_metrics_source(apiserver_t *s, int (*fn)(void *arg, char **text),
                                   void *arg);
 
+/* Whether a component run beside the API server in this process is running,
+ * for componentstatuses (kinds/strategy_componentstatus.c): fn(arg, name),
+ * name "scheduler" or "controller-manager", answers 1 (running), 0 (not
+ * running) or -1 (not run in this process); it must be quick (it runs under
+ * a lock) and thread-safe. Whatever fn says, a Lease in kube-system held and
+ * renewed in time also counts. NULL fn removes it; once this returns, fn is
+ * no longer called. */
+void apiserver_set_component_probe(apiserver_t *s, int (*fn)(void *arg, const char *name),
+                                   void *arg);
+
 /* Stop accepting, end open watches, wait for requests in flight, free. */
 void apiserver_stop(apiserver_t *s);
 

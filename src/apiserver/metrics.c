@@ -20,8 +20,6 @@
 
 #include "apiserver/http/http.h"
 #include "apiserver/rest/rest.h"
-#include "apiserver/http/http.h"
-#include "apiserver/rest/rest.h"
 #include "apiserver/apiserver_int.h"
 #include "lib/buf.h"
 #include "lib/err.h"

@@ -509,6 +509,15 @@ void apiserver_set_metrics_source(apiserver_t *s, int (*fn)(void *arg, char **te
     pthread_mutex_unlock(&s->metrics_mu);
 }
 
+void apiserver_set_component_probe(apiserver_t *s, int (*fn)(void *arg, const char *name),
+                                   void *arg)
+{
+    pthread_mutex_lock(&s->metrics_mu);
+    s->component_fn = fn;
+    s->component_arg = arg;
+    pthread_mutex_unlock(&s->metrics_mu);
+}
+
 void apiserver_stop(apiserver_t *s)
 {
     if (!s) return;

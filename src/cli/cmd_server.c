@@ -124,6 +124,11 @@ static int components_metrics(void *arg, char **text)
     return cli_components_metrics(arg, text);
 }
 
+static int components_running(void *arg, const char *name)
+{
+    return cli_components_running(arg, name);
+}
+
 /* Long options without a short letter (node lifecycle and admission). */
 enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_TOL_NOT_READY,
        OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE, OPT_MAX_INFLIGHT, OPT_MAX_MUTATING, OPT_MAX_CONNS,
@@ -418,12 +423,14 @@ static int serve(const char *cmd, int argc, char **argv)
             return cli_fail(rc, "starting components");
         }
         apiserver_set_metrics_source(api, components_metrics, comps);
+        apiserver_set_component_probe(api, components_running, comps);
     }
 
     int sig = 0;
     sigwait(&stop, &sig);
     log_info("server", "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     apiserver_set_metrics_source(api, NULL, NULL);
+    apiserver_set_component_probe(api, NULL, NULL);
     cli_components_stop(comps);
     kc_client_free(client);
     apiserver_stop(api);

@@ -292,6 +292,16 @@ int cli_components_healthy(cli_components_t *cc)
     return 1;
 }
 
+int cli_components_running(cli_components_t *cc, const char *name)
+{
+    if (!cc) return -1;
+    if (!strcmp(name, "controller-manager"))
+        return cc->o.controllers ? __atomic_load_n(&cc->cm_running, __ATOMIC_ACQUIRE) : -1;
+    if (!strcmp(name, "scheduler"))
+        return cc->o.scheduler ? __atomic_load_n(&cc->sched_running, __ATOMIC_ACQUIRE) : -1;
+    return -1;
+}
+
 static int add_text(buf_t *b, char *text)
 {
     int rc = text ? buf_append(b, text, strlen(text)) : 0;

@@ -48,6 +48,10 @@ void cli_components_stop(cli_components_t *cc); /* stops and frees */
 int cli_components_metrics(cli_components_t *cc, char **text);
 /* 1 when every component asked for is running (leading, or not electing). */
 int cli_components_healthy(cli_components_t *cc);
+/* Is the component `name` ("scheduler", "controller-manager") running here:
+ * 1 (leading, or not electing), 0 (asked for, not running: another holds
+ * its Lease), -1 (not run by cc; cc may be NULL). Any thread. */
+int cli_components_running(cli_components_t *cc, const char *name);
 
 /* Go-style duration ("15s", "500ms", "1m30s", "2h") in milliseconds; -1 if
  * malformed. */

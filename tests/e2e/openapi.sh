@@ -25,7 +25,7 @@ import json, sys
 d = json.load(sys.stdin)
 for r in d["resources"]:
     if "/" not in r["name"]:
-        print(d["groupVersion"], r["name"], r["kind"], r["namespaced"])'
+        print(d["groupVersion"], r["name"], r["kind"], r["namespaced"], ",".join(r["verbs"]))'
 done)
 printf '%s\n' "$kinds" >"$KP_DIR/kinds.txt"
 expect_match "kinds" "$kinds" "apps/v1 deployments Deployment True"
@@ -65,22 +65,31 @@ for name, d in defs.items():
     for gvk in d.get("x-kubernetes-group-version-kind", []):
         by_gvk.setdefault((gvk["group"], gvk["version"], gvk["kind"]), name)
 for line in open(sys.argv[2]):
-    gv, res, kind, ns = line.split()
+    gv, res, kind, ns, verbs = line.split()
+    verbs = verbs.split(",")
     group, _, version = gv.rpartition("/")
     name = by_gvk.get((group, version, kind))
     assert name, "no definition for %s %s" % (gv, kind)
     assert "properties" in defs[name] and defs[name]["type"] == "object", name
     prefix = "/apis/" + gv if group else "/api/" + gv
     coll = prefix + ("/namespaces/{namespace}/" if ns == "True" else "/") + res
-    item = paths[coll + "/{name}"]
     want = {"group": group, "kind": kind, "version": version}
-    for method, action in (("get", "get"), ("put", "put"), ("patch", "patch"),
-                           ("delete", "delete")):
-        op = item[method]
-        assert op["x-kubernetes-group-version-kind"] == want, (coll, method)
-        assert op["x-kubernetes-action"] == action, (coll, method)
-    assert paths[coll]["get"]["x-kubernetes-action"] == "list"
-    assert paths[coll]["post"]["x-kubernetes-action"] == "post"
+    # Exactly the operations of the verbs discovery lists (bindings: create
+    # only; componentstatuses: get and list).
+    for path, method, action, verb in ((coll, "get", "list", "list"),
+                                       (coll, "post", "post", "create"),
+                                       (coll + "/{name}", "get", "get", "get"),
+                                       (coll + "/{name}", "put", "put", "update"),
+                                       (coll + "/{name}", "patch", "patch", "patch"),
+                                       (coll + "/{name}", "delete", "delete", "delete")):
+        op = paths.get(path, {}).get(method)
+        assert (op is not None) == (verb in verbs), (path, method, verbs)
+        if op:
+            assert op["x-kubernetes-group-version-kind"] == want, (path, method)
+            assert op["x-kubernetes-action"] == action, (path, method)
+    if "patch" not in verbs:
+        continue
+    item = paths[coll + "/{name}"]
     for method in ("put", "patch"):
         names = {p.get("name") for p in item[method]["parameters"]}
         assert {"body", "dryRun", "fieldManager", "fieldValidation"} <= names, (coll, names)
@@ -147,11 +156,14 @@ for node, k, v in walk(doc):
         assert len(node) == 1, "a $ref with siblings: %s" % node
 smp = "application/strategic-merge-patch+json"
 for line in open(sys.argv[2]):
-    gv, res, kind, ns = line.split()
+    gv, res, kind, ns, verbs = line.split()
     if ("apis/" if "/" in gv else "api/") + gv != key:
         continue
     group, _, version = gv.rpartition("/")
     want = {"group": group, "kind": kind, "version": version}
+    assert any(want in s.get("x-kubernetes-group-version-kind", []) for s in schemas.values())
+    if "patch" not in verbs.split(","):
+        continue
     coll = "/" + key + ("/namespaces/{namespace}/" if ns == "True" else "/") + res
     patch = paths[coll + "/{name}"]["patch"]
     assert patch["x-kubernetes-group-version-kind"] == want, coll

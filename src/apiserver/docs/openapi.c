@@ -441,6 +441,7 @@ typedef struct op_def {
     int body, reply;
     unsigned codes;
     const signed char *params; /* P_END-terminated */
+    unsigned needs;            /* the row's verb (API_V_*) it is listed for */
 } op_def_t;
 
 static const signed char list_params[] = {P_BOOKMARKS, P_CONTINUE, P_FIELDSEL, P_LABELSEL,
@@ -454,18 +455,21 @@ static const signed char deletecoll_params[] = {
     P_PROPAGATION, P_RV,  P_RVMATCH, P_INITIAL, P_TIMEOUT, P_END};
 static const signed char no_params[] = {P_END};
 
-static const op_def_t op_list = {"get", "list", "list", BODY_NONE, REPLY_LIST, C200, list_params};
+static const op_def_t op_list = {"get", "list", "list", BODY_NONE, REPLY_LIST, C200, list_params,
+                                 API_V_LIST};
 static const op_def_t op_create = {"post", "post", "create", BODY_OBJECT, REPLY_OBJECT,
-                                   C200 | C201 | C202, write_params};
+                                   C200 | C201 | C202, write_params, API_V_CREATE};
 static const op_def_t op_deletecoll = {"delete", "deletecollection", "deleteCollection",
-                                       BODY_DELETE, REPLY_STATUS, C200, deletecoll_params};
-static const op_def_t op_read = {"get", "get", "read", BODY_NONE, REPLY_OBJECT, C200, no_params};
+                                       BODY_DELETE, REPLY_STATUS, C200, deletecoll_params,
+                                       API_V_DELETECOLLECTION};
+static const op_def_t op_read = {"get", "get", "read", BODY_NONE, REPLY_OBJECT, C200, no_params,
+                                 API_V_GET};
 static const op_def_t op_replace = {"put", "put", "replace", BODY_OBJECT, REPLY_OBJECT,
-                                    C200 | C201, write_params};
+                                    C200 | C201, write_params, API_V_UPDATE};
 static const op_def_t op_patch = {"patch", "patch", "patch", BODY_PATCH, REPLY_OBJECT,
-                                  C200 | C201, patch_params};
+                                  C200 | C201, patch_params, API_V_PATCH};
 static const op_def_t op_delete = {"delete", "delete", "delete", BODY_DELETE, REPLY_STATUS,
-                                   C200 | C202, delete_params};
+                                   C200 | C202, delete_params, API_V_DELETE};
 
 static const char *const patch_types[] = {
     "application/json-patch+json", "application/merge-patch+json",
@@ -611,19 +615,35 @@ static void group_camel(const char *group, char *out, size_t n)
     out[w] = '\0';
 }
 
-/* The kind's definitions, then its paths. */
+/* The operations of `ops` (NULL-terminated) whose verb r's row lists, into
+ * `out` (room for every one and the NULL); how many. */
+static size_t served_ops(const api_resource_t *r, const op_def_t *const *ops,
+                         const op_def_t **out)
+{
+    size_t n = 0;
+    for (; *ops; ops++)
+        if (r->verbs & (*ops)->needs) out[n++] = *ops;
+    out[n] = NULL;
+    return n;
+}
+
+/* The kind's definitions, then the paths of the verbs it serves (a
+ * create-only or read-only resource has only those, as in Kubernetes). */
 static void add_resource(gen_t *g, const api_resource_t *r)
 {
-    char kind_def[NAME_LEN], list_def[NAME_LEN];
+    char kind_def[NAME_LEN], list_def[NAME_LEN] = "";
     const char *kn = NULL, *ln = NULL;
+    int lists = (r->verbs & API_V_LIST) != 0; /* else there may be no List kind */
     int builtin = !r->crd_schema &&
                   api_schema_kind(g->schema, r->group, r->version, r->kind, &kn) &&
-                  api_schema_kind(g->schema, r->group, r->version, r->list_kind, &ln);
+                  (!lists || api_schema_kind(g->schema, r->group, r->version, r->list_kind, &ln));
     if (builtin) {
         snprintf(kind_def, sizeof kind_def, "%s", kn);
-        snprintf(list_def, sizeof list_def, "%s", ln);
         need(g, kind_def);
-        need(g, list_def);
+        if (lists) {
+            snprintf(list_def, sizeof list_def, "%s", ln);
+            need(g, list_def);
+        }
     } else {
         crd_def_name(r->group, r->version, r->kind, kind_def, sizeof kind_def);
         crd_def_name(r->group, r->version, r->list_kind, list_def, sizeof list_def);
@@ -661,11 +681,12 @@ static void add_resource(gen_t *g, const api_resource_t *r)
     static const op_def_t *const sub_ops[] = {&op_read, &op_replace, &op_patch, NULL};
     static const op_def_t *const all_ops[] = {&op_list, NULL};
 
+    const op_def_t *sel[8];
     name_fmt(id, sizeof id, "%s%s%s%s", camel, version, scope, r->kind);
-    add_path(g, coll, &t, coll_ops, cpp, id);
+    if (served_ops(r, coll_ops, sel)) add_path(g, coll, &t, sel, cpp, id);
     name_fmt(item, sizeof item, "%s/{name}", coll);
-    add_path(g, item, &t, item_ops, ipp, id);
-    if (r->namespaced) {
+    if (served_ops(r, item_ops, sel)) add_path(g, item, &t, sel, ipp, id);
+    if (r->namespaced && lists) {
         char all[NAME_LEN + 64];
         name_fmt(all, sizeof all, "%s/%s", prefix, r->resource);
         name_fmt(id, sizeof id, "%s%s%sForAllNamespaces", camel, version, r->kind);

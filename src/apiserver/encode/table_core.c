@@ -223,7 +223,37 @@ static void row_quota(json_t *row, json_t *cells, const json_t *o, int64_t now)
     cell_sb(cells, &lim);
 }
 
+/* Kubernetes' printComponentStatus: the Healthy condition as Healthy or
+ * Unhealthy (Unknown without one), its message and error. */
+static const api_table_col_t cs_cols[] = {
+    COL_NAME,
+    C("Status", "string", "Status of the component conditions"),
+    C("Message", "string", "Message of the component conditions"),
+    C("Error", "string", "Error of the component conditions"),
+};
+
+static void row_cs(json_t *row, json_t *cells, const json_t *o, int64_t now)
+{
+    (void)row;
+    (void)now;
+    const char *status = "Unknown", *msg = "", *err = "";
+    const json_t *conds = jget(o, "conditions");
+    for (size_t i = 0; i < json_array_size(conds); i++) {
+        const json_t *c = json_array_get(conds, i);
+        if (strcmp(jstr(c, "type"), "Healthy")) continue;
+        status = !strcmp(jstr(c, "status"), "True") ? "Healthy" : "Unhealthy";
+        msg = jstr(c, "message");
+        err = jstr(c, "error");
+        break;
+    }
+    cell_name(cells, o);
+    cell_str(cells, status);
+    cell_str(cells, msg);
+    cell_str(cells, err);
+}
+
 const api_table_printer_t api__table_printers_core[] = {
+    PRINTER("", "componentstatuses", cs_cols, row_cs),
     PRINTER("", "podtemplates", podtemplate_cols, row_podtemplate),
     PRINTER("", "replicationcontrollers", rc_cols, row_rc),
     PRINTER("", "persistentvolumes", pv_cols, row_pv),

@@ -125,9 +125,11 @@ struct apiserver {
     api_view_t *view;       /* the current view (guarded by mu), a reference */
     struct crd_ctl *crd;    /* the CRD controller (crd.c) */
     struct as_ctl *apiservices; /* the APIService controller (apiservice.c) */
-    pthread_mutex_t metrics_mu; /* held while the source below is used */
+    pthread_mutex_t metrics_mu; /* held while a source below is used */
     int (*metrics_fn)(void *arg, char **text);
     void *metrics_arg;
+    int (*component_fn)(void *arg, const char *name); /* apiserver_set_component_probe */
+    void *component_arg;
     api_metrics_t *metrics;
     struct api_schema *schema; /* the API's type facts (schema.h), immutable */
     struct api_alloc *alloc;   /* Services' ClusterIPs and NodePorts (alloc.h) */

@@ -6,9 +6,11 @@
 #include "apiserver/schema/strategy.h"
 
 extern const api_strategy_t api_strategy_apiservice;
+extern const api_strategy_t api_strategy_binding;
 extern const api_strategy_t api_strategy_certificatesigningrequest;
 extern const api_strategy_t api_strategy_clusterrole;
 extern const api_strategy_t api_strategy_clusterrolebinding;
+extern const api_strategy_t api_strategy_componentstatus;
 extern const api_strategy_t api_strategy_configmap;
 extern const api_strategy_t api_strategy_cronjob;
 extern const api_strategy_t api_strategy_csidriver;
@@ -69,6 +71,36 @@ static const char *const fields_certificates_k8s_io_certificatesigningrequests[]
     "spec.signerName", NULL};
 
 const api_resource_t api_registry_table[] = {
+    {
+        .group = "",
+        .version = "v1",
+        .resource = "bindings",
+        .singular = "binding",
+        .kind = "Binding",
+        .list_kind = "BindingList",
+        .namespaced = 1,
+        .short_names = {NULL},
+        .categories = {NULL},
+        .verbs = API_V_CREATE,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_binding,
+    },
+    {
+        .group = "",
+        .version = "v1",
+        .resource = "componentstatuses",
+        .singular = "componentstatus",
+        .kind = "ComponentStatus",
+        .list_kind = "ComponentStatusList",
+        .namespaced = 0,
+        .short_names = {"cs"},
+        .categories = {NULL},
+        .verbs = API_V_GET | API_V_LIST,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_componentstatus,
+    },
     {
         .group = "",
         .version = "v1",

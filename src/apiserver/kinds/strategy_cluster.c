@@ -6,9 +6,9 @@
  * what an update keeps, and the checks of pkg/apis/{scheduling,node,
  * autoscaling,certificates}/validation with their field paths and messages.
  *
- * Not here: PriorityClass's "only one globalDefault" (Kubernetes' Priority
- * admission plugin reads the other classes; a hook has no store read yet),
- * and a CSR's requester: Kubernetes copies the request's user into
+ * PriorityClass's "only one globalDefault" is Kubernetes' Priority admission
+ * (admission_priority.c, the strategy's admission hook). Not here: a CSR's
+ * requester: Kubernetes copies the request's user into
  * spec.username/uid/groups/extra, which no strategy hook can see, so
  * prepare_create writes kplane's admin user as a placeholder.
  *
@@ -84,6 +84,7 @@ static void priorityclass_validate(const json_t *pc, const json_t *old, json_t *
 const api_strategy_t api_strategy_priorityclass = {
     .defaults = priorityclass_defaults,
     .validate = priorityclass_validate,
+    .admission = api_priority_admit_class,
 };
 
 /* ---- RuntimeClass ---- */

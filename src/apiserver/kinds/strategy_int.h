@@ -141,6 +141,13 @@ void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unrea
  * else -1 after replying (404, or 403 NamespaceTerminating). */
 int api_namespace_admit_create(struct api_req *r, const char *name);
 
+/* Kubernetes' Priority admission (admission_priority.c), the strategy's
+ * admission hook (strategy.h) of pods and of PriorityClasses: a pod's
+ * spec.priority and preemptionPolicy from its priorityClassName or the
+ * globalDefault class; at most one globalDefault class. */
+int api_priority_admit_pod(struct api_req *r, json_t *pod, const json_t *old, const char *name);
+int api_priority_admit_class(struct api_req *r, json_t *pc, const json_t *old, const char *name);
+
 /* The pod subresources' handlers (api_sub_t.handler): POST pods/binding
  * and POST pods/eviction (strategy_pod_sub.c), GET pods/log
  * (strategy_pod_log.c). */

@@ -487,6 +487,7 @@ const api_strategy_t api_strategy_pod = {
     .prepare_create = pod_prepare_create,
     .defaults = pod_defaults,
     .admit = pod_admit,
+    .admission = api_priority_admit_pod,
     .validate = pod_validate,
     .graceful = pod_graceful,
     .subs = pod_subs,

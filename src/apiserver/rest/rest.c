@@ -667,6 +667,20 @@ static int do_list(api_req_t *r)
 
 /* ---- dispatch ---- */
 
+/* The verb (API_V_*) a request for a resource itself asks for; 0: none. */
+static unsigned request_verb(api_req_t *r)
+{
+    const char *m = r->method;
+    if (!*r->route.name) {
+        if (!strcmp(m, "GET")) return rest_query_bool(r, "watch") ? API_V_WATCH : API_V_LIST;
+        if (!strcmp(m, "POST")) return API_V_CREATE;
+        return !strcmp(m, "DELETE") ? API_V_DELETECOLLECTION : 0;
+    }
+    if (!strcmp(m, "GET")) return API_V_GET;
+    if (!strcmp(m, "PUT")) return API_V_UPDATE;
+    if (!strcmp(m, "PATCH")) return API_V_PATCH;
+    return !strcmp(m, "DELETE") ? API_V_DELETE : 0;
+}
 
 int api_serve_resource(api_req_t *r)
 {
@@ -690,6 +704,14 @@ int api_serve_resource(api_req_t *r)
                                     "the server could not find the requested resource");
         if (sub == API_SUB_SCALE) return rest_scale(r);
         if (own) return own->handler(r);
+    }
+    /* A resource without objects of its own serves its verbs itself. */
+    const api_strategy_t *st = rt->res->strategy;
+    if (st && st->serve && !*rt->sub) {
+        if (rt->res->verbs & request_verb(r)) return st->serve(r);
+        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
+                                "the server does not allow this method on the requested "
+                                "resource");
     }
 
     /* The verbs the resource serves (namespaces, as in Kubernetes, are

@@ -185,6 +185,7 @@ static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const ch
         const api_ctx_t c = {.srv = r->srv, .dry_run = r->dry_run};
         st->admit(&c, obj, old);
     }
+    if (st && st->admission && !r->route.sub[0] && st->admission(r, obj, old, name)) return -1;
     if (res->crd_schema) api_crd_prune_and_default(res->crd_schema, obj);
     json_t *causes = json_array();
     validate_metadata(obj, causes);

@@ -46,10 +46,11 @@ typedef struct api_sub {
  * or NULL: the generic behaviour). All hooks run on the request's thread,
  * on objects the request owns; none may keep a pointer past the call.
  *
- * Order on create:  prepare_create -> defaults -> admit -> validate
- *                   -> write_begin -> store write -> write_end
+ * Order on create:  prepare_create -> defaults -> admit -> admission
+ *                   -> validate -> write_begin -> store write -> write_end
  * Order on update:  (server metadata and status kept) -> prepare_update
- *                   -> defaults -> admit -> validate -> write_begin -> ...
+ *                   -> defaults -> admit -> admission -> validate
+ *                   -> write_begin -> ...
  * On delete:        delete_refused; then finalizing / graceful decide whether
  *                   the object is marked (deletionTimestamp, delete_mark) or
  *                   removed (then deleted). */
@@ -76,6 +77,13 @@ typedef struct api_strategy {
     /* Mutating admission of the main resource, after defaulting (pods:
      * DefaultTolerationSeconds). `old` is NULL on create. */
     void (*admit)(const api_ctx_t *c, json_t *obj, const json_t *old);
+    /* Admission that reads other objects and may refuse the write (the
+     * admission plugins of one kind: Priority for pods and PriorityClasses),
+     * after admit, on create and update of the main resource, dry runs
+     * included: it may change obj; 0 to go on, or -1 after replying
+     * (Kubernetes' admission refusals are 403 Forbidden). `name` is the
+     * object's; `old` is NULL on create. */
+    int (*admission)(struct api_req *r, json_t *obj, const json_t *old, const char *name);
     void (*validate)(const json_t *obj, const json_t *old, json_t *causes);
 
     /* Side effects outside the object, as Kubernetes' REST wrappers make them
@@ -129,6 +137,15 @@ typedef struct api_strategy {
 
     /* The kind's own subresources (NULL: none). */
     const api_sub_t *subs;
+
+    /* A resource with no objects of its own in the store (Kubernetes' REST
+     * storage that is not a registry Store: the namespace-level bindings,
+     * componentstatuses). When set, every request for the resource itself
+     * comes here instead of the generic verbs, once the dispatch (rest.c)
+     * checked that the row lists the verb asked for (else 405) and answered
+     * the write options; subresources still go to `subs`. Replies exactly
+     * once; returns 0 or what the api_reply_*() returned. */
+    int (*serve)(struct api_req *r);
 } api_strategy_t;
 
 /* The subresource `name` of strategy `st` (may be NULL), or NULL. */
