@@ -1,7 +1,7 @@
 /*
  * test_strategy_cluster.c -- PriorityClasses, RuntimeClasses,
  * HorizontalPodAutoscalers (autoscaling/v2) and CertificateSigningRequests
- * (src/apiserver/strategy_cluster.c) against Kubernetes' validation and
+ * (src/apiserver/kinds/strategy_cluster.c, strategy_csr.c) against
  * defaults: each rule with a good and a bad object.
  */
 #include <setjmp.h>

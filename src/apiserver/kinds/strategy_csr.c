@@ -1,0 +1,397 @@
+/*
+ * strategy_csr.c -- certificates.k8s.io/v1 CertificateSigningRequests:
+ * Kubernetes' three strategies for them (pkg/registry/certificates/
+ * certificates/strategy.go) and the checks of pkg/apis/certificates/
+ * validation.
+ *
+ * Who may change what (the invariant this file keeps):
+ *   1. The main resource changes neither spec nor status (only metadata);
+ *      the spec never changes after create.
+ *   2. The status subresource (the signer's) changes status.certificate and
+ *      the conditions other than Approved and Denied; approval conditions
+ *      come from the stored object, whatever the request says.
+ *   3. The approval subresource (PUT .../approval, `kubectl certificate
+ *      approve|deny`) changes only the Approved and Denied conditions; the
+ *      other conditions and the certificate come from the stored object.
+ *   4. Approved and Denied exclude each other, each appears at most once
+ *      with status "True" (as Failed), and no update removes an Approved,
+ *      Denied or Failed condition. Stored objects already breaking a rule
+ *      (written before it) may keep doing so, as Kubernetes tolerates.
+ *   Conditions without lastUpdateTime get the write's time; without
+ *   lastTransitionTime, the stored one of the same type and status, else now.
+ *
+ * Not here: a CSR's requester. Kubernetes copies the request's user into
+ * spec.username/uid/groups/extra, which no strategy hook can see, so
+ * prepare_create writes kplane's admin user as a placeholder. Nor the
+ * checks of a status write (status.certificate PEM, not replaced once set):
+ * the status path has no validation hook yet; rule 2 holds by preparation.
+ *
+ * Pure functions of their arguments (the subresource handler runs on its
+ * request's thread): safe from any thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiserver/apiserver_int.h"
+#include "lib/base64.h"
+#include "lib/err.h"
+#include "apiserver/rest/rest_int.h"
+#include "apiserver/schema/strategy.h"
+#include "apiserver/kinds/strategy_int.h"
+
+/* ---- CertificateSigningRequest ---- */
+
+/* The request's user is not reachable from a hook: kplane's admin (the
+ * user its generated token authenticates) stands in. */
+static void csr_prepare_create(json_t *csr)
+{
+    json_t *spec = api_json_child(csr, "spec");
+    json_object_set_new(csr, "status", json_object());
+    json_object_set_new(spec, "username", json_string("admin"));
+    json_object_set_new(spec, "groups", json_pack("[s, s]", "system:masters",
+                                                  "system:authenticated"));
+    json_object_del(spec, "uid");
+    json_object_del(spec, "extra");
+}
+
+/* Updates of the main resource change neither spec nor status. */
+static void csr_prepare_update(json_t *csr, const json_t *old)
+{
+    json_t *spec = json_deep_copy(json_object_get(old, "spec"));
+    if (spec) json_object_set_new(csr, "spec", spec);
+}
+
+static const char *const csr_usages[] = {
+    "any",           "cert sign",        "client auth",      "code signing",
+    "content commitment", "crl sign",    "data encipherment", "decipher only",
+    "digital signature", "email protection", "encipher only", "ipsec end system",
+    "ipsec tunnel",  "ipsec user",       "key agreement",    "key encipherment",
+    "microsoft sgc", "netscape sgc",     "ocsp signing",     "s/mime",
+    "server auth",   "signing",          "timestamping",     NULL};
+
+/* The request is base64 (a []byte) holding a PEM "CERTIFICATE REQUEST". */
+static void check_csr_request(const json_t *req, json_t *causes)
+{
+    const char *b64 = json_string_value(req);
+    size_t n = b64 ? strlen(b64) : 0, len = 0;
+    char *pem = n ? malloc(n) : NULL;
+    int ok = pem && !base64_decode(b64, n, pem, n, &len);
+    if (ok) {
+        pem[len < n ? len : n - 1] = '\0';
+        ok = strstr(pem, "-----BEGIN CERTIFICATE REQUEST-----") &&
+             strstr(pem, "-----END CERTIFICATE REQUEST-----");
+    }
+    free(pem);
+    if (!ok)
+        api_cause(causes, "FieldValueInvalid", "spec.request",
+                  "Invalid value: []byte{...}: PEM block type must be CERTIFICATE REQUEST");
+}
+
+static void check_signer_name(const json_t *v, json_t *causes)
+{
+    const char *s = json_string_value(v), *f = "spec.signerName";
+    char domain[300], err[600];
+    if (!s || !*s) {
+        api__required(causes, f, "");
+        return;
+    }
+    const char *slash = strchr(s, '/');
+    if (!slash || strchr(slash + 1, '/')) {
+        api__invalid(causes, f, v,
+                     "must be a fully qualified domain and path of the form "
+                     "'example.com/signer-name'");
+        return;
+    }
+    snprintf(domain, sizeof domain, "%.*s", (int)(slash - s), s);
+    json_t *dv = json_string(domain), *pv = json_string(slash + 1);
+    int labels = 1;
+    for (const char *p = domain; *p; p++)
+        labels += *p == '.';
+    for (char *p = domain, *dot; p; p = dot ? dot + 1 : NULL) {
+        dot = strchr(p, '.');
+        if (dot) *dot = '\0';
+        const char *bad = api_name_invalid(p, 1);
+        if (dot) *dot = '.';
+        if (!bad) continue;
+        snprintf(err, sizeof err, "validating label \"%.*s\": %s",
+                 (int)(dot ? (size_t)(dot - p) : strlen(p)), p, bad);
+        api__invalid(causes, f, dv, err);
+        break;
+    }
+    if (labels < 2)
+        api__invalid(causes, f, dv, "should be a domain with at least two segments separated by dots");
+    const char *bad = api_name_invalid(slash + 1, 0);
+    if (bad) api__invalid(causes, f, pv, bad);
+    json_decref(dv);
+    json_decref(pv);
+}
+
+static void csr_validate(const json_t *csr, const json_t *old, json_t *causes)
+{
+    const json_t *spec = json_object_get(csr, "spec");
+    if (old) {
+        /* prepare_update keeps the spec; where the write path does not call
+         * it, a changed spec is refused rather than stored. */
+        if (!api_json_same(spec, json_object_get(old, "spec")))
+            api__invalid(causes, "spec", spec, "field is immutable");
+        return;
+    }
+    check_csr_request(json_object_get(spec, "request"), causes);
+    const json_t *signer = json_object_get(spec, "signerName");
+    check_signer_name(signer, causes);
+    if (!strcmp(api_json_str(spec, "signerName"), "kubernetes.io/legacy-unknown"))
+        api__invalid(causes, "spec.signerName", signer,
+                     "the legacy signerName is not allowed via this API version");
+    const json_t *usages = json_object_get(spec, "usages");
+    if (!json_array_size(usages)) api__required(causes, "spec.usages", "usages must be provided");
+    size_t i, j;
+    json_t *u, *w;
+    json_array_foreach(usages, i, u) {
+        char f[64];
+        snprintf(f, sizeof f, "spec.usages[%zu]", i);
+        if (!api__in(json_string_value(u), csr_usages)) {
+            api__not_supported(causes, f, u, csr_usages);
+            continue;
+        }
+        json_array_foreach(usages, j, w) {
+            if (j >= i) break;
+            if (json_equal(u, w)) {
+                api_cause(causes, "FieldValueDuplicate", f, "Duplicate value: \"%s\"",
+                          json_string_value(u));
+                break;
+            }
+        }
+    }
+    const json_t *exp = json_object_get(spec, "expirationSeconds");
+    if (json_is_integer(exp) && json_integer_value(exp) < 600)
+        api__invalid(causes, "spec.expirationSeconds", exp,
+                     "may not specify a duration less than 600 seconds (10 minutes)");
+}
+
+/* ---- conditions (rules 2 to 4) ---- */
+
+static const char *cond_type(const json_t *c)
+{
+    const char *t = json_string_value(json_object_get(c, "type"));
+    return t ? t : "";
+}
+
+static int is_approval(const json_t *c)
+{
+    const char *t = cond_type(c);
+    return !strcmp(t, "Approved") || !strcmp(t, "Denied");
+}
+
+static const json_t *conditions_of(const json_t *csr)
+{
+    return json_object_get(json_object_get(csr, "status"), "conditions");
+}
+
+static size_t count_type(const json_t *csr, const char *type)
+{
+    size_t i, n = 0;
+    json_t *c;
+    json_array_foreach(conditions_of(csr), i, c) n += !strcmp(cond_type(c), type);
+    return n;
+}
+
+/* Kubernetes' populateConditionTimestamps (the end of rule 4). */
+static void stamp_conditions(json_t *conds, const json_t *old, const char *now)
+{
+    size_t i, j;
+    json_t *c, *o;
+    json_array_foreach(conds, i, c) {
+        if (!json_is_object(c)) continue;
+        const char *u = json_string_value(json_object_get(c, "lastUpdateTime"));
+        if (!u || !*u) json_object_set_new(c, "lastUpdateTime", json_string(now));
+        const char *t = json_string_value(json_object_get(c, "lastTransitionTime"));
+        if (t && *t) continue;
+        const char *was = now;
+        json_array_foreach(conditions_of(old), j, o) {
+            const char *ot = json_string_value(json_object_get(o, "lastTransitionTime"));
+            if (ot && *ot && !strcmp(cond_type(o), cond_type(c)) &&
+                json_equal(json_object_get(o, "status"), json_object_get(c, "status"))) {
+                was = ot;
+                break;
+            }
+        }
+        json_object_set_new(c, "lastTransitionTime", json_string(was));
+    }
+}
+
+int api_csr_merge_conditions(json_t *dst, const json_t *req, const json_t *old, int approval)
+{
+    json_t *out = json_array();
+    if (!out) return KP_ENOMEM;
+    size_t i;
+    json_t *c;
+    int rc = 0;
+    json_array_foreach(conditions_of(old), i, c)
+        if (is_approval(c) != approval && json_array_append_new(out, json_deep_copy(c))) rc = KP_ENOMEM;
+    json_array_foreach(conditions_of(req), i, c)
+        if (is_approval(c) == approval && json_array_append_new(out, json_deep_copy(c))) rc = KP_ENOMEM;
+    /* A copy: dst's status may be shared with old (the generic update
+     * keeps the stored status by reference). */
+    const json_t *was = json_object_get(dst, "status");
+    json_t *status = json_is_object(was) ? json_copy((json_t *)was) : json_object();
+    if (!status || json_object_set_new(dst, "status", status)) rc = KP_ENOMEM;
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
+    char now[32];
+    api_now_rfc3339(now);
+    stamp_conditions(out, old, now);
+    if (json_array_size(out)) return json_object_set_new(status, "conditions", out) ? KP_ENOMEM : 0;
+    json_decref(out); /* omitempty */
+    json_object_del(status, "conditions");
+    return 0;
+}
+
+/* What `old` already breaks, an update may keep breaking (Kubernetes'
+ * getValidationOptions). */
+#define TOL_EMPTY 1u
+#define TOL_BOTH  2u
+#define TOL_DUP   4u
+
+static unsigned tolerated(const json_t *old)
+{
+    unsigned t = 0;
+    size_t i, j;
+    json_t *c, *d;
+    json_array_foreach(conditions_of(old), i, c) {
+        if (!*cond_type(c)) t |= TOL_EMPTY;
+        json_array_foreach(conditions_of(old), j, d) {
+            if (j >= i) break;
+            if (!strcmp(cond_type(c), cond_type(d))) t |= TOL_DUP;
+        }
+    }
+    if (count_type(old, "Approved") && count_type(old, "Denied")) t |= TOL_BOTH;
+    return t;
+}
+
+void api_csr_validate_conditions(const json_t *csr, const json_t *old, json_t *causes)
+{
+    static const char *const true_only[] = {"True", NULL};
+    static const char *const any_status[] = {"False", "True", "Unknown", NULL};
+    unsigned tol = old ? tolerated(old) : 0;
+    int approved = 0, denied = 0;
+    size_t i, j;
+    json_t *c, *d;
+    json_array_foreach(conditions_of(csr), i, c) {
+        char ft[64], fs[64];
+        snprintf(ft, sizeof ft, "status.conditions[%zu].type", i);
+        snprintf(fs, sizeof fs, "status.conditions[%zu].status", i);
+        const char *t = cond_type(c);
+        if (!*t && !(tol & TOL_EMPTY)) api__required(causes, ft, "");
+        const json_t *sv = json_object_get(c, "status");
+        const char *st = json_string_value(sv);
+        int must_be_true = !strcmp(t, "Approved") || !strcmp(t, "Denied") || !strcmp(t, "Failed");
+        if (!st || !*st) api__required(causes, fs, "");
+        else if (!api__in(st, must_be_true ? true_only : any_status))
+            api__not_supported(causes, fs, sv, must_be_true ? true_only : any_status);
+        if (!(tol & TOL_BOTH)) {
+            int clash = (!strcmp(t, "Approved") && denied) || (!strcmp(t, "Denied") && approved);
+            approved |= !strcmp(t, "Approved");
+            denied |= !strcmp(t, "Denied");
+            if (clash)
+                api__invalid(causes, ft, json_object_get(c, "type"),
+                             "Approved and Denied conditions are mutually exclusive");
+        }
+        if (tol & TOL_DUP) continue;
+        json_array_foreach(conditions_of(csr), j, d) {
+            if (j >= i) break;
+            if (!strcmp(cond_type(d), t)) {
+                api_cause(causes, "FieldValueDuplicate", ft, "Duplicate value: \"%s\"", t);
+                break;
+            }
+        }
+    }
+    if (!old) return;
+    static const char *const kept[] = {"Approved", "Denied", "Failed", NULL};
+    for (const char *const *k = kept; *k; k++) {
+        if (count_type(csr, *k) >= count_type(old, *k)) continue;
+        char why[96];
+        snprintf(why, sizeof why, "updates may not remove a condition of type \"%s\"", *k);
+        api__forbidden(causes, "status.conditions", why);
+    }
+}
+
+/* The status subresource (rule 2). */
+static void csr_prepare_status_update(json_t *csr, const json_t *old)
+{
+    /* Out of memory leaves the request's conditions, approval ones
+     * included: put the stored ones back rather than store those. */
+    if (api_csr_merge_conditions(csr, csr, old, 0)) {
+        json_t *st = json_object_get(csr, "status");
+        json_t *was = json_deep_copy(conditions_of(old));
+        if (json_is_object(st) && was) json_object_set_new(st, "conditions", was);
+        else json_decref(was);
+    }
+}
+
+/* ---- certificatesigningrequests/NAME/approval (rule 3) ---- */
+
+static json_t *make_approval(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
+{
+    json_t *in = arg;
+    if (rest_parse_rv(rest_meta_str(in, "resourceVersion"), pre)) {
+        api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
+        return NULL;
+    }
+    /* The main resource's update: metadata from the request, spec and
+     * status kept (rule 1); then the request's approval conditions. */
+    json_t *out = rest_merge_for_write(r, cur, in);
+    if (!out) return NULL;
+    json_t *causes = json_array();
+    if (!causes || api_csr_merge_conditions(out, in, cur, 1)) {
+        json_decref(causes);
+        json_decref(out);
+        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        return NULL;
+    }
+    api_csr_validate_conditions(out, cur, causes);
+    const api_resource_t *res = r->route.res;
+    int bad = rest_reply_causes(r, res->group, res->kind, r->route.name, causes);
+    json_decref(causes);
+    if (bad) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+static int approval_sub(api_req_t *r)
+{
+    if (!strcmp(r->method, "GET")) {
+        json_t *csr;
+        int64_t rev;
+        if (rest_load_route(r, &csr, &rev)) return 0;
+        return rest_reply_object(r, 200, csr, rev);
+    }
+    if (strcmp(r->method, "PUT"))
+        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
+                                "the server does not allow this method on the requested resource");
+    json_t *in;
+    int rc = rest_body_object(r, &in);
+    if (rc || !in) return rc;
+    if (!rest_check_type(r, in) && !rest_check_url_name(r, in))
+        rc = rest_update_loop(r, make_approval, in, NULL);
+    json_decref(in);
+    return rc;
+}
+
+static const char *const approval_verbs[] = {"get", "update", NULL};
+static const api_sub_t csr_subs[] = {
+    {"approval", NULL, NULL, NULL, approval_verbs, approval_sub},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+const api_strategy_t api_strategy_certificatesigningrequest = {
+    .prepare_create = csr_prepare_create,
+    .prepare_update = csr_prepare_update,
+    .validate = csr_validate,
+    .prepare_status_update = csr_prepare_status_update,
+    .subs = csr_subs,
+};
