@@ -81,6 +81,43 @@ k certificate deny bob
 expect_eq "bob's conditions" "$(cond_types bob)" "Denied"
 expect_match "condition column" "$(k get csr bob --no-headers)" 'Denied'
 
+echo "--- the signer issues jane's certificate; it verifies against the cluster CA"
+kp_wait_for "jane's certificate" 20 has_cert jane
+k get csr jane -o jsonpath='{.status.certificate}' | base64 -d >"$W/jane.crt"
+expect_match "openssl verify" "$(openssl verify -CAfile "$KP_DIR/data/ca.crt" "$W/jane.crt" 2>&1)" \
+  ': OK$'
+subject=$(openssl x509 -in "$W/jane.crt" -noout -subject -nameopt RFC2253)
+expect_match "subject" "$subject" 'CN=jane'
+expect_match "subject" "$subject" 'O=dev'
+expect_match "client auth" "$(openssl x509 -in "$W/jane.crt" -noout -ext extendedKeyUsage)" \
+  'TLS Web Client Authentication'
+# expirationSeconds 86400: one day (notBefore is backdated 5 minutes, the
+# end is not for a certificate under 8 hours only).
+nb=$(date -d "$(openssl x509 -in "$W/jane.crt" -noout -startdate | cut -d= -f2)" +%s)
+na=$(date -d "$(openssl x509 -in "$W/jane.crt" -noout -enddate | cut -d= -f2)" +%s)
+expect_eq "lifetime" "$((na - nb))" 86400
+expect_match "condition column" "$(k get csr jane --no-headers)" 'Approved,Issued'
+# The key matches the certificate.
+expect_eq "public key" "$(openssl x509 -in "$W/jane.crt" -noout -pubkey)" \
+  "$(openssl pkey -in "$W/jane.key" -pubout)"
+
+echo "--- a denied CSR gets no certificate"
+has_cert bob && fail "bob got a certificate"
+
+echo "--- a usage the signer refuses: Failed, SignerValidationFailure"
+openssl req -new -newkey rsa:2048 -nodes -keyout "$W/srv.key" -subj "/CN=srv" \
+  -out "$W/srv.csr" 2>/dev/null
+sed -e "s/name: jane/name: srv/" -e "s/- client auth/- server auth/" \
+  -e "s|request: .*|request: $(base64 -w0 <"$W/srv.csr")|" "$W/jane.yaml" | k create -f -
+k certificate approve srv
+failed() { [ "$(cond_types srv)" = "Approved Failed" ]; }
+kp_wait_for "srv's Failed condition" 20 failed
+expect_eq "reason" "$(k get csr srv -o jsonpath='{.status.conditions[1].reason}')" \
+  SignerValidationFailure
+expect_eq "message" "$(k get csr srv -o jsonpath='{.status.conditions[1].message}')" \
+  "invalid usage for client certificate: server auth"
+has_cert srv && fail "srv got a certificate"
+
 echo "--- an approval is not taken back"
 out=$(kp_curl PUT /apis/certificates.k8s.io/v1/certificatesigningrequests/jane/approval \
   -H 'Content-Type: application/json' \
