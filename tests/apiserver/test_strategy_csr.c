@@ -96,6 +96,53 @@ static void test_rules(void **state)
     expect_causes(CONDS(APPROVED "," APPROVED), CONDS(APPROVED "," APPROVED), "");
 }
 
+extern const api_strategy_t api_strategy_certificatesigningrequest;
+
+/* The status subresource's checks of csr updating old. */
+static void expect_status_causes(const char *csr, const char *old, const char *want)
+{
+    json_t *c = J(csr), *o = J(old), *causes = json_array();
+    api_strategy_certificatesigningrequest.validate_status(c, o, causes);
+    const char *got = json_array_size(causes)
+                          ? json_string_value(json_object_get(json_array_get(causes, 0), "message"))
+                          : "";
+    char full[1024];
+    snprintf(full, sizeof full, "%s%s%s",
+             json_array_size(causes) ? json_string_value(json_object_get(json_array_get(causes, 0),
+                                                                         "field"))
+                                     : "",
+             json_array_size(causes) ? ": " : "", got);
+    if (strcmp(full, want) || json_array_size(causes) > 1)
+        fail_msg("%s (old %s): got '%s' (%zu causes), want '%s'", csr, old, full,
+                 json_array_size(causes), want);
+    json_decref(causes);
+    json_decref(c);
+    json_decref(o);
+}
+
+#define CERT(b64) "{'metadata':{'name':'c'},'status':{'certificate':'" b64 "'}}"
+#define NONE "{'metadata':{'name':'c'}}"
+#define PEM_CERT "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+
+static void test_status_rules(void **state)
+{
+    (void)state;
+    expect_status_causes(CERT(PEM_CERT), NONE, "");
+    expect_status_causes(CERT(PEM_CERT), CERT(PEM_CERT), "");
+    expect_status_causes(CERT("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQotLS0tLUJFR0lOIFBSSVZBVEUgS0VZLS0tLS0KTUlJQgotLS0tLUVORCBQUklWQVRFIEtFWS0tLS0tCg=="), NONE,
+                         "status.certificate: Invalid value: \"<certificate data>\": only "
+                         "CERTIFICATE PEM blocks are allowed, found \"PRIVATE KEY\"");
+    expect_status_causes(CERT("aGVsbG8="), NONE,
+                         "status.certificate: Invalid value: \"<certificate data>\": must "
+                         "contain at least one CERTIFICATE PEM block");
+    expect_status_causes(CERT("eA=="), CERT(PEM_CERT),
+                         "status.certificate: Forbidden: updates may not modify existing "
+                         "certificate content");
+    expect_status_causes(CONDS(APPROVED), CONDS(APPROVED "," FAILED),
+                         "status.conditions: Forbidden: updates may not remove a condition of "
+                         "type \"Failed\"");
+}
+
 static const char *cond_field(const json_t *csr, size_t i, const char *f)
 {
     const json_t *c = json_array_get(
@@ -159,6 +206,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_status_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,6 +101,16 @@ expect_match "condition column" "$(k get csr jane --no-headers)" 'Approved,Issue
 expect_eq "public key" "$(openssl x509 -in "$W/jane.crt" -noout -pubkey)" \
   "$(openssl pkey -in "$W/jane.key" -pubout)"
 
+echo "--- the certificate, once issued, cannot be replaced"
+out=$(kp_curl PUT /apis/certificates.k8s.io/v1/certificatesigningrequests/jane/status \
+  -H 'Content-Type: application/json' \
+  -d "$(k get csr jane -o json | python3 -c '
+import json, sys
+o = json.load(sys.stdin); o["status"]["certificate"] = o["status"]["certificate"][4:]; print(json.dumps(o))')" \
+  -w '\n%{http_code}')
+expect_eq "code" "$(tail -n1 <<<"$out")" 422
+expect_match "message" "$out" 'status.certificate: Forbidden: updates may not modify existing certificate content'
+
 echo "--- a denied CSR gets no certificate"
 has_cert bob && fail "bob got a certificate"
 

@@ -20,11 +20,14 @@
  *   Conditions without lastUpdateTime get the write's time; without
  *   lastTransitionTime, the stored one of the same type and status, else now.
  *
+ *   5. status.certificate, once set, never changes; a status write that
+ *      sets it gives one or more PEM CERTIFICATE blocks (and nothing else).
+ *
  * Not here: a CSR's requester. Kubernetes copies the request's user into
  * spec.username/uid/groups/extra, which no strategy hook can see, so
- * prepare_create writes kplane's admin user as a placeholder. Nor the
- * checks of a status write (status.certificate PEM, not replaced once set):
- * the status path has no validation hook yet; rule 2 holds by preparation.
+ * prepare_create writes kplane's admin user as a placeholder. Nor the DER
+ * inside the PEM blocks: Kubernetes parses each certificate; here a block
+ * is taken by its type.
  *
  * Pure functions of their arguments (the subresource handler runs on its
  * request's thread): safe from any thread.
@@ -331,6 +334,56 @@ static void csr_prepare_status_update(json_t *csr, const json_t *old)
     }
 }
 
+/* What is wrong with status.certificate `b64` (base64 of PEM), Kubernetes'
+ * validateCertificate: NULL when it is fine (or empty). */
+static const char *certificate_problem(const char *b64, char *why, size_t n)
+{
+    size_t len = b64 ? strlen(b64) : 0, out = 0;
+    if (!len) return NULL;
+    char *pem = malloc(len + 1);
+    if (!pem) return "out of memory";
+    const char *bad = NULL;
+    if (base64_decode(b64, len, pem, len, &out)) {
+        bad = "must contain at least one CERTIFICATE PEM block";
+    } else {
+        pem[out] = '\0';
+        size_t blocks = 0;
+        for (const char *p = strstr(pem, "-----BEGIN "); p && !bad;
+             p = strstr(p + 1, "-----BEGIN ")) {
+            const char *type = p + 11, *end = strstr(type, "-----");
+            if (!end) break;
+            if ((size_t)(end - type) != 11 || strncmp(type, "CERTIFICATE", 11)) {
+                snprintf(why, n, "only CERTIFICATE PEM blocks are allowed, found \"%.*s\"",
+                         (int)(end - type > 100 ? 100 : end - type), type);
+                bad = why;
+            }
+            blocks++;
+        }
+        if (!bad && !blocks) bad = "must contain at least one CERTIFICATE PEM block";
+    }
+    free(pem);
+    return bad;
+}
+
+/* The status subresource's ValidateUpdate (rules 4 and 5). */
+static void csr_validate_status(const json_t *csr, const json_t *old, json_t *causes)
+{
+    api_csr_validate_conditions(csr, old, causes);
+    const char *now = json_string_value(json_object_get(json_object_get(csr, "status"),
+                                                        "certificate"));
+    const char *was = json_string_value(json_object_get(json_object_get(old, "status"),
+                                                        "certificate"));
+    if (!strcmp(now ? now : "", was ? was : "")) return;
+    if (was && *was) {
+        api__forbidden(causes, "status.certificate",
+                       "updates may not modify existing certificate content");
+        return;
+    }
+    char why[160];
+    const char *bad = certificate_problem(now, why, sizeof why);
+    if (bad) api__invalid_str(causes, "status.certificate", "<certificate data>", bad);
+}
+
 /* ---- certificatesigningrequests/NAME/approval (rule 3) ---- */
 
 static json_t *make_approval(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
@@ -393,5 +446,6 @@ const api_strategy_t api_strategy_certificatesigningrequest = {
     .prepare_update = csr_prepare_update,
     .validate = csr_validate,
     .prepare_status_update = csr_prepare_status_update,
+    .validate_status = csr_validate_status,
     .subs = csr_subs,
 };

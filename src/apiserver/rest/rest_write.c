@@ -577,6 +577,7 @@ static json_t *status_for_write(api_req_t *r, const json_t *cur, json_t *in)
     drop_empty_metadata(in);
     json_t *causes = json_array();
     validate_metadata(in, causes);
+    if (st && st->validate_status) st->validate_status(in, cur, causes);
     if (reply_causes(r, r->route.name, causes)) {
         json_decref(causes);
         json_decref(in);

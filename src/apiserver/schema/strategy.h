@@ -126,6 +126,9 @@ typedef struct api_strategy {
      * `old`; the server's metadata kept): what else a status write may not
      * change (a pod's ownerReferences, a Deployment's labels). */
     void (*prepare_status_update)(json_t *obj, const json_t *old);
+    /* ValidateUpdate of the status subresource (after prepare_status_update
+     * and the metadata checks): appends causes for a 422. */
+    void (*validate_status)(const json_t *obj, const json_t *old, json_t *causes);
 
     /* The kind's own subresources (NULL: none). */
     const api_sub_t *subs;
