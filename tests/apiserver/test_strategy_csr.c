@@ -201,12 +201,41 @@ static void test_merge(void **state)
     json_decref(old);
 }
 
+/* The approval subresource's PrepareForUpdate: the stored status with the
+ * request's approval conditions only. */
+static void test_approval_prepare(void **state)
+{
+    (void)state;
+    const api_sub_t *sub = api_strategy_sub(&api_strategy_certificatesigningrequest, "approval");
+    assert_non_null(sub);
+    assert_null(sub->handler); /* the generic GET, PUT and PATCH serve it */
+    json_t *old = J("{'metadata':{'name':'c'},'status':{'certificate':'eA==','conditions':["
+                    FAILED "]}}");
+    json_t *obj = J("{'metadata':{'name':'c'},'status':{'certificate':'enp6','conditions':["
+                    APPROVED ",{'type':'Signing','status':'True'}]}}");
+    sub->prepare(obj, old);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(obj, "status"),
+                                                          "certificate")), "eA==");
+    assert_int_equal(nconds(obj), 2);
+    assert_string_equal(cond_field(obj, 0, "type"), "Failed");
+    assert_string_equal(cond_field(obj, 1, "type"), "Approved");
+    /* the stored object is not touched */
+    assert_int_equal(nconds(old), 1);
+    json_t *causes = json_array();
+    sub->validate(obj, old, causes);
+    assert_int_equal(json_array_size(causes), 0);
+    json_decref(causes);
+    json_decref(obj);
+    json_decref(old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_status_rules),
+        cmocka_unit_test(test_approval_prepare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,6 +128,22 @@ expect_eq "message" "$(k get csr srv -o jsonpath='{.status.conditions[1].message
   "invalid usage for client certificate: server auth"
 has_cert srv && fail "srv got a certificate"
 
+echo "--- a merge patch of the approval subresource approves; of the main resource, not"
+csr pat pat
+kp_curl PATCH /apis/certificates.k8s.io/v1/certificatesigningrequests/pat \
+  -H 'Content-Type: application/merge-patch+json' \
+  -d '{"status":{"conditions":[{"type":"Approved","status":"True"}]}}' >/dev/null
+expect_eq "pat's conditions after a main PATCH" "$(cond_types pat)" ""
+out=$(kp_curl PATCH /apis/certificates.k8s.io/v1/certificatesigningrequests/pat/approval \
+  -H 'Content-Type: application/merge-patch+json' \
+  -d '{"status":{"conditions":[{"type":"Approved","status":"True","reason":"Patched"}]}}' \
+  -w '\n%{http_code}')
+expect_eq "code" "$(tail -n1 <<<"$out")" 200
+expect_eq "pat's conditions" "$(cond_types pat)" "Approved"
+expect_match "GET approval" "$(kp_curl GET /apis/certificates.k8s.io/v1/certificatesigningrequests/pat/approval)" \
+  '"reason":"Patched"'
+kp_wait_for "pat's certificate" 20 has_cert pat
+
 echo "--- an approval is not taken back"
 out=$(kp_curl PUT /apis/certificates.k8s.io/v1/certificatesigningrequests/jane/approval \
   -H 'Content-Type: application/json' \

@@ -29,17 +29,15 @@
  * inside the PEM blocks: Kubernetes parses each certificate; here a block
  * is taken by its type.
  *
- * Pure functions of their arguments (the subresource handler runs on its
- * request's thread): safe from any thread.
+ * Pure functions of their arguments: safe from any thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "apiserver/apiserver_int.h"
+#include "apiserver/schema/object.h"
 #include "lib/base64.h"
 #include "lib/err.h"
-#include "apiserver/rest/rest_int.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 
@@ -384,61 +382,34 @@ static void csr_validate_status(const json_t *csr, const json_t *old, json_t *ca
     if (bad) api__invalid_str(causes, "status.certificate", "<certificate data>", bad);
 }
 
-/* ---- certificatesigningrequests/NAME/approval (rule 3) ---- */
+/* ---- certificatesigningrequests/NAME/approval (rule 3) ----
+ * Served by the generic GET, PUT and PATCH as a status-like subresource
+ * (strategy.h): metadata from the request, spec kept; here the stored
+ * status with the request's Approved/Denied conditions. */
 
-static json_t *make_approval(api_req_t *r, const json_t *cur, void *arg, int64_t *pre)
+static void csr_prepare_approval(json_t *csr, const json_t *old)
 {
-    json_t *in = arg;
-    if (rest_parse_rv(rest_meta_str(in, "resourceVersion"), pre)) {
-        api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion");
-        return NULL;
-    }
-    /* The main resource's update: metadata from the request, spec and
-     * status kept (rule 1); then the request's approval conditions. */
-    json_t *out = rest_merge_for_write(r, cur, in);
-    if (!out) return NULL;
-    json_t *causes = json_array();
-    if (!causes || api_csr_merge_conditions(out, in, cur, 1)) {
-        json_decref(causes);
-        json_decref(out);
-        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
-        return NULL;
-    }
-    api_csr_validate_conditions(out, cur, causes);
-    const api_resource_t *res = r->route.res;
-    int bad = rest_reply_causes(r, res->group, res->kind, r->route.name, causes);
-    json_decref(causes);
-    if (bad) {
-        json_decref(out);
-        return NULL;
-    }
-    return out;
+    json_t *req = json_pack("{s:O*}", "status", json_object_get(csr, "status"));
+    const json_t *was = json_object_get(old, "status");
+    json_t *st = json_is_object(was) ? json_deep_copy(was) : json_object();
+    /* Out of memory: never the request's status; a lost condition is then
+     * refused by the validation (rule 4). */
+    if (st) json_object_set_new(csr, "status", st);
+    else json_object_del(csr, "status");
+    if (req && st) api_csr_merge_conditions(csr, req, old, 1);
+    json_decref(req);
 }
 
-static int approval_sub(api_req_t *r)
+static void csr_validate_approval(const json_t *csr, const json_t *old, json_t *causes)
 {
-    if (!strcmp(r->method, "GET")) {
-        json_t *csr;
-        int64_t rev;
-        if (rest_load_route(r, &csr, &rev)) return 0;
-        return rest_reply_object(r, 200, csr, rev);
-    }
-    if (strcmp(r->method, "PUT"))
-        return api_reply_status(r, 405, "MethodNotAllowed", NULL,
-                                "the server does not allow this method on the requested resource");
-    json_t *in;
-    int rc = rest_body_object(r, &in);
-    if (rc || !in) return rc;
-    if (!rest_check_type(r, in) && !rest_check_url_name(r, in))
-        rc = rest_update_loop(r, make_approval, in, NULL);
-    json_decref(in);
-    return rc;
+    api_csr_validate_conditions(csr, old, causes);
 }
 
-static const char *const approval_verbs[] = {"get", "update", NULL};
+static const char *const approval_verbs[] = {"get", "patch", "update", NULL};
 static const api_sub_t csr_subs[] = {
-    {"approval", NULL, NULL, NULL, approval_verbs, approval_sub},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"approval", NULL, NULL, NULL, approval_verbs, NULL, csr_prepare_approval,
+     csr_validate_approval},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 const api_strategy_t api_strategy_certificatesigningrequest = {
