@@ -40,7 +40,6 @@
 
 #include "controllers/controller.h"
 #include "controllers/csrsigning_int.h"
-#include "controllers/ctrl_util.h"
 #include "lib/base64.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -280,7 +279,7 @@ static const struct {
     {"microsoft sgc", "1.3.6.1.4.1.311.10.3.3"},
     {"netscape sgc", "2.16.840.1.113730.4.1"},
 };
-#define NEXT (sizeof ext_usages / sizeof ext_usages[0])
+#define N_EXT_USAGES (sizeof ext_usages / sizeof ext_usages[0])
 
 static int has_usage(const json_t *usages, const char *u)
 {
@@ -307,7 +306,7 @@ static int fill_cert(gnutls_x509_crt_t crt, gnutls_x509_crq_t crq, const json_t 
     for (size_t i = 0; i < sizeof key_usages / sizeof key_usages[0]; i++)
         if (has_usage(usages, key_usages[i].usage)) bits |= key_usages[i].bit;
     if (bits && gnutls_x509_crt_set_key_usage(crt, bits)) return KP_EIO;
-    for (size_t i = 0; i < NEXT; i++) {
+    for (size_t i = 0; i < N_EXT_USAGES; i++) {
         if (!has_usage(usages, ext_usages[i].usage)) continue;
         int dup = 0; /* s/mime and email protection are one OID */
         for (size_t j = 0; j < i; j++)
