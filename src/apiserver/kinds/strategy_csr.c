@@ -10,18 +10,18 @@
  *   2. The status subresource (the signer's) changes status.certificate and
  *      the conditions other than Approved and Denied; approval conditions
  *      come from the stored object, whatever the request says.
- *   3. The approval subresource (PUT .../approval, `kubectl certificate
- *      approve|deny`) changes only the Approved and Denied conditions; the
- *      other conditions and the certificate come from the stored object.
+ *   3. The approval subresource (PUT or PATCH .../approval, `kubectl
+ *      certificate approve|deny`) changes only the Approved and Denied
+ *      conditions (and metadata); the other conditions and the certificate
+ *      come from the stored object.
  *   4. Approved and Denied exclude each other, each appears at most once
  *      with status "True" (as Failed), and no update removes an Approved,
  *      Denied or Failed condition. Stored objects already breaking a rule
  *      (written before it) may keep doing so, as Kubernetes tolerates.
- *   Conditions without lastUpdateTime get the write's time; without
- *   lastTransitionTime, the stored one of the same type and status, else now.
- *
  *   5. status.certificate, once set, never changes; a status write that
  *      sets it gives one or more PEM CERTIFICATE blocks (and nothing else).
+ *   Conditions without lastUpdateTime get the write's time; without
+ *   lastTransitionTime, the stored one of the same type and status, else now.
  *
  * Not here: a CSR's requester. Kubernetes copies the request's user into
  * spec.username/uid/groups/extra, which no strategy hook can see, so
