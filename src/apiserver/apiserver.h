@@ -149,9 +149,12 @@ typedef struct apiserver_tls {
     char *ca_pem;
     char *cert_pem;
     char *key_pem;
+    char *ca_key_pem; /* DIR/ca.key, the CA's key (csrsigning signs with it);
+                         NULL when unreadable: nothing is signed then */
 } apiserver_tls_t;
 
-/* Load DIR/ca.crt, DIR/server.crt and DIR/server.key, creating them on first
+/* Load DIR/ca.crt, DIR/server.crt, DIR/server.key (and DIR/ca.key when
+ * readable), creating them on first
  * use: a self-signed CA and a server certificate it signs for 127.0.0.1, ::1,
  * localhost and `host`. Free with apiserver_tls_free(). Errors: KP_EIO. */
 int apiserver_tls_load(const char *data_dir, const char *host, apiserver_tls_t *out);

@@ -57,6 +57,11 @@ static void usage(FILE *out, int which)
             col += fprintf(out, "%s%s", n, last ? "" : ",");
         }
         fputc('\n', out);
+        /* Kubernetes' csrsigning needs --cluster-signing-cert-file/-key-file. */
+        fputs("                        (csrsigning runs only in `kplane server`, which gives it\n"
+              "                        its CA, DATA_DIR/ca.crt and ca.key; without a CA it is\n"
+              "                        skipped)\n",
+              out);
     }
     if (which == COMP_CM)
         fputs("  --workers N           workers per controller (default 5)\n"

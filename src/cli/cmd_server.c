@@ -404,6 +404,10 @@ static int serve(const char *cmd, int argc, char **argv)
         co.node_token = token;
     }
     if (in_process) {
+        /* The CA signs approved CSRs in process (csrsigning), as
+         * kube-controller-manager's --cluster-signing-* files would. */
+        co.signing_cert_pem = tls.ca_pem;
+        co.signing_key_pem = tls.ca_key_pem;
         char server[128];
         snprintf(server, sizeof server, "https://%s:%d", host, port);
         kc_config_t kc = {.server = use_sock ? "http://localhost" : server, .token = token,

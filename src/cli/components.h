@@ -34,6 +34,8 @@ typedef struct cli_components_opts {
                                      the components' requests */
     int node_monitor_grace_ms;    /* --node-monitor-grace-period; 0: 40 s */
     int node_monitor_period_ms;   /* --node-monitor-period; 0: 5 s */
+    const char *signing_cert_pem; /* the cluster CA csrsigning signs with (borrowed */
+    const char *signing_key_pem;  /* until stop); NULL: csrsigning does not run */
     int node_lease_s;             /* simulated nodes' --node-lease-duration-seconds
                                      (renewed every quarter of it, as a kubelet); 0: 40 */
 } cli_components_opts_t;

@@ -34,7 +34,9 @@ typedef struct ctrl_ops {
      * Kubernetes' own name differs (e.g. "node-controller"). */
     const char *event_source;
     /* Take the informers it needs (ctrl_informer), add handlers that call
-     * ctrl_enqueue, allocate *self. Called before informers start. */
+     * ctrl_enqueue, allocate *self. Called before informers start.
+     * KP_ENOTFOUND: what it needs is not configured (csrsigning without a
+     * CA); the manager logs that it skips the controller and goes on. */
     int (*init)(ctrl_t *c, void **self);
     /* Bring the object named by key to its wanted state. Returns 0, or an
      * error to retry the key with backoff. Runs on a worker: at most one
@@ -51,6 +53,7 @@ extern const ctrl_ops_t ctrl_statefulset;
 extern const ctrl_ops_t ctrl_nodelifecycle, ctrl_tainteviction;
 extern const ctrl_ops_t ctrl_daemonset;
 extern const ctrl_ops_t ctrl_disruption;
+extern const ctrl_ops_t ctrl_csrsigning;
 
 typedef struct ctrl_manager_config {
     int workers;          /* per controller; 0: 5 */
@@ -62,6 +65,11 @@ typedef struct ctrl_manager_config {
     int node_monitor_period_ms; /* --node-monitor-period; 0: 5 s */
     int discovery_period_ms;    /* how old discovery may get, and the garbage
                                    collector's monitor resync; 0: 30 s */
+    /* The cluster CA that csrsigning signs with, PEM (borrowed for the
+     * manager's lifetime; NULL: csrsigning does not run). Kubernetes'
+     * --cluster-signing-cert-file/--cluster-signing-key-file. */
+    const char *signing_cert_pem, *signing_key_pem;
+    long long signing_duration_s; /* --cluster-signing-duration; 0: one year */
 } ctrl_manager_config_t;
 
 /* A manager over client `c` (borrowed; it must outlive the manager). */

@@ -43,7 +43,8 @@ static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_repl
                                                     &ctrl_job, &ctrl_ttlafterfinished,
                                                     &ctrl_statefulset,
                                                     &ctrl_nodelifecycle, &ctrl_tainteviction,
-                                                    &ctrl_daemonset, &ctrl_disruption};
+                                                    &ctrl_daemonset, &ctrl_disruption,
+                                                    &ctrl_csrsigning};
 
 /* Sync duration histogram bounds, seconds. */
 static const double bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
@@ -250,7 +251,18 @@ int ctrl_manager_start(ctrl_manager_t *m)
         else
             snprintf(component, sizeof component, "%s-controller", ops->name);
         if ((rc = kc_recorder_new(m->client, component, &c->recorder))) return rc;
-        if ((rc = ops->init(c, &c->self))) {
+        if ((rc = ops->init(c, &c->self)) == KP_ENOTFOUND) {
+            /* Not configured (controller.h; init said what is missing). */
+            log_info("controller-manager", "%s: skipped: not configured", ops->name);
+            m->nctrls--;
+            kc_recorder_free(c->recorder);
+            kc_queue_free(c->queue);
+            pthread_mutex_destroy(&c->mu);
+            memset(c, 0, sizeof *c);
+            rc = 0;
+            continue;
+        }
+        if (rc) {
             log_error("controller-manager", "%s: init: %s", ops->name, err_str(rc));
             return rc;
         }

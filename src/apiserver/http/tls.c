@@ -176,6 +176,8 @@ int apiserver_tls_load(const char *data_dir, const char *host, apiserver_tls_t *
             return KP_EIO;
         }
     }
+    snprintf(path, sizeof path, "%s/ca.key", data_dir);
+    out->ca_key_pem = read_all(path);
     return 0;
 }
 
@@ -184,5 +186,6 @@ void apiserver_tls_free(apiserver_tls_t *t)
     free(t->ca_pem);
     free(t->cert_pem);
     free(t->key_pem);
+    free(t->ca_key_pem);
     memset(t, 0, sizeof *t);
 }

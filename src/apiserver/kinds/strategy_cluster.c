@@ -1,16 +1,13 @@
 /*
  * strategy_cluster.c -- cluster-wide policy kinds: scheduling.k8s.io/v1
- * PriorityClasses, node.k8s.io/v1 RuntimeClasses, autoscaling/v2
- * HorizontalPodAutoscalers and certificates.k8s.io/v1
- * CertificateSigningRequests. Kubernetes' defaults, status reset on create,
- * what an update keeps, and the checks of pkg/apis/{scheduling,node,
- * autoscaling,certificates}/validation with their field paths and messages.
+ * PriorityClasses, node.k8s.io/v1 RuntimeClasses and autoscaling/v2
+ * HorizontalPodAutoscalers (certificates.k8s.io's CSRs: strategy_csr.c).
+ * Kubernetes' defaults, status reset on create, what an update keeps, and the
+ * checks of pkg/apis/{scheduling,node,autoscaling}/validation with their
+ * field paths and messages.
  *
  * PriorityClass's "only one globalDefault" is Kubernetes' Priority admission
- * (admission_priority.c, the strategy's admission hook). Not here: a CSR's
- * requester: Kubernetes copies the request's user into
- * spec.username/uid/groups/extra, which no strategy hook can see, so
- * prepare_create writes kplane's admin user as a placeholder.
+ * (admission_priority.c, the strategy's admission hook).
  *
  * Pure functions of their arguments: safe from any thread.
  */
@@ -19,7 +16,6 @@
 #include <string.h>
 
 #include "apiserver/http/http.h"
-#include "lib/base64.h"
 #include "apiserver/schema/selector.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
@@ -350,139 +346,4 @@ const api_strategy_t api_strategy_horizontalpodautoscaler = {
     .prepare_create = hpa_prepare_create,
     .defaults = hpa_defaults,
     .validate = hpa_validate,
-};
-
-/* ---- CertificateSigningRequest ---- */
-
-/* The request's user is not reachable from a hook: kplane's admin (the
- * user its generated token authenticates) stands in. */
-static void csr_prepare_create(json_t *csr)
-{
-    json_t *spec = api_json_child(csr, "spec");
-    json_object_set_new(csr, "status", json_object());
-    json_object_set_new(spec, "username", json_string("admin"));
-    json_object_set_new(spec, "groups", json_pack("[s, s]", "system:masters",
-                                                  "system:authenticated"));
-    json_object_del(spec, "uid");
-    json_object_del(spec, "extra");
-}
-
-/* Updates of the main resource change neither spec nor status. */
-static void csr_prepare_update(json_t *csr, const json_t *old)
-{
-    json_t *spec = json_deep_copy(json_object_get(old, "spec"));
-    if (spec) json_object_set_new(csr, "spec", spec);
-}
-
-static const char *const csr_usages[] = {
-    "any",           "cert sign",        "client auth",      "code signing",
-    "content commitment", "crl sign",    "data encipherment", "decipher only",
-    "digital signature", "email protection", "encipher only", "ipsec end system",
-    "ipsec tunnel",  "ipsec user",       "key agreement",    "key encipherment",
-    "microsoft sgc", "netscape sgc",     "ocsp signing",     "s/mime",
-    "server auth",   "signing",          "timestamping",     NULL};
-
-/* The request is base64 (a []byte) holding a PEM "CERTIFICATE REQUEST". */
-static void check_csr_request(const json_t *req, json_t *causes)
-{
-    const char *b64 = json_string_value(req);
-    size_t n = b64 ? strlen(b64) : 0, len = 0;
-    char *pem = n ? malloc(n) : NULL;
-    int ok = pem && !base64_decode(b64, n, pem, n, &len);
-    if (ok) {
-        pem[len < n ? len : n - 1] = '\0';
-        ok = strstr(pem, "-----BEGIN CERTIFICATE REQUEST-----") &&
-             strstr(pem, "-----END CERTIFICATE REQUEST-----");
-    }
-    free(pem);
-    if (!ok)
-        api_cause(causes, "FieldValueInvalid", "spec.request",
-                  "Invalid value: []byte{...}: PEM block type must be CERTIFICATE REQUEST");
-}
-
-static void check_signer_name(const json_t *v, json_t *causes)
-{
-    const char *s = json_string_value(v), *f = "spec.signerName";
-    char domain[300], err[600];
-    if (!s || !*s) {
-        api__required(causes, f, "");
-        return;
-    }
-    const char *slash = strchr(s, '/');
-    if (!slash || strchr(slash + 1, '/')) {
-        api__invalid(causes, f, v,
-                     "must be a fully qualified domain and path of the form "
-                     "'example.com/signer-name'");
-        return;
-    }
-    snprintf(domain, sizeof domain, "%.*s", (int)(slash - s), s);
-    json_t *dv = json_string(domain), *pv = json_string(slash + 1);
-    int labels = 1;
-    for (const char *p = domain; *p; p++)
-        labels += *p == '.';
-    for (char *p = domain, *dot; p; p = dot ? dot + 1 : NULL) {
-        dot = strchr(p, '.');
-        if (dot) *dot = '\0';
-        const char *bad = api_name_invalid(p, 1);
-        if (dot) *dot = '.';
-        if (!bad) continue;
-        snprintf(err, sizeof err, "validating label \"%.*s\": %s",
-                 (int)(dot ? (size_t)(dot - p) : strlen(p)), p, bad);
-        api__invalid(causes, f, dv, err);
-        break;
-    }
-    if (labels < 2)
-        api__invalid(causes, f, dv, "should be a domain with at least two segments separated by dots");
-    const char *bad = api_name_invalid(slash + 1, 0);
-    if (bad) api__invalid(causes, f, pv, bad);
-    json_decref(dv);
-    json_decref(pv);
-}
-
-static void csr_validate(const json_t *csr, const json_t *old, json_t *causes)
-{
-    const json_t *spec = json_object_get(csr, "spec");
-    if (old) {
-        /* prepare_update keeps the spec; where the write path does not call
-         * it, a changed spec is refused rather than stored. */
-        if (!api_json_same(spec, json_object_get(old, "spec")))
-            api__invalid(causes, "spec", spec, "field is immutable");
-        return;
-    }
-    check_csr_request(json_object_get(spec, "request"), causes);
-    const json_t *signer = json_object_get(spec, "signerName");
-    check_signer_name(signer, causes);
-    if (!strcmp(api_json_str(spec, "signerName"), "kubernetes.io/legacy-unknown"))
-        api__invalid(causes, "spec.signerName", signer,
-                     "the legacy signerName is not allowed via this API version");
-    const json_t *usages = json_object_get(spec, "usages");
-    if (!json_array_size(usages)) api__required(causes, "spec.usages", "usages must be provided");
-    size_t i, j;
-    json_t *u, *w;
-    json_array_foreach(usages, i, u) {
-        char f[64];
-        snprintf(f, sizeof f, "spec.usages[%zu]", i);
-        if (!api__in(json_string_value(u), csr_usages)) {
-            api__not_supported(causes, f, u, csr_usages);
-            continue;
-        }
-        json_array_foreach(usages, j, w) {
-            if (j >= i) break;
-            if (json_equal(u, w)) {
-                api_cause(causes, "FieldValueDuplicate", f, "Duplicate value: \"%s\"",
-                          json_string_value(u));
-                break;
-            }
-        }
-    }
-    const json_t *exp = json_object_get(spec, "expirationSeconds");
-    if (json_is_integer(exp) && json_integer_value(exp) < 600)
-        api__invalid(causes, "spec.expirationSeconds", exp,
-                     "may not specify a duration less than 600 seconds (10 minutes)");
-}
-
-const api_strategy_t api_strategy_certificatesigningrequest = {
-    .prepare_create = csr_prepare_create,
-    .prepare_update = csr_prepare_update,
-    .validate = csr_validate,
 };

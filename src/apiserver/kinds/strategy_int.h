@@ -155,6 +155,15 @@ int api_pod_binding(struct api_req *r);
 int api_pod_eviction(struct api_req *r);
 int api_pod_log(struct api_req *r);
 
+/* A CSR's conditions (strategy_csr.c). merge: dst's status.conditions
+ * become old's conditions not of the approval kind (Approved, Denied) when
+ * `approval`, else of it, then req's of that kind (req may be dst), with
+ * their timestamps filled in. 0 or KP_ENOMEM (dst then unchanged). */
+int api_csr_merge_conditions(json_t *dst, const json_t *req, const json_t *old, int approval);
+/* Kubernetes' condition rules of a CSR `csr` and, with `old` (NULL on
+ * create), of the update from old; appends causes. */
+void api_csr_validate_conditions(const json_t *csr, const json_t *old, json_t *causes);
+
 /* Kubernetes' eviction (canIgnorePDB): a pod that ended (Succeeded,
  * Failed), never started (Pending) or is already being deleted is evicted
  * without consulting its PodDisruptionBudgets: 1 if so. */

@@ -167,8 +167,8 @@ static int finalize_sub(api_req_t *r)
 
 static const char *const update_verbs[] = {"update", NULL};
 static const api_sub_t ns_subs[] = {
-    {"finalize", NULL, NULL, NULL, update_verbs, finalize_sub},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"finalize", NULL, NULL, NULL, update_verbs, finalize_sub, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 const api_strategy_t api_strategy_namespace = {

@@ -476,10 +476,10 @@ static int pod_graceful(const json_t *pod, long long requested, long long *grace
 static const char *const create_verbs[] = {"create", NULL};
 static const char *const get_verbs[] = {"get", NULL};
 static const api_sub_t pod_subs[] = {
-    {"binding", NULL, NULL, "Binding", create_verbs, api_pod_binding},
-    {"log", NULL, NULL, NULL, get_verbs, api_pod_log},
-    {"eviction", "policy", "v1", "Eviction", create_verbs, api_pod_eviction},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"binding", NULL, NULL, "Binding", create_verbs, api_pod_binding, NULL, NULL},
+    {"log", NULL, NULL, NULL, get_verbs, api_pod_log, NULL, NULL},
+    {"eviction", "policy", "v1", "Eviction", create_verbs, api_pod_eviction, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 const api_strategy_t api_strategy_pod = {

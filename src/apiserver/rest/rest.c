@@ -703,7 +703,7 @@ int api_serve_resource(api_req_t *r)
             return api_reply_status(r, 404, "NotFound", NULL,
                                     "the server could not find the requested resource");
         if (sub == API_SUB_SCALE) return rest_scale(r);
-        if (own) return own->handler(r);
+        if (own && own->handler) return own->handler(r);
     }
     /* A resource without objects of its own serves its verbs itself. */
     const api_strategy_t *st = rt->res->strategy;

@@ -561,10 +561,12 @@ static int make_same(json_t *to, const json_t *from, const char *but, const char
 /* A status write, built in `in` (owned), as Kubernetes' status strategies
  * build it: in's status and metadata (but the server's fields, kept by the
  * caller), everything else (spec) made cur's again; then the kind's
- * prepare_status_update. A custom resource's status strategy keeps only the
+ * prepare_status_update and validate_status, or those of its status-like
+ * subresource `own` (NULL: the status subresource). A custom resource's status strategy keeps only the
  * status (and managedFields). resourceVersion is left as in has it: the
  * update loop drops it from what it stores. */
-static json_t *status_for_write(api_req_t *r, const json_t *cur, json_t *in)
+static json_t *status_for_write(api_req_t *r, const json_t *cur, json_t *in,
+                                const api_sub_t *own)
 {
     const api_resource_t *res = r->route.res;
     const api_strategy_t *st = res->strategy;
@@ -574,10 +576,13 @@ static json_t *status_for_write(api_req_t *r, const json_t *cur, json_t *in)
         api_reply_status(r, 500, "InternalError", NULL, "out of memory");
         return NULL;
     }
-    if (st && st->prepare_status_update) st->prepare_status_update(in, cur);
+    if (own) own->prepare(in, cur);
+    else if (st && st->prepare_status_update) st->prepare_status_update(in, cur);
     drop_empty_metadata(in);
     json_t *causes = json_array();
     validate_metadata(in, causes);
+    if (own && own->validate) own->validate(in, cur, causes);
+    else if (!own && st && st->validate_status) st->validate_status(in, cur, causes);
     if (reply_causes(r, r->route.name, causes)) {
         json_decref(causes);
         json_decref(in);
@@ -611,7 +616,10 @@ json_t *rest_merge_for_write_owned(api_req_t *r, const json_t *cur, json_t *in)
         if (v) json_object_set(meta, *k, v);
         else json_object_del(meta, *k);
     }
-    if (!strcmp(r->route.sub, "status")) return status_for_write(r, cur, out);
+    if (!strcmp(r->route.sub, "status")) return status_for_write(r, cur, out, NULL);
+    /* A kind's status-like subresource (strategy.h: api_sub_t.prepare). */
+    const api_sub_t *own = *r->route.sub ? api_strategy_sub(res->strategy, r->route.sub) : NULL;
+    if (own && own->prepare) return status_for_write(r, cur, out, own);
     if (res->subresources & API_SUB_STATUS) {
         json_t *st = json_object_get(cur, "status");
         if (st) json_object_set(out, "status", st);

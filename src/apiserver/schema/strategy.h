@@ -36,8 +36,17 @@ typedef struct api_sub {
     const char *kind;             /* discovery's kind; NULL: the parent's */
     const char *const *verbs;     /* discovery's verbs, NULL-terminated */
     /* Serve the request (r->route.sub is `name`, r->route.name is set):
-     * replies exactly once; returns 0 or what the api_reply_*() returned. */
+     * replies exactly once; returns 0 or what the api_reply_*() returned.
+     * NULL: a status-like subresource (prepare set below) that the generic
+     * GET, PUT and PATCH serve. */
     int (*handler)(struct api_req *r);
+    /* A status-like subresource (certificatesigningrequests/approval): an
+     * update keeps everything but metadata and status from `old`, as the
+     * status subresource does, then prepare (its PrepareForUpdate) and
+     * validate (its ValidateUpdate, appending causes) run instead of
+     * prepare_status_update and validate_status. */
+    void (*prepare)(json_t *obj, const json_t *old);
+    void (*validate)(const json_t *obj, const json_t *old, json_t *causes);
 } api_sub_t;
 
 /* One kind's rules: Kubernetes' registry strategy for it
@@ -134,6 +143,9 @@ typedef struct api_strategy {
      * `old`; the server's metadata kept): what else a status write may not
      * change (a pod's ownerReferences, a Deployment's labels). */
     void (*prepare_status_update)(json_t *obj, const json_t *old);
+    /* ValidateUpdate of the status subresource (after prepare_status_update
+     * and the metadata checks): appends causes for a 422. */
+    void (*validate_status)(const json_t *obj, const json_t *old, json_t *causes);
 
     /* The kind's own subresources (NULL: none). */
     const api_sub_t *subs;

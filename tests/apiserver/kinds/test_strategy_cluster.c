@@ -1,8 +1,8 @@
 /*
  * test_strategy_cluster.c -- PriorityClasses, RuntimeClasses,
  * HorizontalPodAutoscalers (autoscaling/v2) and CertificateSigningRequests
- * (src/apiserver/strategy_cluster.c) against Kubernetes' validation and
- * defaults: each rule with a good and a bad object.
+ * (src/apiserver/kinds/strategy_cluster.c, strategy_csr.c) against Kubernetes'
+ * validation and defaults: each rule with a good and a bad object.
  */
 #include <setjmp.h>
 #include <stdarg.h>
