@@ -83,9 +83,10 @@ out=$("$KPLANE" version) || fail "kplane version exited $?"
 
 step "controller-manager --help lists the controllers --controllers accepts"
 help=$("$KPLANE" controller-manager --help)
-# The names: the lines after "--controllers", up to the next option.
-names=$(sed -n '/--controllers/,/^  --workers/p' <<<"$help" | sed '1d;$d' | tr -d ' \n' |
-    tr ',' ' ')
+# The names: the lines after "--controllers", up to the next option or to
+# a parenthesised note (csrsigning's).
+names=$(sed -n '/--controllers/,/^  --workers/p' <<<"$help" | sed '1d;$d' | sed '/^ *(/,$d' |
+    tr -d ' \n' | tr ',' ' ')
 [[ -n $names ]] || fail "no controllers in: $help"
 for want in replicaset deployment garbagecollector namespace daemonset; do
     grep -qw "$want" <<<"$names" || fail "$want missing from the list: $names"

@@ -38,10 +38,9 @@
  *      honest clients (a thousand watches opened at once) waits its turn
  *      instead of pushing its own members out, while a peer that completes
  *      the handshake and then stalls holds a place for at most the grace
- *      when others wait. The newest ready connection goes
- *      first: in a flood the peers that have waited longest are the
- *      flood's, and a client arriving during it (kubectl) gets the next
- *      free place.
+ *      when others wait. The newest ready connection goes first: in a
+ *      flood the peers that have waited longest are the flood's, and a
+ *      client arriving during it (kubectl) gets the next free place.
  *   3. No connection stays gated or unproven longer than header_timeout
  *      from its accept (Kubernetes' ReadHeaderTimeout, 32 s).
  *
@@ -82,7 +81,7 @@
 typedef enum { CONN_GATED, CONN_READY, CONN_UNPROVEN, CONN_PROVEN, CONN_GONE } conn_state_t;
 
 typedef struct api_conn {
-    struct api_conn *prev, *next; /* in gated or unproven while in that state */
+    struct api_conn *prev, *next; /* in gated, ready or unproven while in that state */
     conn_state_t state;
     int fd;
     int64_t start_ns;  /* accept */
