@@ -695,14 +695,11 @@ int api_serve_resource(api_req_t *r)
     if (strcmp(m, "GET") && rest_write_options(r)) return 0;
     if (*rt->sub) {
         /* The generic status and scale, else the kind's own (strategy.h). */
-        unsigned sub = !strcmp(rt->sub, "status")  ? API_SUB_STATUS
-                       : !strcmp(rt->sub, "scale") ? API_SUB_SCALE
-                                                   : 0;
-        const api_sub_t *own = sub ? NULL : api_strategy_sub(rt->res->strategy, rt->sub);
-        if (!((rt->res->subresources & sub) || own) || !*rt->name)
+        if (!api_resource_serves_sub(rt->res, rt->sub) || !*rt->name)
             return api_reply_status(r, 404, "NotFound", NULL,
                                     "the server could not find the requested resource");
-        if (sub == API_SUB_SCALE) return rest_scale(r);
+        if (!strcmp(rt->sub, "scale")) return rest_scale(r);
+        const api_sub_t *own = api_strategy_sub(rt->res->strategy, rt->sub);
         if (own && own->handler) return own->handler(r);
     }
     /* A resource without objects of its own serves its verbs itself. */

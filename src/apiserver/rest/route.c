@@ -6,13 +6,15 @@
  *   /api/v1                      /apis/G/V
  *   .../R[/NAME[/SUB]]           cluster-scoped, or all namespaces for a list
  *   .../namespaces/NS/R[/NAME[/SUB]]
- *   .../namespaces/NAME[/status|/finalize]   a namespace itself
+ *   .../namespaces/NAME[/SUB]    a namespace itself, SUB one of its
+ *                                subresources (its row and strategy say which)
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "apiserver/http/http.h"
 #include "apiserver/rest/rest.h"
+#include "apiserver/schema/strategy.h"
 #include "lib/err.h"
 
 #define MAX_SEGS 10
@@ -61,7 +63,9 @@ static int parse_resource(const api_view_t *v, api_route_t *rt, char **segs, int
             rt->index = idx;
             return 0;
         }
-        if (n == 3 && strcmp(segs[2], "status") && strcmp(segs[2], "finalize")) {
+        const api_resource_t *outer =
+            n == 3 ? api_view_find(v, rt->group, rt->version, segs[0], NULL) : NULL;
+        if (n == 3 && !(outer && api_resource_serves_sub(outer, segs[2]))) {
             /* namespaces/NS/<unknown resource> */
             set(rt->resource, sizeof rt->resource, segs[2]);
             rt->res = NULL;

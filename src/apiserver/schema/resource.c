@@ -54,3 +54,10 @@ const api_sub_t *api_strategy_sub(const api_strategy_t *st, const char *name)
         if (!strcmp(s->name, name)) return s;
     return NULL;
 }
+
+int api_resource_serves_sub(const api_resource_t *r, const char *name)
+{
+    if (!strcmp(name, "status")) return !!(r->subresources & API_SUB_STATUS);
+    if (!strcmp(name, "scale")) return !!(r->subresources & API_SUB_SCALE);
+    return api_strategy_sub(r->strategy, name) != NULL;
+}

@@ -162,5 +162,9 @@ typedef struct api_strategy {
 
 /* The subresource `name` of strategy `st` (may be NULL), or NULL. */
 const api_sub_t *api_strategy_sub(const api_strategy_t *st, const char *name);
+/* Whether resource `r` serves subresource `name`: the generic status or
+ * scale its row names, else one of its strategy's own. */
+struct api_resource;
+int api_resource_serves_sub(const struct api_resource *r, const char *name);
 
 #endif
