@@ -223,8 +223,9 @@ static void sync_all(as_ctl_t *c)
             write_back(c, l->objs[i]->name, NULL, l->objs[i]->rev);
             continue;
         }
-        json_t *cond = available_condition(c, as);
-        json_t *next = cond ? json_deep_copy(as) : NULL;
+        json_t *cond = available_condition(c, as), *next = NULL;
+        if (cond && !wc_obj_copy(l->objs[i], &next)) /* the whole object, as stored */
+            json_object_del(json_object_get(next, "metadata"), "resourceVersion");
         if (next && set_available(next, cond)) write_back(c, l->objs[i]->name, next, l->objs[i]->rev);
         json_decref(next);
         json_decref(cond);

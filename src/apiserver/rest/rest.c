@@ -282,6 +282,17 @@ int rest_filter_match(const rest_filter_t *f, const json_t *obj)
     return sel_label_match(f->labels, labels) && sel_field_match(f->fields, obj);
 }
 
+int rest_table_add(json_t *t, const api_resource_t *res, const wc_obj_t *o, int include,
+                   int64_t now_s)
+{
+    if (include == API_TABLE_NONE) return api_table_add_row(t, res, o->doc, include, now_s);
+    json_t *view;
+    int rc = wc_obj_view(o, &view);
+    if (!rc) rc = api_table_add_row(t, res, view, (api_table_include_t)include, now_s);
+    json_decref(view);
+    return rc;
+}
+
 /* ---- get ---- */
 
 int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
@@ -297,7 +308,7 @@ int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
     const wc_obj_t *v;
     wc_t *wc = rest_cache(r);
     if (wc && !wc_get(wc, key, &v)) {
-        if (v->rev == kv->mod_rev && (*obj = json_deep_copy(v->doc)))
+        if (v->rev == kv->mod_rev && !wc_obj_copy(v, obj))
             json_object_del(json_object_get(*obj, "metadata"), "resourceVersion"); /* as stored */
         wc_obj_unref(v);
     }
@@ -452,12 +463,14 @@ static void sink_free(list_sink_t *s)
     s->table = NULL;
 }
 
-/* Append one item: its object (with resourceVersion) and that object's JSON. */
-static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const char *json,
-                          size_t len)
+/* Append one item: a whole object (with resourceVersion) and its JSON, or
+ * (doc NULL) the cached version `o`. */
+static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const wc_obj_t *o,
+                    const char *json, size_t len)
 {
     if (s->table) {
-        int rc = api_table_add_row(s->table, r->route.res, doc, s->include, s->now);
+        int rc = doc ? api_table_add_row(s->table, r->route.res, doc, s->include, s->now)
+                     : rest_table_add(s->table, r->route.res, o, s->include, s->now);
         if (!rc) s->count++;
         return rc;
     }
@@ -519,7 +532,7 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
             if (obj && rest_filter_match(f, obj)) {
                 rest_set_rv(obj, kv->mod_rev);
                 char *js = s.table ? NULL : json_dumps(obj, JSON_COMPACT);
-                rc = js || s.table ? add_item(r, &s, obj, js, js ? strlen(js) : 0)
+                rc = js || s.table ? add_item(r, &s, obj, NULL, js, js ? strlen(js) : 0)
                                    : KP_ENOMEM;
                 free(js);
             }
@@ -652,7 +665,7 @@ static int do_list(api_req_t *r)
             more = 1;
             break;
         }
-        rc = add_item(r, &s, o->doc, o->json, o->json_len);
+        rc = add_item(r, &s, NULL, o, o->json, o->json_len);
         last = o->key;
     }
     char *tok = more && last ? token_encode(l->rev, last) : NULL;

@@ -63,6 +63,13 @@ int rest_selectors(api_req_t *r, rest_filter_t *f);
 void rest_filter_free(rest_filter_t *f);
 int rest_filter_match(const rest_filter_t *f, const json_t *obj);
 
+/* A row of table `t` (api_table_add_row) for the cached version `o`, whose
+ * embedded object carries o's managedFields (which o->doc lacks) unless
+ * `include` is API_TABLE_NONE. Errors as api_table_add_row's. */
+struct wc_obj;
+int rest_table_add(json_t *t, const api_resource_t *res, const struct wc_obj *o, int include,
+                   int64_t now_s);
+
 /* rest_opts.c: the options every write takes from its query, into r
  * (dry_run, validation, manager). Returns -1 after replying 422 to a bad one. */
 int rest_write_options(api_req_t *r);

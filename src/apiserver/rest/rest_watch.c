@@ -112,8 +112,7 @@ static int emit_obj(watch_stream_t *ws, buf_t *out, const char *type, const wc_o
 {
     if (!ws->table_res) return emit_ws(ws, out, type, o->json, o->json_len);
     json_t *t = api_table_new(ws->table_res, !ws->table_columns_sent);
-    int rc = t ? api_table_add_row(t, ws->table_res, o->doc, ws->table_include, time(NULL))
-               : KP_ENOMEM;
+    int rc = t ? rest_table_add(t, ws->table_res, o, ws->table_include, time(NULL)) : KP_ENOMEM;
     char *js = NULL;
     if (!rc) {
         json_object_set_new(json_object_get(t, "metadata"), "resourceVersion",

@@ -40,12 +40,16 @@
  *     (parsed), or in wc_offer() from the writer's doc, which prepare() then
  *     takes instead of parsing (invariant 8). It is never modified after it is
  *     published; the map, the ring, watcher queues, lists, offers and callers
- *     share it by reference count. Its doc is read by many threads and so must
- *     never be modified, nor json_incref'ed (jansson's refcount is not ours);
- *     a writer that offered a doc sharing values with its own trees may only
- *     json_decref those (jansson 2.14 counts atomically). Reads, json_dumps
- *     and json_deep_copy leave a value untouched in jansson 2.14 (loop checks
- *     use a side table), so they may run on it concurrently.
+ *     share it by reference count. Its json is the whole version; its doc is
+ *     that version without metadata.managedFields, deleted after encoding
+ *     (wc_obj_copy() and wc_obj_view() parse them back from json). The doc
+ *     is read by many threads and so must never be modified; readers may
+ *     take references to its values for trees they never modify either
+ *     (wc_obj_view, table rows), and a writer that offered a doc sharing
+ *     values with its own trees may json_decref those: jansson 2.14 counts
+ *     atomically. Reads, json_dumps and json_deep_copy leave a value
+ *     untouched in jansson 2.14 (loop checks use a side table), so they may
+ *     run on it concurrently.
  *  4. The map mirrors the store at rev: for each key under the prefix that
  *     exists at rev, exactly one node whose obj->rev is the key's mod_rev.
  *     A store event that contradicts it (an update with no object, an object
@@ -289,48 +293,140 @@ static const char *skip_value(const char *p, const char *end)
     return NULL;
 }
 
-/* `text` (the encoding of an object whose metadata is an object without
- * resourceVersion) with "resourceVersion":"<rv>" as the first member of its
- * top-level metadata: a malloc'd, NUL-terminated copy and its length in
- * *out_len, or NULL when no top-level "metadata":{ is found (or without
- * memory). This spares a version the second encoding of its object. */
-static char *splice_rv(const char *text, size_t len, const char *rv, size_t *out_len)
+/* In the JSON object whose text starts at p, the member `name` (a key
+ * needing no escapes): its key's opening quote in *kb (may be NULL) and its
+ * value's span [*vb, *ve). 0, or -1 when it is absent or p is not an
+ * object. Only the object's own members are looked at, never nested ones. */
+static int find_member(const char *p, const char *end, const char *name, const char **kb,
+                       const char **vb, const char **ve)
 {
-    const char *end = text + len, *p = skip_ws(text, end);
-    if (p >= end || *p++ != '{') return NULL;
+    size_t nlen = strlen(name);
+    p = skip_ws(p, end);
+    if (p >= end || *p++ != '{') return -1;
+    if ((p = skip_ws(p, end)) < end && *p == '}') return -1;
     for (;;) {
         p = skip_ws(p, end);
-        if (p >= end || *p != '"') return NULL;
+        if (p >= end || *p != '"') return -1;
         const char *k = p;
-        if (!(p = skip_string(p, end))) return NULL;
-        int is_meta = p - k == 10 && !memcmp(k, "\"metadata\"", 10);
+        if (!(p = skip_string(p, end))) return -1;
+        int hit = (size_t)(p - k) == nlen + 2 && !memcmp(k + 1, name, nlen);
         p = skip_ws(p, end);
-        if (p >= end || *p++ != ':') return NULL;
-        p = skip_ws(p, end);
-        if (is_meta) {
-            if (p >= end || *p != '{') return NULL;
-            p++; /* insert here */
-            const char *q = skip_ws(p, end);
-            int empty = q < end && *q == '}';
-            size_t rvlen = strlen(rv), head = (size_t)(p - text);
-            size_t add = sizeof "\"resourceVersion\":\"\"" - 1 + rvlen + !empty;
-            char *out = malloc(len + add + 1);
-            if (!out) return NULL;
-            memcpy(out, text, head);
-            char *w = out + head;
-            memcpy(w, "\"resourceVersion\":\"", 19);
-            memcpy(w + 19, rv, rvlen);
-            w[19 + rvlen] = '"';
-            if (!empty) w[20 + rvlen] = ',';
-            memcpy(out + head + add, p, len - head);
-            out[len + add] = '\0';
-            *out_len = len + add;
-            return out;
+        if (p >= end || *p++ != ':') return -1;
+        const char *v = skip_ws(p, end);
+        if (!(p = skip_value(v, end))) return -1;
+        if (hit) {
+            if (kb) *kb = k;
+            *vb = v;
+            *ve = p;
+            return 0;
         }
-        if (!(p = skip_value(p, end))) return NULL;
         p = skip_ws(p, end);
-        if (p >= end || *p++ != ',') return NULL; /* '}': no metadata */
+        if (p >= end || *p++ != ',') return -1;
     }
+}
+
+/* `text` with [from, to) replaced by `with` (wlen bytes): a malloc'd,
+ * NUL-terminated copy and its length in *out_len, or NULL. */
+static char *splice(const char *text, size_t len, const char *from, const char *to,
+                    const char *with, size_t wlen, size_t *out_len)
+{
+    size_t head = (size_t)(from - text), tail = len - (size_t)(to - text);
+    char *out = malloc(head + wlen + tail + 1);
+    if (!out) return NULL;
+    memcpy(out, text, head);
+    memcpy(out + head, with, wlen);
+    memcpy(out + head + wlen, to, tail);
+    out[head + wlen + tail] = '\0';
+    *out_len = head + wlen + tail;
+    return out;
+}
+
+/* `text`, the encoding of an object, with its top-level metadata's
+ * resourceVersion set to `rv`: replaced when `has_rv` (the text holds one),
+ * else inserted as metadata's first member. A malloc'd, NUL-terminated copy
+ * and its length in *out_len, or NULL when there is no top-level metadata
+ * object (or resourceVersion to replace), or without memory. This spares a
+ * version the second encoding of its object. */
+static char *splice_rv(const char *text, size_t len, int has_rv, const char *rv, size_t *out_len)
+{
+    const char *end = text + len, *mb, *me, *vb, *ve;
+    if (find_member(text, end, "metadata", NULL, &mb, &me) || *mb != '{') return NULL;
+    char with[48];
+    if (has_rv) {
+        if (find_member(mb, me, "resourceVersion", NULL, &vb, &ve)) return NULL;
+        int n = snprintf(with, sizeof with, "\"%s\"", rv);
+        return splice(text, len, vb, ve, with, (size_t)n, out_len);
+    }
+    const char *q = skip_ws(mb + 1, me);
+    int n = snprintf(with, sizeof with, "\"resourceVersion\":\"%s\"%s", rv, *q == '}' ? "" : ",");
+    return splice(text, len, mb + 1, mb + 1, with, (size_t)n, out_len);
+}
+
+/* The managedFields of the object encoded in o->json, parsed (a new
+ * reference in *out), or *out NULL when it has none. */
+static int obj_managed(const wc_obj_t *o, json_t **out)
+{
+    const char *end = o->json + o->json_len, *mb, *me, *vb, *ve;
+    *out = NULL;
+    if (find_member(o->json, end, "metadata", NULL, &mb, &me) ||
+        find_member(mb, me, "managedFields", NULL, &vb, &ve))
+        return 0;
+    json_error_t jerr;
+    if (!(*out = json_loadb(vb, (size_t)(ve - vb), 0, &jerr)))
+        return json_error_code(&jerr) == json_error_out_of_memory ? KP_ENOMEM : KP_ECORRUPT;
+    return 0;
+}
+
+int wc_obj_copy(const wc_obj_t *o, json_t **out)
+{
+    json_t *mf;
+    *out = NULL;
+    int rc = obj_managed(o, &mf);
+    if (rc) return rc;
+    json_t *doc = json_deep_copy(o->doc);
+    if (!doc || (mf && json_object_set_new(json_object_get(doc, "metadata"), "managedFields", mf))) {
+        if (!doc) json_decref(mf);
+        json_decref(doc);
+        return KP_ENOMEM;
+    }
+    *out = doc;
+    return 0;
+}
+
+/* A new object holding the members of `from` (shared). */
+static json_t *shallow_copy(const json_t *from)
+{
+    json_t *o = json_object(), *v;
+    const char *k;
+    json_object_foreach((json_t *)from, k, v) {
+        if (o && json_object_set(o, k, v)) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
+int wc_obj_view(const wc_obj_t *o, json_t **out)
+{
+    json_t *mf;
+    *out = NULL;
+    int rc = obj_managed(o, &mf);
+    if (rc) return rc;
+    if (!mf) {
+        *out = json_incref((json_t *)o->doc);
+        return 0;
+    }
+    json_t *top = shallow_copy(o->doc);
+    json_t *meta = shallow_copy(json_object_get(o->doc, "metadata"));
+    if (!top || !meta || json_object_set_new(meta, "managedFields", mf) ||
+        json_object_set_new(top, "metadata", meta)) {
+        if (!meta) json_decref(mf);
+        json_decref(top);
+        return KP_ENOMEM;
+    }
+    *out = top;
+    return 0;
 }
 
 /* Memory a parsed JSON value holds, estimated from jansson 2.14's layout
@@ -364,11 +460,12 @@ static size_t doc_mem(const json_t *v)
 }
 
 /* Publish `doc` (owned; consumed on every path) as the version `rev` of
- * `key`: set metadata.resourceVersion, encode once (invariant 3). `stored`
- * (may be NULL) is doc's encoding as stored, which holds no resourceVersion;
- * when given, the version's encoding is spliced from it instead. */
+ * `key`: set metadata.resourceVersion, encode once (invariant 3), and keep
+ * doc without its managedFields (wc_obj_t). `stored` (may be NULL) is doc's
+ * encoding, holding no resourceVersion (as stored) or, when `stored_rv`, an
+ * older one; when given, the version's encoding is spliced from it. */
 static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev, const char *stored,
-                   size_t stored_len, const wc_obj_t **out)
+                   size_t stored_len, int stored_rv, const wc_obj_t **out)
 {
     int rc = KP_ENOMEM;
     char *json = NULL;
@@ -381,17 +478,18 @@ static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev, co
     } else if (!json_is_object(meta)) {
         rc = KP_ECORRUPT;
         goto fail;
-    } else if (json_object_get(meta, "resourceVersion")) {
+    } else if (!stored_rv && json_object_get(meta, "resourceVersion")) {
         stored = NULL; /* its text would hold a second one */
     }
     char rv[24];
     snprintf(rv, sizeof rv, "%" PRId64, rev);
     if (json_object_set_new(meta, "resourceVersion", json_string(rv))) goto fail;
-    if (stored) json = splice_rv(stored, stored_len, rv, &json_len);
+    if (stored) json = splice_rv(stored, stored_len, stored_rv, rv, &json_len);
     if (!json) {
         if (!(json = json_dumps(doc, JSON_COMPACT))) goto fail;
         json_len = strlen(json);
     }
+    json_object_del(meta, "managedFields");
 
     const char *ns = meta_str(meta, "namespace"), *name = meta_str(meta, "name");
     size_t nslen = strlen(ns), namelen = strlen(name);
@@ -440,7 +538,7 @@ static int obj_parse(const wc_t *wc, const store_kv_t *kv, const wc_obj_t **out)
     }
     const char *stored = kv->value;
     if (!(doc = as_served(wc, doc, &stored))) return KP_ENOMEM;
-    return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, stored, kv->value_len, out);
+    return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, stored, kv->value_len, 0, out);
 }
 
 /* ---- offers (invariant 8) ---- */
@@ -551,7 +649,7 @@ int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const char *st
         return KP_EINVAL;
     }
     if (!(doc = as_served(wc, doc, &stored))) return KP_ENOMEM;
-    int rc = obj_new(key, strlen(key), doc, rev, stored, stored_len, out); /* outside every lock */
+    int rc = obj_new(key, strlen(key), doc, rev, stored, stored_len, 0, out); /* outside every lock */
     if (!rc && wc) offers_keep(wc, *out);
     return rc;
 }
@@ -833,9 +931,11 @@ static int prepare(wc_t *wc, const store_event_t *sev, wc_event_t *ev)
     if (!n) return KP_ECORRUPT;
     ev->type = WC_DELETED;
     ev->prev = n->obj;
-    json_t *doc = json_deep_copy(n->obj->doc);
-    if (!doc) return KP_ENOMEM;
-    return obj_new(n->obj->key, strlen(n->obj->key), doc, ev->rev, NULL, 0, &ev->obj);
+    json_t *doc;
+    int rc = wc_obj_copy(n->obj, &doc);
+    if (rc) return rc;
+    return obj_new(n->obj->key, strlen(n->obj->key), doc, ev->rev, n->obj->json, n->obj->json_len,
+                   1, &ev->obj);
 }
 
 /* Apply a prepared event: map, ring, watchers and rev in one lock hold. */

@@ -46,20 +46,36 @@ typedef struct wc wc_t;
 typedef struct wc_watcher wc_watcher_t;
 
 /* One object version. Immutable once published; shared by reference count.
- * Borrowed pointers into it live as long as the reference the caller holds. */
+ * Borrowed pointers into it live as long as the reference the caller holds.
+ *
+ * `doc` is the object parsed, for selectors, tables and strategies, without
+ * metadata.managedFields: parsed, that list is most of an object's memory
+ * (a pod's field sets cost three times its other fields), and only writes
+ * and tables need it, so only `json` keeps it; wc_obj_copy() and
+ * wc_obj_view() give the whole object. */
 typedef struct wc_obj {
     int64_t rev;          /* resourceVersion of this version */
     const char *key;      /* store key, NUL-terminated */
     const char *ns;       /* metadata.namespace, "" when cluster-scoped */
     const char *name;     /* metadata.name */
-    const json_t *doc;    /* the object, read-only (never modify it) */
-    const char *json;     /* doc encoded once, compact, NUL-terminated */
+    const json_t *doc;    /* the object but managedFields, read-only (never modify it) */
+    const char *json;     /* the whole object encoded once, compact, NUL-terminated */
     size_t json_len;
 } wc_obj_t;
 
 /* Take and drop a reference. NULL is a no-op for both. */
 const wc_obj_t *wc_obj_ref(const wc_obj_t *o);
 void wc_obj_unref(const wc_obj_t *o);
+
+/* The whole object, managedFields included (parsed from `json`), as a deep
+ * copy the caller owns and may change. Errors: KP_ENOMEM; KP_ECORRUPT. */
+int wc_obj_copy(const wc_obj_t *o, json_t **out);
+
+/* The whole object for reading only: a new object whose members, and whose
+ * metadata's, are shared with o->doc, plus the parsed managedFields. The
+ * caller owns the returned reference, must not modify anything in it, and
+ * must hold `o` while using it. Cheaper than wc_obj_copy(). Errors as there. */
+int wc_obj_view(const wc_obj_t *o, json_t **out);
 
 typedef enum wc_event_type { WC_ADDED = 1, WC_MODIFIED = 2, WC_DELETED = 3 } wc_event_type_t;
 

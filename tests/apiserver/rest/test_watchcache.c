@@ -121,8 +121,17 @@ static void check_obj(const wc_obj_t *o, const char *key, int64_t rev)
     json_t *meta = json_object_get(o->doc, "metadata");
     assert_string_equal(json_string_value(json_object_get(meta, "resourceVersion")), rv);
     assert_int_equal(o->json_len, strlen(o->json));
-    json_t *back = json_loads(o->json, 0, NULL);
+    json_t *back = json_loads(o->json, 0, NULL), *whole, *view;
     assert_non_null(back);
+    /* The whole object, managedFields too, from copy and view alike... */
+    assert_int_equal(wc_obj_copy(o, &whole), 0);
+    assert_int_equal(wc_obj_view(o, &view), 0);
+    assert_true(json_equal(back, whole));
+    assert_true(json_equal(back, view));
+    json_decref(whole);
+    json_decref(view);
+    /* ...of which doc keeps all but the managedFields. */
+    json_object_del(json_object_get(back, "metadata"), "managedFields");
     assert_true(json_equal(back, (json_t *)o->doc));
     json_decref(back);
     assert_null(strchr(o->json, '\n'));
@@ -933,6 +942,59 @@ static void test_offer_spliced(void **state)
     wc_obj_unref(v);
 }
 
+/* A version's doc has no managedFields, its json and copies have them; a
+ * DELETED event's object keeps them. Decoys: a nested metadata and an
+ * annotation named managedFields are nobody's managedFields. */
+static void test_managed_fields(void **state)
+{
+    fixture_t *f = *state;
+    open_cache(f, 0);
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
+    const char *js =
+        "{\"spec\":{\"metadata\":{\"managedFields\":[1]}},\"metadata\":{\"name\":\"m\","
+        "\"namespace\":\"ns\",\"annotations\":{\"managedFields\":\"x\"},\"managedFields\":"
+        "[{\"manager\":\"kubectl\",\"operation\":\"Update\",\"fieldsV1\":{\"f:data\":{}}}]},"
+        "\"data\":{\"v\":\"1\"}}";
+    int64_t r1 = 0, r2 = 0;
+    assert_int_equal(store_create(f->s, PFX "ns/m", js, strlen(js), &r1), 0);
+    assert_int_equal(store_delete(f->s, PFX "ns/m", 0, &r2), 0);
+    wc_event_t add, gone;
+    next_ok(w, &add);
+    next_ok(w, &gone);
+    assert_int_equal(gone.type, WC_DELETED);
+    const wc_obj_t *objs[] = {add.obj, gone.obj};
+    for (int i = 0; i < 2; i++) {
+        const wc_obj_t *o = objs[i];
+        check_obj(o, PFX "ns/m", i ? r2 : r1);
+        json_t *meta = json_object_get(o->doc, "metadata");
+        assert_null(json_object_get(meta, "managedFields"));
+        assert_string_equal(json_string_value(json_object_get(
+                                json_object_get(meta, "annotations"), "managedFields")),
+                            "x");
+        assert_non_null(json_object_get(json_object_get(json_object_get(o->doc, "spec"),
+                                                        "metadata"),
+                                        "managedFields"));
+        json_t *whole;
+        assert_int_equal(wc_obj_copy(o, &whole), 0);
+        json_t *mf = json_object_get(json_object_get(whole, "metadata"), "managedFields");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(mf, 0), "manager")),
+                            "kubectl");
+        json_decref(whole);
+        /* One resourceVersion, the version's own. */
+        const char *at = strstr(o->json, "\"resourceVersion\"");
+        assert_non_null(at);
+        assert_null(strstr(at + 1, "\"resourceVersion\""));
+    }
+    /* The DELETED event's encoding is the last state's, only its version
+     * changed: spliced, not re-encoded. */
+    assert_int_equal(gone.obj->json_len - gone.prev->json_len,
+                     snprintf(NULL, 0, "%" PRId64, r2) - snprintf(NULL, 0, "%" PRId64, r1));
+    wc_event_clear(&add);
+    wc_event_clear(&gone);
+    wc_watcher_close(w);
+}
+
 static void test_offer_too_late(void **state)
 {
     fixture_t *f = *state;
@@ -1493,6 +1555,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offer_bounded_and_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_concurrent_writers, setup, teardown),
         cmocka_unit_test(test_offer_spliced),
+        cmocka_unit_test_setup_teardown(test_managed_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_watcher_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watcher_deadline, setup, teardown),
