@@ -14,7 +14,10 @@
  *                  and the store counts; restart_ms: a second start on it.
  *  api.create.c16  16 threads, a connection each, POST ConfigMaps holding
  *                  1000 bytes of data for KP_BENCH_SECONDS (default 3); any
- *                  reply but 201 fails. ops_per_s; p50_ms/p99_ms of a POST.
+ *                  reply but 201 fails. ops_per_s; p50_ms/p99_ms of a POST;
+ *                  cpu_us_per_op, the server's CPU time (user + system)
+ *                  over the creates (steadier than the rate on a busy
+ *                  machine: it counts work, not waiting).
  *                  With KP_BENCH_STORE=etcd://... (bench/with-etcd.sh sets
  *                  it), the case runs again on `kplane server --store URL`
  *                  as api.create.c16.etcd, and api.create.c16.ratio gives
@@ -253,6 +256,22 @@ static double server_rss_mb(const server_t *s)
     if (f) fclose(f);
     if (kb < 0) fail(s, "no VmRSS in %s", path);
     return (double)kb / 1024.0;
+}
+
+/* CPU time the server has used so far (user + system), in microseconds. */
+static double server_cpu_us(const server_t *s)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)s->pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* fields 14 and 15 follow the comm */
+    unsigned long long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        fail(s, "no CPU times in %s", path);
+    return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* ---- a client: one easy handle, so one kept-alive connection ---- */
@@ -511,11 +530,12 @@ static double case_create(const bench_env_t *env, const char *suffix)
     size_t n;
     int64_t elapsed;
     server_start(env, &s, 1, NULL);
+    double cpu0 = server_cpu_us(&s);
     int64_t *lat = run_workers(env, &s, 0, &n, &elapsed);
     if (n == 0) fail(&s, "no ConfigMap was created");
-    double ops = n / (elapsed / 1e9);
-    printf("BENCH api.create.c16%s ops_per_s=%.1f p50_ms=%.3f p99_ms=%.3f\n", suffix, ops,
-           pct_ms(lat, n, 0.50), pct_ms(lat, n, 0.99));
+    double ops = n / (elapsed / 1e9), cpu = (server_cpu_us(&s) - cpu0) / (double)n;
+    printf("BENCH api.create.c16%s ops_per_s=%.1f p50_ms=%.3f p99_ms=%.3f cpu_us_per_op=%.0f\n",
+           suffix, ops, pct_ms(lat, n, 0.50), pct_ms(lat, n, 0.99), cpu);
     fflush(stdout);
     free(lat);
     server_stop(&s, 1);
@@ -541,12 +561,15 @@ static void case_list(const bench_env_t *env, int print_list, int print_rss)
     if (items != LIST_PODS)
         fail(&s, "GET %s: HTTP %ld, %zu items, want %d %s%.300s", POD_PATH, code, items, LIST_PODS,
              c.err, buf_str(&c.body));
+    /* The scheduler may still be writing the pods' PodScheduled=False
+     * (there are no nodes): a list may grow by a condition now and then.
+     * Each timed list must be within 1% of the warm-up's size. */
     int64_t t[LIST_RUNS];
     for (int i = 0; i < LIST_RUNS; i++) {
         int64_t t0 = now_ns();
         code = client_do(&c, POD_PATH, NULL);
         t[i] = now_ns() - t0;
-        if (code != 200 || c.body.len != bytes)
+        if (code != 200 || c.body.len < bytes - bytes / 100 || c.body.len > bytes + bytes / 100)
             fail(&s, "GET %s: HTTP %ld, %zu bytes (warm-up: %zu) %s", POD_PATH, code, c.body.len,
                  bytes, c.err);
     }
