@@ -40,9 +40,15 @@ YAML
 cond_types() { k get csr "$1" -o jsonpath='{.status.conditions[*].type}'; }
 has_cert() { [ -n "$(k get csr "$1" -o jsonpath='{.status.certificate}')" ]; }
 
-echo "--- discovery lists certificatesigningrequests/approval"
+echo "--- discovery lists certificatesigningrequests/approval, subresources sorted by name"
 expect_match "discovery" "$(kp_curl GET /apis/certificates.k8s.io/v1)" \
   '"name":"certificatesigningrequests/approval"'
+expect_eq "discovery order" "$(kp_curl GET /apis/certificates.k8s.io/v1 |
+  python3 -c 'import json, sys; print(" ".join(r["name"] for r in json.load(sys.stdin)["resources"]))')" \
+  "certificatesigningrequests certificatesigningrequests/approval certificatesigningrequests/status"
+expect_eq "pods' subresources in order" "$(kp_curl GET /api/v1 |
+  python3 -c 'import json, sys; n = [r["name"] for r in json.load(sys.stdin)["resources"] if r["name"].startswith("pods/")]; print(n == sorted(n), len(n) > 2)')" \
+  "True True"
 
 csr jane jane
 csr bob bob

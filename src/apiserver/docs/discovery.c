@@ -57,6 +57,29 @@ static json_t *sub_entry(const api_resource_t *r, const char *sub, const char *g
                      "namespaced", r->namespaced, "kind", kind, "verbs", verbs_json(verbs));
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "name")));
+}
+
+/* Append the entries of `from` (consumed) to `to`, sorted by name. */
+static void append_sorted(json_t *to, json_t *from)
+{
+    size_t n = json_array_size(from), i;
+    json_t **e = n ? calloc(n, sizeof *e) : NULL, *x;
+    if (!e) { /* none, or no memory: unsorted rather than missing */
+        json_array_extend(to, from);
+        json_decref(from);
+        return;
+    }
+    json_array_foreach(from, i, x) e[i] = x;
+    qsort(e, n, sizeof *e, by_name);
+    for (i = 0; i < n; i++) json_array_append(to, e[i]);
+    free(e);
+    json_decref(from);
+}
+
 static json_t *resource_list(const api_view_t *v, const char *group, const char *version)
 {
     json_t *list = json_array();
@@ -80,15 +103,19 @@ static json_t *resource_list(const api_view_t *v, const char *group, const char 
         }
         json_array_append_new(list, e);
 
+        /* Its subresources sorted by name, as kube-apiserver's installer
+         * registers paths (pods/attach ... pods/status). */
+        json_t *subs = json_array();
         if (r->subresources & API_SUB_STATUS)
-            json_array_append_new(list, sub_entry(r, "status", NULL, NULL, r->kind, sub_verbs));
+            json_array_append_new(subs, sub_entry(r, "status", NULL, NULL, r->kind, sub_verbs));
         if (r->subresources & API_SUB_SCALE)
-            json_array_append_new(list,
+            json_array_append_new(subs,
                                   sub_entry(r, "scale", "autoscaling", "v1", "Scale", sub_verbs));
         /* The kind's own subresources (strategy.h). */
         for (const api_sub_t *s = r->strategy ? r->strategy->subs : NULL; s && s->name; s++)
-            json_array_append_new(list, sub_entry(r, s->name, s->group, s->version,
+            json_array_append_new(subs, sub_entry(r, s->name, s->group, s->version,
                                                   s->kind ? s->kind : r->kind, s->verbs));
+        append_sorted(list, subs);
     }
     if (json_array_size(list) == 0) {
         json_decref(list);
