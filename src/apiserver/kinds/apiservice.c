@@ -17,9 +17,10 @@
  * One thread, started with the server: it passes over the APIServices when
  * one changes, and once a second for changes of the served view (a CRD's
  * versions) and of the Services that non-local ones name (in memory: the
- * view, and look-ups in the Services' watch cache; no store read). Writes go to the store with compare-and-swap, as
- * the CRD controller's do; a conflict is retried on the next pass, so two
- * API servers on one etcd agree.
+ * view, and look-ups in the Services' watch cache; no store read). Writes
+ * go through the API (api_internal), as the CRD controller's do, each
+ * conditional on the version read; a conflict is retried on the next pass,
+ * so two API servers on one etcd agree.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,49 +152,61 @@ static int set_available(json_t *as, const json_t *cond)
     return 1;
 }
 
-/* Create the automanaged APIService for group/version (label `managed`). */
+#define AS_PATH "/apis/apiregistration.k8s.io/v1/apiservices"
+#define AS_MANAGER "kube-apiserver"
+
+/* A write through the API (api_internal: validation, managedFields, the
+ * watch cache), as a client's would be; `what` names it in the log. A
+ * conflict or a create that finds the object waits for the next pass. */
+static void as_write(as_ctl_t *c, const char *method, const char *path, const json_t *body,
+                     const char *what)
+{
+    json_t *reply = NULL;
+    int code = 0;
+    int rc = api_internal(c->srv, method, path, body, AS_MANAGER, &code, &reply);
+    if (rc)
+        log_warn("apiservice", "%s: %s", what, err_str(rc));
+    else if (code >= 300 && code != 409 && code != 404)
+        log_warn("apiservice", "%s: %d %s", what, code, api_json_str(reply, "message"));
+    json_decref(reply);
+}
+
+/* Create the automanaged APIService for group/version (label `managed`);
+ * its status comes with the next pass, as the create drops it. */
 static void create_local(as_ctl_t *c, const char *group, const char *version, int group_min,
                          int version_prio, const char *managed)
 {
-    char name[320], key[STORE_KEY_MAX + 1], uid[37], now[32];
+    char name[320], what[400];
     as_name(group, version, name, sizeof name);
-    snprintf(key, sizeof key, AS_PREFIX "%s", name);
-    if (api_new_uid(uid)) return;
-    api_now_rfc3339(now);
-    json_t *as = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:{s:s}}, s:{s:s, s:s, s:i, s:i}}",
-                           "kind", "APIService", "apiVersion", "apiregistration.k8s.io/v1",
-                           "metadata", "name", name, "uid", uid, "creationTimestamp", now,
-                           "labels", AS_LABEL, managed, "spec", "group", group, "version",
-                           version, "groupPriorityMinimum", group_min, "versionPriority",
-                           version_prio);
-    json_t *cond = as ? available_condition(c, as) : NULL;
-    if (cond) set_available(as, cond);
-    json_decref(cond);
-    char *text = as ? json_dumps(as, JSON_COMPACT) : NULL;
-    int rc = text ? store_create(c->srv->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
-    if (rc && rc != KP_EEXIST) log_warn("apiservice", "creating %s: %s", name, err_str(rc));
-    free(text);
+    json_t *as = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s, s:s, s:i, s:i}}", "kind",
+                           "APIService", "apiVersion", "apiregistration.k8s.io/v1", "metadata",
+                           "name", name, "labels", AS_LABEL, managed, "spec", "group", group,
+                           "version", version, "groupPriorityMinimum", group_min,
+                           "versionPriority", version_prio);
+    snprintf(what, sizeof what, "creating %s", name);
+    if (as) as_write(c, "POST", AS_PATH, as, what);
     json_decref(as);
 }
 
-/* Write `as` (the cached version at `rev`), or delete it; a conflict waits
- * for the next pass. */
-static void write_back(as_ctl_t *c, const char *name, const json_t *as, int64_t rev)
+/* Write `as` (the cached version at `rev`) as its status, or delete it:
+ * either only if it is still that version. */
+static void write_back(as_ctl_t *c, const char *name, json_t *as, int64_t rev)
 {
-    char key[STORE_KEY_MAX + 1];
-    snprintf(key, sizeof key, AS_PREFIX "%s", name);
-    int64_t out;
-    int rc;
+    char path[512], what[400], rv[24];
+    snprintf(rv, sizeof rv, "%lld", (long long)rev);
     if (!as) {
-        rc = store_delete(c->srv->cfg.store, key, rev, &out);
-    } else {
-        char *text = json_dumps(as, JSON_COMPACT);
-        rc = text ? store_update(c->srv->cfg.store, key, text, strlen(text), rev, &out)
-                  : KP_ENOMEM;
-        free(text);
+        snprintf(path, sizeof path, AS_PATH "/%s", name);
+        snprintf(what, sizeof what, "deleting %s", name);
+        json_t *opts = json_pack("{s:s, s:s, s:{s:s}}", "kind", "DeleteOptions", "apiVersion",
+                                 "v1", "preconditions", "resourceVersion", rv);
+        if (opts) as_write(c, "DELETE", path, opts, what);
+        json_decref(opts);
+        return;
     }
-    if (rc && rc != KP_ECONFLICT && rc != KP_ENOTFOUND)
-        log_warn("apiservice", "%s %s: %s", as ? "updating" : "deleting", name, err_str(rc));
+    snprintf(path, sizeof path, AS_PATH "/%s/status", name);
+    snprintf(what, sizeof what, "updating %s's status", name);
+    if (!json_object_set_new(json_object_get(as, "metadata"), "resourceVersion", json_string(rv)))
+        as_write(c, "PUT", path, as, what);
 }
 
 /* Is group/version served in view `v`? */
@@ -224,9 +237,8 @@ static void sync_all(as_ctl_t *c)
             continue;
         }
         json_t *cond = available_condition(c, as), *next = NULL;
-        if (cond && !wc_obj_copy(l->objs[i], &next)) /* the whole object, as stored */
-            json_object_del(json_object_get(next, "metadata"), "resourceVersion");
-        if (next && set_available(next, cond)) write_back(c, l->objs[i]->name, next, l->objs[i]->rev);
+        if (cond && !wc_obj_copy(l->objs[i], &next) && set_available(next, cond))
+            write_back(c, l->objs[i]->name, next, l->objs[i]->rev);
         json_decref(next);
         json_decref(cond);
     }
