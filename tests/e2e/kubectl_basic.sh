@@ -127,4 +127,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$KP_DIR/data/ca.crt" -H 
 expect_eq "bad token" "$code" "401"
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$KP_DIR/data/ca.crt" "https://127.0.0.1:$KP_PORT/readyz")
 expect_eq "readyz open" "$code" "200"
+echo "--- readyz?verbose with repeated exclude parameters"
+out=$(k get --raw '/readyz?verbose&exclude=store&exclude=nosuch')
+expect_match "store excluded" "$out" 'store excluded: ok'
+expect_match "ping checked" "$out" '\[\+\]ping ok'
+expect_match "unknown exclude warned" "$out" 'no matches for "nosuch"'
 echo "PASS"

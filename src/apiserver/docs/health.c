@@ -17,7 +17,6 @@
  * itself, so a restart would not help (Kubernetes too dropped etcd from
  * /livez).
  */
-#include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,15 +58,13 @@ typedef struct args {
     size_t n_exclude;
 } args_t;
 
-static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                              const char *value)
+static int on_arg(void *cls, const char *key, const char *value)
 {
-    (void)kind;
     args_t *a = cls;
     if (!strcmp(key, "verbose")) a->verbose = 1;
     else if (!strcmp(key, "exclude") && value && a->n_exclude < HEALTH_EXCLUDE_MAX)
         a->exclude[a->n_exclude++] = value;
-    return MHD_YES;
+    return 0;
 }
 
 static int excluded(const args_t *a, const char *name, int *used)
@@ -122,7 +119,7 @@ int api_serve_health(api_req_t *r)
 
     args_t a = {0};
     int used[HEALTH_EXCLUDE_MAX] = {0};
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, on_arg, &a);
+    api_query_each(r, on_arg, &a);
     int failed = 0, err = 0;
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         const check_t *c = &checks[i];

@@ -28,6 +28,31 @@ const char *api_query(api_req_t *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+typedef struct each {
+    int (*fn)(void *arg, const char *name, const char *value);
+    void *arg;
+} each_t;
+
+static enum MHD_Result on_query(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    (void)kind;
+    const each_t *e = cls;
+    return e->fn(e->arg, key, value) ? MHD_NO : MHD_YES;
+}
+
+void api_query_each(api_req_t *r, int (*fn)(void *arg, const char *name, const char *value),
+                    void *arg)
+{
+    if (r->internal) {
+        for (size_t i = 0; i < r->internal->nquery; i++)
+            if (fn(arg, r->internal->names[i], r->internal->values[i])) return;
+        return;
+    }
+    each_t e = {fn, arg};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, on_query, &e);
+}
+
 const char *api_header(api_req_t *r, const char *name)
 {
     if (r->internal) {

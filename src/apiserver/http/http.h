@@ -180,6 +180,10 @@ void api_warn(api_req_t *r, const char *fmt, ...) __attribute__((format(printf, 
 
 /* Query parameter (NULL if absent); borrowed for the request's life. */
 const char *api_query(api_req_t *r, const char *name);
+/* Call fn for every query parameter in order, repeated names included
+ * (value NULL for a bare name); stops early when fn returns nonzero. */
+void api_query_each(api_req_t *r, int (*fn)(void *arg, const char *name, const char *value),
+                    void *arg);
 /* Header value (NULL if absent). */
 const char *api_header(api_req_t *r, const char *name);
 
