@@ -58,6 +58,7 @@ def writers(prefix, stop_when_full, max_each, acks_path, pad=PAD):
     lock = threading.Lock()
     full = threading.Event()
     acks, refusals, errors = [], [0], []
+    last_ack = [time.monotonic()]
 
     def run(t):
         c = conn()
@@ -76,6 +77,7 @@ def writers(prefix, stop_when_full, max_each, acks_path, pad=PAD):
                 rv = json.loads(resp)["metadata"]["resourceVersion"]
                 with lock:
                     acks.append((name, rv))
+                    last_ack[0] = time.monotonic()
             else:
                 err = check_refusal(code, resp)
                 with lock:
@@ -86,7 +88,13 @@ def writers(prefix, stop_when_full, max_each, acks_path, pad=PAD):
                 full.set()
             if stop_when_full and full.is_set():
                 after_full += 1
-                if after_full >= 50:  # keep pressing on the full store a little
+                # Keep pressing until the store has refused everything for
+                # longer than its retry interval (1 s): while full it refuses
+                # without trying, so refusals alone do not prove that no room
+                # is left (pages freed by earlier commits can take a write).
+                with lock:
+                    quiet = time.monotonic() - last_ack[0]
+                if after_full >= 50 and quiet >= 2.5:
                     return
 
     threads = [threading.Thread(target=run, args=(t,)) for t in range(CLIENTS)]
