@@ -913,16 +913,7 @@ static json_t *row_object(const json_t *table, const api_resource_t *res, const 
                          strncmp(av, "meta.k8s.io/", 12) ? "meta.k8s.io/v1" : av, "metadata",
                          json_is_object(meta) ? json_incref((json_t *)meta) : json_object());
     }
-    /* A shallow copy: children are shared and never modified. Not json_copy(),
-     * which drops members silently when an allocation fails. */
-    json_t *o = json_object(), *v;
-    const char *k;
-    json_object_foreach((json_t *)obj, k, v) {
-        if (o && json_object_set(o, k, v)) {
-            json_decref(o);
-            o = NULL;
-        }
-    }
+    json_t *o = api_json_shallow_copy(obj); /* children shared, never modified */
     if (o && res) {
         char gv[128];
         if (json_object_set_new(o, "kind", json_string(res->kind)) ||

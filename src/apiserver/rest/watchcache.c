@@ -106,6 +106,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiserver/schema/object.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -393,20 +394,6 @@ int wc_obj_copy(const wc_obj_t *o, json_t **out)
     return 0;
 }
 
-/* A new object holding the members of `from` (shared). */
-static json_t *shallow_copy(const json_t *from)
-{
-    json_t *o = json_object(), *v;
-    const char *k;
-    json_object_foreach((json_t *)from, k, v) {
-        if (o && json_object_set(o, k, v)) {
-            json_decref(o);
-            o = NULL;
-        }
-    }
-    return o;
-}
-
 int wc_obj_view(const wc_obj_t *o, json_t **out)
 {
     json_t *mf;
@@ -417,8 +404,8 @@ int wc_obj_view(const wc_obj_t *o, json_t **out)
         *out = json_incref((json_t *)o->doc);
         return 0;
     }
-    json_t *top = shallow_copy(o->doc);
-    json_t *meta = shallow_copy(json_object_get(o->doc, "metadata"));
+    json_t *top = api_json_shallow_copy(o->doc);
+    json_t *meta = api_json_shallow_copy(json_object_get(o->doc, "metadata"));
     if (!top || !meta || json_object_set_new(meta, "managedFields", mf) ||
         json_object_set_new(top, "metadata", meta)) {
         if (!meta) json_decref(mf);

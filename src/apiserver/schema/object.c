@@ -100,6 +100,19 @@ const char *api_json_str(const json_t *obj, const char *key)
     return s ? s : "";
 }
 
+json_t *api_json_shallow_copy(const json_t *obj)
+{
+    json_t *o = json_is_object(obj) ? json_object() : NULL, *v;
+    const char *k;
+    json_object_foreach((json_t *)obj, k, v) {
+        if (o && json_object_set(o, k, v)) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
 json_t *api_json_child(json_t *obj, const char *key)
 {
     json_t *c = json_object_get(obj, key);

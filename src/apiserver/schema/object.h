@@ -26,6 +26,10 @@ const char *api_json_str(const json_t *obj, const char *key);
 /* obj[key] as an object, replacing whatever else is there with {}; borrowed
  * from obj. NULL if obj is not an object or out of memory. */
 json_t *api_json_child(json_t *obj, const char *key);
+/* A new object holding obj's members (shared, not copied: the caller must
+ * not modify them); NULL when out of memory or obj is not an object. Unlike
+ * json_copy(), which drops members silently when an allocation fails. */
+json_t *api_json_shallow_copy(const json_t *obj);
 int api_new_uid(char out[37]);
 void api_now_rfc3339(char out[32]);
 /* Validate a name by `rule`, an api_name_rule_t. Returns NULL
