@@ -325,6 +325,13 @@ static void check_endpoint_ip(const json_t *v, const char *field, json_t *causes
                      "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)");
 }
 
+/* "<path>[i].<leaf>" into f; a path too long for f is cut (it only names a
+ * field in a message). */
+static void port_field(char *f, size_t n, const char *path, size_t i, const char *leaf)
+{
+    if (snprintf(f, n, "%s[%zu].%s", path, i, leaf) >= (int)n) f[n - 1] = '\0';
+}
+
 static void check_ports(const json_t *ports, const char *path, int name_label, json_t *causes)
 {
     size_t i;
@@ -333,13 +340,13 @@ static void check_ports(const json_t *ports, const char *path, int name_label, j
     json_array_foreach(ports, i, p) {
         char f[192];
         const char *name = api_json_str(p, "name");
-        snprintf(f, sizeof f, "%s[%zu].name", path, i);
+        port_field(f, sizeof f, path, i, "name");
         if (many && !*name && name_label) api__required(causes, f, "");
         else if (*name) api__dns_name(causes, f, name, 1);
-        snprintf(f, sizeof f, "%s[%zu].port", path, i);
+        port_field(f, sizeof f, path, i, "port");
         const json_t *port = json_object_get(p, "port");
         if (port || name_label) api__port_number(causes, f, port);
-        snprintf(f, sizeof f, "%s[%zu].protocol", path, i);
+        port_field(f, sizeof f, path, i, "protocol");
         const json_t *proto = json_object_get(p, "protocol");
         if (!json_string_value(proto) || !*json_string_value(proto))
             api__required(causes, f, "");
