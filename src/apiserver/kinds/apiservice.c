@@ -118,26 +118,41 @@ static json_t *available_condition(as_ctl_t *c, const json_t *as)
                      "FailedDiscoveryCheck", "message", msg);
 }
 
-/* Set `cond` (borrowed) in as.status.conditions; lastTransitionTime changes
- * only with the status. 1 if the object changed. */
-static int set_available(json_t *as, const json_t *cond)
+/* The Available condition in `as` and its index (*at), or NULL. */
+static json_t *available_of(const json_t *as, size_t *at)
 {
-    json_t *st = json_object_get(as, "status");
-    if (!json_is_object(st)) json_object_set_new(as, "status", st = json_object());
-    json_t *conds = json_object_get(st, "conditions");
-    if (!json_is_array(conds)) json_object_set_new(st, "conditions", conds = json_array());
-    json_t *old = NULL;
-    size_t i, at = 0;
-    json_t *v;
+    json_t *conds = json_object_get(json_object_get(as, "status"), "conditions"), *v, *found = NULL;
+    size_t i;
     json_array_foreach(conds, i, v) if (!strcmp(api_json_str(v, "type"), "Available")) {
-        old = v;
-        at = i;
+        found = v;
+        *at = i;
     }
+    return found;
+}
+
+/* Does `as` already say `cond` (status, reason and message)? */
+static int says_available(const json_t *as, const json_t *cond)
+{
+    size_t at;
+    const json_t *old = available_of(as, &at);
     const char *keys[] = {"status", "reason", "message"};
     int same = old != NULL;
     for (size_t k = 0; same && k < 3; k++)
         same = !strcmp(api_json_str(old, keys[k]), api_json_str(cond, keys[k]));
-    if (same) return 0;
+    return same;
+}
+
+/* Set `cond` (borrowed) in as.status.conditions; lastTransitionTime changes
+ * only with the status. 1 if the object changed. */
+static int set_available(json_t *as, const json_t *cond)
+{
+    if (says_available(as, cond)) return 0;
+    json_t *st = json_object_get(as, "status");
+    if (!json_is_object(st)) json_object_set_new(as, "status", st = json_object());
+    json_t *conds = json_object_get(st, "conditions");
+    if (!json_is_array(conds)) json_object_set_new(st, "conditions", conds = json_array());
+    size_t at = 0;
+    json_t *old = available_of(as, &at);
     json_t *next = json_deep_copy(cond);
     if (!next) return 0;
     char now[32];
@@ -237,7 +252,9 @@ static void sync_all(as_ctl_t *c)
             continue;
         }
         json_t *cond = available_condition(c, as), *next = NULL;
-        if (cond && !wc_obj_copy(l->objs[i], &next) && set_available(next, cond))
+        /* Copied (a parse of its managedFields) only when it must change. */
+        if (cond && !says_available(as, cond) && !wc_obj_copy(l->objs[i], &next) &&
+            set_available(next, cond))
             write_back(c, l->objs[i]->name, next, l->objs[i]->rev);
         json_decref(next);
         json_decref(cond);

@@ -450,7 +450,9 @@ static size_t doc_mem(const json_t *v)
  * `key`: set metadata.resourceVersion, encode once (invariant 3), and keep
  * doc without its managedFields (wc_obj_t). `stored` (may be NULL) is doc's
  * encoding, holding no resourceVersion (as stored) or, when `stored_rv`, an
- * older one; when given, the version's encoding is spliced from it. */
+ * older one; when given, the version's encoding is spliced from it. With
+ * `stored_rv` (a published version's json, which doc may lack the
+ * managedFields of) only the splice will do: failing it is KP_ENOMEM. */
 static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev, const char *stored,
                    size_t stored_len, int stored_rv, const wc_obj_t **out)
 {
@@ -472,6 +474,7 @@ static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev, co
     snprintf(rv, sizeof rv, "%" PRId64, rev);
     if (json_object_set_new(meta, "resourceVersion", json_string(rv))) goto fail;
     if (stored) json = splice_rv(stored, stored_len, stored_rv, rv, &json_len);
+    if (!json && stored_rv) goto fail; /* a version's own encoding always splices */
     if (!json) {
         if (!(json = json_dumps(doc, JSON_COMPACT))) goto fail;
         json_len = strlen(json);
@@ -918,9 +921,11 @@ static int prepare(wc_t *wc, const store_event_t *sev, wc_event_t *ev)
     if (!n) return KP_ECORRUPT;
     ev->type = WC_DELETED;
     ev->prev = n->obj;
-    json_t *doc;
-    int rc = wc_obj_copy(n->obj, &doc);
-    if (rc) return rc;
+    /* The doc as kept (no managedFields: obj_new would drop them again);
+     * the encoding, managedFields and all, is the last state's with its
+     * resourceVersion replaced. */
+    json_t *doc = json_deep_copy(n->obj->doc);
+    if (!doc) return KP_ENOMEM;
     return obj_new(n->obj->key, strlen(n->obj->key), doc, ev->rev, n->obj->json, n->obj->json_len,
                    1, &ev->obj);
 }
