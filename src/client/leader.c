@@ -14,7 +14,8 @@
  *   CANDIDATE --campaign(): try_acquire() ok within the renew deadline-->
  *             LEADING (on_started); ok but later: try again at once
  *   LEADING --lead(): renewal ok, begun before valid_until or over our own
- *             last write--> LEADING
+ *             last write--> LEADING (while valid, the renewal is one update
+ *             over our last write; client-go's optimistic fast path)
  *   LEADING --lead(): another holder seen / renew deadline passed--> CANDIDATE
  *             (on_stopped; campaigning again at once)
  *   LEADING --kc_leader_stop--> STOPPED (release(); no callback: the caller
@@ -219,13 +220,35 @@ static const char *rv_of(const json_t *obj)
  * lost race: try again later). *unchanged tells whether the Lease read was
  * exactly the one we wrote last (same resourceVersion): nobody else wrote
  * it in between (invariant 6). */
-static int try_acquire(kc_leader_t *l, bool *unchanged)
+static int try_acquire(kc_leader_t *l, bool leading, bool *unchanged)
 {
     *unchanged = false;
     char now_s[LE_TIME_MAX];
     micro_time(clock_wall_ns(), now_s, sizeof now_s);
     json_t *cur = NULL, *out = NULL, *spec = NULL;
     int result = TRY_FAILED;
+    /* The leader's fast path (client-go's optimistic renewal): one update
+     * over the version we wrote last, no read first. It succeeds only if
+     * nobody wrote the Lease since (the resourceVersion guards it), so the
+     * term continues (invariant 6). Any failure falls back to the read. */
+    if (leading && l->lease) {
+        json_t *mine = json_deep_copy(l->lease);
+        json_t *ns = mine ? our_spec(l, json_object_get(l->lease, "spec"), now_s) : NULL;
+        json_t *renewed = NULL;
+        int frc = KP_ENOMEM;
+        if (ns && !json_object_set_new(mine, "spec", ns))
+            frc = kc_update(l->c, &kc_leases, l->ns, mine, NULL, &renewed, NULL);
+        else
+            json_decref(ns);
+        json_decref(mine);
+        if (!frc && renewed) {
+            keep_lease(l, renewed, clock_mono_ns());
+            *unchanged = true;
+            return TRY_OURS;
+        }
+        log_debug("leader", "%s/%s: optimistic renewal: %s; reading the Lease", l->ns, l->name,
+                  err_str(frc));
+    }
     int rc = kc_get(l->c, &kc_leases, l->ns, l->name, &cur);
     if (rc == KP_ENOTFOUND) {
         json_t *lease =
@@ -333,7 +356,7 @@ static bool campaign(kc_leader_t *l)
     for (;;) {
         int64_t start = clock_mono_ns();
         bool unchanged;
-        if (try_acquire(l, &unchanged) == TRY_OURS) {
+        if (try_acquire(l, false, &unchanged) == TRY_OURS) {
             int64_t took = clock_mono_ns() - start;
             if (took < l->renew_ns) {
                 set_leading(l, true, start + l->renew_ns);
@@ -364,7 +387,11 @@ static bool lead(kc_leader_t *l)
         if (wait_stop(l, l->retry_ns)) return true;
         int64_t start = clock_mono_ns();
         bool unchanged;
-        int r = try_acquire(l, &unchanged);
+        int r = try_acquire(l, still_valid(l, start), &unchanged);
+        int64_t took = clock_mono_ns() - start;
+        if (took > l->renew_ns / 2)
+            log_warn("leader", "%s/%s: a renewal took %.2f s (renew deadline %.2f s)", l->ns,
+                     l->name, (double)took / 1e9, (double)l->renew_ns / 1e9);
         /* A renewal continues our term if it began while we were still
          * leading, or if nobody wrote the Lease since our last write (the
          * thread was slow, e.g. in on_started, but no one else led). Any

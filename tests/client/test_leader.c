@@ -19,6 +19,8 @@
  *    whatever its renewTime says.
  *  - A stolen Lease (another holder written with kc_update) makes the leader
  *    stop at its next renewal; it leads again once the thief goes silent.
+ *  - A valid leader renews with one request (an update over its own last
+ *    write), not a read and an update.
  *  - A leader that cannot reach the server stops leading within the renew
  *    deadline (is_leader by the clock, then on_stopped).
  *  - Bad configurations are refused.
@@ -437,6 +439,46 @@ static void test_stolen_lease(void **state)
     assert_int_equal(atomic_load(&cand.stopped), 1); /* the loss only */
 }
 
+/* While its term is valid, a leader renews with one update over its own last
+ * write (client-go's optimistic path), not a read and an update: its own
+ * client's request count grows by one per renewal seen in the Lease. */
+static void test_renewal_one_request(void **state)
+{
+    fx_t *f = *state;
+    kc_client_t *own = NULL;
+    assert_int_equal(kc_client_new(&f->cfg, &own), 0);
+    cand_t cand = {0};
+    kc_leader_config_t cfg = config("fast", "fast-leader", &cand);
+    kc_leader_t *l = start(own, &cfg);
+    assert_true(wait_leader(l, 3000) >= 0);
+    sleep_ms(RETRY_MS / 2);
+    kc_client_stats_t before, after;
+    kc_client_stats(own, &before);
+    /* Distinct renewTimes seen by polling with the fixture's client. */
+    int renewals = 0;
+    char last[40] = "";
+    double t0 = now_ms();
+    while (now_ms() - t0 < 6 * RETRY_MS) {
+        json_t *lease = get_lease(f->c, "fast");
+        if (strcmp(spec_s(lease, "renewTime"), last) != 0) {
+            if (last[0]) renewals++;
+            snprintf(last, sizeof last, "%s", spec_s(lease, "renewTime"));
+        }
+        json_decref(lease);
+        sleep_ms(10);
+    }
+    kc_client_stats(own, &after);
+    unsigned long long reqs = (unsigned long long)(after.requests - before.requests);
+    print_message("renewals %d, leader requests %llu\n", renewals, reqs);
+    assert_true(renewals >= 3);
+    /* One renewal may be in flight at either end of the window. */
+    assert_true(reqs <= (unsigned long long)renewals + 2);
+    assert_true(kc_leader_is_leader(l));
+    assert_int_equal(atomic_load(&cand.stopped), 0);
+    kc_leader_stop(l);
+    kc_client_free(own);
+}
+
 /* The server goes away: is_leader() turns false by the renew deadline. */
 static void test_server_lost(void **state)
 {
@@ -463,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_bad_config),     cmocka_unit_test(test_one_candidate),
         cmocka_unit_test(test_two_candidates), cmocka_unit_test(test_slow_on_started),
         cmocka_unit_test(test_silent_holder),  cmocka_unit_test(test_stolen_lease),
+        cmocka_unit_test(test_renewal_one_request),
     };
     const struct CMUnitTest kill_tests[] = {
         cmocka_unit_test(test_server_lost),

@@ -27,8 +27,15 @@
 #   ha_verify_writes OUT...        the lost-write and revision-order checks
 #   ha_watch_pods I FILE, ha_pod_max FILE   pods of app=web as a watch saw them
 #
+# HA_KEEP=1 keeps the temp dir (every log in full) when a drill fails;
+# HA_KEEP=all keeps it always.
+#
 # Timing knobs are short so that every drill ends in well under a minute:
-# etcd --heartbeat-interval 50 --election-timeout 500, leases of 3 s.
+# etcd --heartbeat-interval 50 --election-timeout 500, leases of 4 s renewed
+# every 0.5 s within a deadline of 3 s. (With 2 s, a leader lost its term on
+# CI: one renewal died with the API server killed under it, and the next had
+# to get through the restarted server in the middle of every informer's
+# relist, under ASan, with another drill on the same two cores.)
 
 set -euo pipefail
 
@@ -45,8 +52,8 @@ HA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kp-ha-XXXXXX")
 export HOME="$HA_DIR/home" # kubectl's discovery cache stays inside the drill
 mkdir -p "$HOME"
 HA_PIDS=() # every process this harness started
-HA_LEASE=${HA_LEASE:-3s}
-HA_RENEW=${HA_RENEW:-2s}
+HA_LEASE=${HA_LEASE:-4s}
+HA_RENEW=${HA_RENEW:-3s}
 HA_RETRY=${HA_RETRY:-500ms}
 ETCD_PID=() ETCD_EP=() ETCD_PEER=()
 API_PID=() API_PORT=() API_URL=()
@@ -82,9 +89,18 @@ ha_cleanup() {
       [ -f "$f" ] || continue
       echo "--- $(basename "$f") (last 12 lines)"
       grep -v '^raft\|rafthttp\|watch stream .* ended' "$f" | tail -n 12
+      case $f in # the components' leader election, which a loss ends
+      */controller-manager*.log | */scheduler*.log)
+        echo "--- $(basename "$f") (leader election, last 8)"
+        grep -i 'leader' "$f" | tail -n 8 ;;
+      esac
     done
   fi
-  rm -rf "$HA_DIR"
+  if [ "${HA_KEEP:-}" = all ] || { [ -n "${HA_KEEP:-}" ] && [ $rc -ne 0 ] && [ $rc -ne 77 ]; }; then
+    echo "HA_KEEP: logs kept in $HA_DIR" >&2
+  else
+    rm -rf "$HA_DIR"
+  fi
   exit $rc
 }
 trap ha_cleanup EXIT
