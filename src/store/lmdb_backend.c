@@ -199,6 +199,11 @@ int store__lmdb_open(const char *dir, const store_options_t *opt, store_t **out)
     mdb_reader_check(ls->env, &dead);
     if (dead) log_info("store", "cleared %d stale reader slot(s)", dead);
     if ((rc = init_layout(ls))) goto fail_env;
+    /* Transactions up to now count as ours: the watches opened from here
+     * on read the log from their own start revision. */
+    MDB_envinfo info;
+    if ((rc = lmdb__rc(mdb_env_info(ls->env, &info)))) goto fail_env;
+    ls->own_txnid = (uint64_t)info.me_last_txnid;
     if ((rc = lmdb__compactor_start(ls))) goto fail_env;
     *out = &ls->base;
     return 0;
@@ -260,6 +265,7 @@ static int lmdb_status(store_t *s, store_status_t *out)
     pthread_mutex_lock(&ls->mu);
     out->writes = ls->writes;
     out->commits = ls->commits;
+    out->watch_reads = __atomic_load_n(&ls->watch_reads, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&ls->mu);
 out:
     mdb_txn_abort(txn);

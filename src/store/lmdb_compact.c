@@ -76,6 +76,7 @@ static int compact_step(lmdb_store_t *ls, int64_t target, int first, int *done)
         }
     }
     if ((rc = lmdb__meta_put(txn, ls, "compact", end))) goto abort;
+    uint64_t id = (uint64_t)mdb_txn_id(txn);
     if ((rc = mdb_txn_commit(txn))) {
         /* No sync of our own follows: the next write's makes it durable. */
         f.mdb_rc = rc;
@@ -83,6 +84,9 @@ static int compact_step(lmdb_store_t *ls, int64_t target, int first, int *done)
         if (lmdb__env_panicked(ls)) f.phase = LMDB__FAIL_FATAL;
         goto failed;
     }
+    pthread_mutex_lock(&ls->mu);
+    lmdb__own_txn_locked(ls, id);
+    pthread_mutex_unlock(&ls->mu);
     *done = end == target;
     return 0;
 

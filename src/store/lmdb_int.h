@@ -99,11 +99,15 @@
  * exact, in order, durable and resumable for free; a slow watcher costs no
  * memory. It delivers nothing above notify_rev, the newest revision whose
  * commit and sync returned 0 (a commit whose sync failed after LMDB made it
- * visible is delivered only once a later sync made it durable, S2). A commit wakes only the watches whose prefix one of its keys
- * has (each watch sleeps on its own condition variable), so that N watches
- * on N resources cost one wakeup per write, not N; the others read past
- * unrelated revisions within LMDB__WATCH_POLL_MS, as they notice a writer in
- * another process.
+ * visible is delivered only once a later sync made it durable, S2). A commit
+ * wakes only the watches whose prefix one of its keys has (each watch sleeps
+ * on its own condition variable), so that N watches on N resources cost one
+ * wakeup per write, not N. The others are told the batch's revisions hold
+ * nothing for them (a "quiet" range per watch, extended while batches follow
+ * one another), and move past them without reading the log: a write costs
+ * no work in watches on other resources, however many there are. Only
+ * another process's commits must be read past (within LMDB__WATCH_POLL_MS,
+ * noticed by LMDB transaction ids this process did not commit).
  */
 #ifndef KP_LMDB_INT_H
 #define KP_LMDB_INT_H
@@ -192,7 +196,11 @@ typedef struct lmdb_store {
     uint64_t refused;           /* writes refused in this episode */
     int closing;
     int64_t notify_rev;         /* newest revision announced to watches */
+    uint64_t own_txnid;         /* newest LMDB txn id this process committed */
+    uint64_t foreign_txnid;     /* at or above the newest txn id known (or
+                                   suspected) to be another process's */
     uint64_t writes, commits;   /* acknowledged since open, for store_status() */
+    uint64_t watch_reads;       /* log records read by watches (atomic, not mu) */
 
     pthread_mutex_t space_mu;   /* guards the two below */
     uint64_t reserved_end;      /* the file has room allocated up to here */
@@ -231,6 +239,14 @@ int lmdb__lookup_at(MDB_txn *txn, lmdb_store_t *ls, const char *key, size_t klen
 int lmdb__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_watch_t **out);
 /* Wake the watches whose prefix `key` has. ls->mu held. */
 void lmdb__watch_wake_locked(lmdb_store_t *ls, const char *key, size_t klen);
+/* This process committed the revisions (first, last], durable, and called
+ * lmdb__watch_wake_locked() for each key written: every watch not woken by
+ * them learns that those revisions hold nothing for it, and moves past them
+ * without reading them. ls->mu held. */
+void lmdb__watch_quiet_locked(lmdb_store_t *ls, int64_t first, int64_t last);
+/* A write transaction of this process committed as `txnid` (any other
+ * transaction id is another process's, for the watches). ls->mu held. */
+void lmdb__own_txn_locked(lmdb_store_t *ls, uint64_t txnid);
 /* Wake every watch (closing). ls->mu held. */
 void lmdb__watch_wake_all_locked(lmdb_store_t *ls);
 

@@ -8,9 +8,17 @@
  * own buffer. If nothing is new it sleeps on its own condition variable, which
  * a commit in this process signals when it wrote a key under the prefix
  * (lmdb__watch_wake_locked()), and store_watch_request_progress() signals.
- * Every LMDB__WATCH_POLL_MS while idle it reads past what was committed
- * meanwhile (unrelated keys here, or any key from another process, noticed by
- * LMDB's transaction id changing).
+ * A commit here that wrote nothing under the prefix does not wake it; it
+ * extends the watch's quiet range instead (lmdb__watch_quiet_locked()), and
+ * the watch moves its revision past that range without reading it. Every
+ * LMDB__WATCH_POLL_MS while idle it does so (reporting progress if asked),
+ * and reads past what another process committed, noticed by an LMDB
+ * transaction id this process did not commit.
+ *
+ * Quiet range (quiet_lo, quiet_hi], under ls->mu: every revision in it was
+ * committed by this process in batches that followed one another with no
+ * revision between, each durable and with no key under the prefix. So a
+ * watch whose revision lies in it may move to quiet_hi and miss nothing.
  *
  * Exactly once and in order: records are read in revision order starting just
  * above the watch's revision, which then moves past them. No gap: before each
@@ -39,6 +47,8 @@ struct lmdb_watch {
     store_event_t tick; /* the STORE_PROGRESS event */
     int cancelled;      /* guarded by ls->mu, as are the three below */
     int kicked;         /* woken: read again before sleeping */
+    int touched;        /* the batch being announced wrote under the prefix */
+    int64_t quiet_lo, quiet_hi; /* see Quiet range above */
     pthread_cond_t cv;  /* signalled on kicked, cancel, close; CLOCK_MONOTONIC */
     lmdb_watch_t *next_w, **prev_w; /* in ls->watches */
     store_event_t *evs; /* buffered events, [pos, n) not yet handed out */
@@ -159,7 +169,8 @@ static int fill(lmdb_watch_t *w)
     lmdb__rev_key(w->rev + 1, rk);
     MDB_val k = {8, rk}, v;
     int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-    for (int seen = 0; mrc == 0 && seen < LMDB__WATCH_BATCH; seen++) {
+    int seen = 0;
+    for (; mrc == 0 && seen < LMDB__WATCH_BATCH; seen++) {
         int64_t rev = lmdb__rev_from_key(&k);
         if (rev > cur) break;
         if (rev != w->rev + 1) { /* invariant 1: no gaps above the compaction point */
@@ -182,6 +193,7 @@ static int fill(lmdb_watch_t *w)
         mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
     }
     if (mrc && mrc != MDB_NOTFOUND) rc = lmdb__rc(mrc);
+    __atomic_fetch_add(&ls->watch_reads, (uint64_t)seen, __ATOMIC_RELAXED);
 out:
     if (c) mdb_cursor_close(c);
     mdb_txn_abort(txn);
@@ -194,11 +206,21 @@ out:
     return rc;
 }
 
-/* Did any process commit since this watch last read? */
-static int changed_elsewhere(lmdb_watch_t *w)
+/* Did another process commit since this watch last read? ls->mu held. A
+ * commit of ours whose bookkeeping is still to come counts as another's:
+ * that costs one read, never a missed change. */
+static int changed_elsewhere_locked(lmdb_watch_t *w)
 {
     MDB_envinfo info;
-    return mdb_env_info(w->ls->env, &info) == 0 && info.me_last_txnid != w->txnid;
+    if (mdb_env_info(w->ls->env, &info)) return 1;
+    return (uint64_t)info.me_last_txnid > w->ls->own_txnid || w->ls->foreign_txnid > w->txnid;
+}
+
+/* Move past the quiet range if the watch's revision lies in it (and nothing
+ * it read is still buffered). ls->mu held. */
+static void skip_quiet_locked(lmdb_watch_t *w)
+{
+    if (w->pos == w->n && w->quiet_lo <= w->rev && w->rev < w->quiet_hi) w->rev = w->quiet_hi;
 }
 
 static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_t **ev)
@@ -222,9 +244,12 @@ static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_
         }
         pthread_mutex_lock(&ls->mu);
         int stop = w->cancelled || ls->closing;
+        int64_t was = w->rev;
+        skip_quiet_locked(w);
         pthread_mutex_unlock(&ls->mu);
         if (stop) return KP_ECLOSED;
         if (w->failed) return w->failed;
+        if (w->rev > was && w->progress) continue; /* report it first */
 
         int rc = fill(w);
         if (rc) return rc;
@@ -244,8 +269,10 @@ static int lmdb_watch_next(store_watch_t *sw, int timeout_ms, const store_event_
             if (timeout_ms >= 0 && (deadline - now) / 1000000 + 1 < wait_ms)
                 wait_ms = (deadline - now) / 1000000 + 1;
             struct timespec ts = clock_deadline_ms(wait_ms);
-            if (pthread_cond_timedwait(&w->cv, &ls->mu, &ts) == ETIMEDOUT &&
-                (ls->notify_rev > w->rev || changed_elsewhere(w)))
+            if (pthread_cond_timedwait(&w->cv, &ls->mu, &ts) != ETIMEDOUT) continue;
+            skip_quiet_locked(w);
+            if ((w->progress && w->rev > w->reported) || ls->notify_rev > w->rev ||
+                changed_elsewhere_locked(w))
                 break;
         }
         w->kicked = 0; /* commits from here on are read by the next fill() */
@@ -290,10 +317,32 @@ static void lmdb_watch_cancel(store_watch_t *sw)
 void lmdb__watch_wake_locked(lmdb_store_t *ls, const char *key, size_t klen)
 {
     for (lmdb_watch_t *w = ls->watches; w; w = w->next_w) {
-        if (w->kicked || klen < w->plen || memcmp(key, w->prefix, w->plen)) continue;
+        if (w->touched || klen < w->plen || memcmp(key, w->prefix, w->plen)) continue;
+        w->touched = 1;
+        if (w->kicked) continue;
         w->kicked = 1;
         pthread_cond_signal(&w->cv);
     }
+}
+
+void lmdb__watch_quiet_locked(lmdb_store_t *ls, int64_t first, int64_t last)
+{
+    for (lmdb_watch_t *w = ls->watches; w; w = w->next_w) {
+        if (w->touched) { /* it reads these revisions; its range ends here */
+            w->touched = 0;
+            continue;
+        }
+        if (w->quiet_hi != first) w->quiet_lo = first;
+        w->quiet_hi = last;
+    }
+}
+
+void lmdb__own_txn_locked(lmdb_store_t *ls, uint64_t txnid)
+{
+    /* A gap below txnid was someone else's (or ours, booked out of order:
+     * that costs the watches one read each, nothing else). */
+    if (txnid != ls->own_txnid + 1 && txnid - 1 > ls->foreign_txnid) ls->foreign_txnid = txnid - 1;
+    if (txnid > ls->own_txnid) ls->own_txnid = txnid;
 }
 
 void lmdb__watch_wake_all_locked(lmdb_store_t *ls)

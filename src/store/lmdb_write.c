@@ -104,13 +104,14 @@ mdb_fail:
  * rev; returns 0, or the failure that failed them all, described in *f (see
  * SPACE in lmdb_int.h). *last gets the newest revision committed (0 if none).
  * `need` is the room the batch may take (lmdb__space_need()). */
-static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, uint64_t need, int64_t *last,
-                        lmdb__fail_t *f)
+static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, uint64_t need, int64_t *first,
+                        int64_t *last, uint64_t *txnid, lmdb__fail_t *f)
 {
     MDB_txn *txn;
     int64_t rev = 0, start;
     int fatal = 0, rc, mrc;
-    *last = 0;
+    *last = *first = 0;
+    *txnid = 0;
     *f = (lmdb__fail_t){.phase = LMDB__FAIL_CLEAN};
 
     /* S4: room past the end of the file first, so a full disk is reported
@@ -144,6 +145,7 @@ static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, uint64_t need, in
         mdb_txn_abort(txn);
         goto fail_all;
     }
+    uint64_t id = (uint64_t)mdb_txn_id(txn);
     /* The durability point: the commit writes the data pages, syncs them,
      * and writes the meta page that points to them; one more fdatasync makes
      * that meta page durable (the environment is MDB_NOMETASYNC: LMDB's own
@@ -157,12 +159,14 @@ static int commit_batch(lmdb_store_t *ls, lmdb__wreq_t *batch, uint64_t need, in
         if (lmdb__env_panicked(ls)) f->phase = LMDB__FAIL_FATAL;
         goto fail_all;
     }
+    *txnid = id;
     if ((mrc = mdb_env_sync(ls->env, 1))) {
         f->mdb_rc = mrc;
         f->phase = LMDB__FAIL_UNSYNCED;
         rc = lmdb__rc(mrc);
         goto fail_all;
     }
+    *first = start;
     *last = rev;
     return 0;
 
@@ -268,7 +272,8 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
         size_t n, bytes;
         lmdb__wreq_t *batch = take_batch(ls, &n, &bytes);
         if (refuse == KP_ENOSPC) ls->refused += n;
-        int64_t last = 0;
+        int64_t first = 0, last = 0;
+        uint64_t txnid = 0;
         lmdb__fail_t fail = {0};
         pthread_mutex_unlock(&ls->mu);
 
@@ -276,7 +281,8 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
         if (refuse) {
             for (lmdb__wreq_t *r = batch; r; r = r->next) r->rc = refuse;
         } else {
-            rc = commit_batch(ls, batch, lmdb__space_need(bytes, n), &last, &fail);
+            rc = commit_batch(ls, batch, lmdb__space_need(bytes, n), &first, &last, &txnid,
+                              &fail);
         }
 
         pthread_mutex_lock(&ls->mu);
@@ -290,10 +296,13 @@ int lmdb__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
             ls->commits++;
             for (lmdb__wreq_t *r = batch; r; r = r->next) ls->writes += r->rc == 0;
         }
+        if (txnid) lmdb__own_txn_locked(ls, txnid);
         if (last > ls->notify_rev) ls->notify_rev = last;
-        if (last)
+        if (last) {
             for (lmdb__wreq_t *r = batch; r; r = r->next)
                 if (r->rc == 0) lmdb__watch_wake_locked(ls, r->key, r->klen);
+            lmdb__watch_quiet_locked(ls, first, last);
+        }
         wake_next_leader(ls);
         int self_done = 0;
         for (lmdb__wreq_t *r = batch, *next; r; r = next) {

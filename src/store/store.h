@@ -105,6 +105,8 @@ typedef struct store_status {
     uint64_t file_bytes;       /* bytes allocated on disk for the data file */
     uint64_t writes;           /* writes acknowledged since this handle opened */
     uint64_t commits;          /* durable commits they took (group commit) */
+    uint64_t watch_reads;      /* history records watches read since open
+                                  (LMDB; 0 on etcd, which filters itself) */
 } store_status_t;
 
 /* ---- lifecycle ---- */
