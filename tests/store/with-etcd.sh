@@ -17,7 +17,8 @@
 # directory and is stopped by its pid (never by name). The etcd binary is
 # $KP_ETCD_BIN, else `etcd` on PATH (Debian's etcd-server). Flags: requests up
 # to 8 MiB (a 3 MiB value is 4 MiB of base64 JSON), a 100ms watch progress
-# interval (see PROGRESS in src/store/etcd_int.h), fast elections.
+# interval (see PROGRESS in src/store/etcd_int.h; $KP_ETCD_PROGRESS_INTERVAL
+# replaces it, for measuring what it costs), fast elections.
 set -eu
 
 etcd_bin=${KP_ETCD_BIN:-etcd}
@@ -55,7 +56,7 @@ start() {
       --initial-cluster "kp=http://127.0.0.1:$pport" \
       --heartbeat-interval 50 --election-timeout 500 \
       --max-request-bytes 8388608 \
-      --experimental-watch-progress-notify-interval 100ms \
+      --experimental-watch-progress-notify-interval "${KP_ETCD_PROGRESS_INTERVAL:-100ms}" \
       >"$dir/etcd.log" 2>&1 </dev/null &
     pid=$!
     echo "$pid" >"$dir/etcd.pid"
