@@ -67,7 +67,9 @@ static void start_in(kpserver_t *s, const char *const *extra)
     snprintf(out, sizeof out, "%s/server.out", s->dir);
     snprintf(log, sizeof log, "%s/server.log", s->dir);
     snprintf(data, sizeof data, "%s/data", s->dir);
-    const char *argv[32] = {KPLANE_BIN, "server", "--data-dir", data, "--listen", "127.0.0.1:0"};
+    const char *bin = getenv("KP_KPLANE_BIN"); /* another build's (scripts/bench-compare) */
+    if (!bin || !*bin) bin = KPLANE_BIN;
+    const char *argv[32] = {bin, "server", "--data-dir", data, "--listen", "127.0.0.1:0"};
     int argc = 6;
     for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
     argv[argc] = NULL;
@@ -75,7 +77,7 @@ static void start_in(kpserver_t *s, const char *const *extra)
     if (pid < 0) abort();
     if (pid == 0) {
         if (!freopen(out, "w", stdout) || !freopen(log, "a", stderr)) _exit(127);
-        execv(KPLANE_BIN, (char *const *)argv);
+        execv(bin, (char *const *)argv);
         _exit(127);
     }
     s->pid = pid;

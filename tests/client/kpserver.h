@@ -1,7 +1,8 @@
 /*
  * kpserver.h -- a real `kplane server` for SDK tests: started on a free
  * loopback port in a fresh data dir, stopped (by pid) and removed again.
- * The binary comes from KPLANE_BIN (set by CMake).
+ * The binary comes from KPLANE_BIN (set by CMake), or the environment's
+ * KP_KPLANE_BIN where set (a benchmark driving another build).
  */
 #ifndef KP_TEST_KPSERVER_H
 #define KP_TEST_KPSERVER_H
