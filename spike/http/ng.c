@@ -2,11 +2,16 @@
  * ng.c -- the spike's nghttp2 candidate: nghttp2 1.52 (HTTP/2 framing),
  * libuv 1.44 (event loop), OpenSSL over memory BIOs (TLS, ALPN h2 +
  * http/1.1) and the joyent http_parser 2.9 (HTTP/1.1). See common.h.
+ * Built with -DSPIKE_GNUTLS (the run script's "ngg"), GnuTLS 3.7 over
+ * in-memory transport functions replaces OpenSSL, to tell whether the TLS
+ * library kplane already serves with costs more per request in the same glue.
  *
  * None of these libraries does I/O for another, so this file is the glue:
- * a connection moves ciphertext from libuv into OpenSSL's read BIO, feeds the
- * plaintext to http_parser or nghttp2, and takes what they produce through
- * SSL_write and the write BIO back out with uv_write.
+ * a connection moves ciphertext from libuv into OpenSSL's read BIO (GnuTLS:
+ * the `tin` buffer its pull function reads), feeds the plaintext to
+ * http_parser or nghttp2, and takes what they produce through SSL_write and
+ * the write BIO (GnuTLS: its push function fills `tout`) back out with
+ * uv_write.
  *
  * Backpressure: a connection stops pulling frames from nghttp2 (and stops
  * reading) while libuv and the write BIO hold WRITE_HIGH unsent bytes. The h2
@@ -19,7 +24,12 @@
  */
 #include <http_parser.h>
 #include <nghttp2/nghttp2.h>
+#ifdef SPIKE_GNUTLS
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#else
 #include <openssl/ssl.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +64,14 @@ typedef struct req {
 
 struct conn {
     uv_tcp_t tcp;
+#ifdef SPIKE_GNUTLS
+    gnutls_session_t ssl;
+    buf_t tin, tout; /* ciphertext in from the socket (tin_off read), out to it */
+    size_t tin_off;
+#else
     SSL *ssl;
     BIO *rbio, *wbio; /* ciphertext in from the socket, out to it */
+#endif
     enum { P_TLS, P_H1, P_H2 } proto;
     int reading, writes, closing;
     int close_when_sent; /* 1: close once the output is written; 2: close_notify queued */
@@ -73,7 +89,12 @@ typedef struct wreq {
 } wreq_t;
 
 static uv_loop_t *loop;
+#ifdef SPIKE_GNUTLS
+static gnutls_certificate_credentials_t creds;
+static gnutls_priority_t prio;
+#else
 static SSL_CTX *tls;
+#endif
 static nghttp2_session_callbacks *h2_callbacks;
 static char inbuf[65536], plain[16384], stage[32768]; /* one thread: shared scratch */
 static const char too_large[] = "{\"kind\":\"Status\",\"code\":413}";
@@ -191,6 +212,50 @@ static int route(req_t *r)
 
 /* ---- the connection: libuv <-> OpenSSL memory BIOs ---- */
 
+#ifdef SPIKE_GNUTLS
+static size_t queued(conn_t *c)
+{
+    return uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) + c->tout.len;
+}
+
+static int tls_write(conn_t *c, const void *d, size_t n)
+{
+    const char *p = d;
+    while (n) { /* a record at a time; the push into tout never blocks */
+        ssize_t k = gnutls_record_send(c->ssl, p, n);
+        if (k == GNUTLS_E_INTERRUPTED || k == GNUTLS_E_AGAIN) continue;
+        if (k <= 0) return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static ssize_t tls_push(gnutls_transport_ptr_t p, const void *d, size_t n)
+{
+    conn_t *c = p;
+    if (buf_add(&c->tout, d, n)) {
+        gnutls_transport_set_errno(c->ssl, ENOMEM);
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
+static ssize_t tls_pull(gnutls_transport_ptr_t p, void *d, size_t n)
+{
+    conn_t *c = p;
+    size_t have = c->tin.len - c->tin_off;
+    if (!have) {
+        gnutls_transport_set_errno(c->ssl, EAGAIN);
+        return -1;
+    }
+    if (n > have) n = have;
+    memcpy(d, c->tin.p + c->tin_off, n);
+    c->tin_off += n;
+    if (c->tin_off == c->tin.len) c->tin.len = c->tin_off = 0;
+    return (ssize_t)n;
+}
+#else
 static size_t queued(conn_t *c)
 {
     return uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) + BIO_ctrl_pending(c->wbio);
@@ -200,6 +265,7 @@ static int tls_write(conn_t *c, const void *d, size_t n)
 {
     return n && SSL_write(c->ssl, d, (int)n) <= 0 ? -1 : 0;
 }
+#endif
 
 static void on_write(uv_write_t *w, int status)
 {
@@ -215,11 +281,21 @@ static void on_write(uv_write_t *w, int status)
 
 static int tls_drain(conn_t *c) /* the write BIO's ciphertext to the socket */
 {
+#ifdef SPIKE_GNUTLS
+    size_t n = c->tout.len;
+    if (!n) return 0;
+    wreq_t *w = malloc(sizeof *w + n);
+    if (!w) return -1;
+    memcpy(w->data, c->tout.p, n);
+    c->tout.len = 0;
+    w->buf = uv_buf_init(w->data, (unsigned)n);
+#else
     size_t n = BIO_ctrl_pending(c->wbio);
     if (!n) return 0;
     wreq_t *w = malloc(sizeof *w + n);
     if (!w) return -1;
     w->buf = uv_buf_init(w->data, (unsigned)BIO_read(c->wbio, w->data, (int)n));
+#endif
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &w->buf, 1, on_write)) {
         free(w);
         return -1;
@@ -259,7 +335,11 @@ static void conn_flush(conn_t *c)
         !nghttp2_session_want_write(c->h2))
         c->close_when_sent = 1; /* GOAWAY exchanged */
     if (c->close_when_sent == 1) {
+#ifdef SPIKE_GNUTLS
+        gnutls_bye(c->ssl, GNUTLS_SHUT_WR); /* close_notify */
+#else
         SSL_shutdown(c->ssl); /* close_notify */
+#endif
         c->close_when_sent = 2;
     }
     if (rc || tls_drain(c)) {
@@ -270,13 +350,23 @@ static void conn_flush(conn_t *c)
         conn_close(c);
         return;
     }
+#ifdef SPIKE_GNUTLS
+    set_reading(c, !c->close_when_sent && queued(c) < WRITE_HIGH && c->tin.len - c->tin_off < WRITE_HIGH);
+#else
     set_reading(c, !c->close_when_sent && queued(c) < WRITE_HIGH && BIO_ctrl_pending(c->rbio) < WRITE_HIGH);
+#endif
 }
 
 static void conn_closed(uv_handle_t *h)
 {
     conn_t *c = h->data;
+#ifdef SPIKE_GNUTLS
+    if (c->ssl) gnutls_deinit(c->ssl);
+    free(c->tin.p);
+    free(c->tout.p);
+#else
     SSL_free(c->ssl); /* and its BIOs */
+#endif
     free(c->h1_rest.p);
     free(c);
 }
@@ -299,17 +389,32 @@ static int h2_recv(conn_t *c, const char *d, size_t n);
 static int tls_recv(conn_t *c)
 {
     if (c->proto == P_TLS) {
+#ifdef SPIKE_GNUTLS
+        int rc = gnutls_handshake(c->ssl);
+        if (rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_INTERRUPTED) return 0;
+        if (rc < 0) return -1;
+        gnutls_datum_t alpn = {NULL, 0};
+        gnutls_alpn_get_selected_protocol(c->ssl, &alpn);
+        if (alpn.size == 2 && !memcmp(alpn.data, "h2", 2) ? h2_start(c) : h1_start(c)) return -1;
+#else
         int rc = SSL_do_handshake(c->ssl);
         if (rc <= 0) return SSL_get_error(c->ssl, rc) == SSL_ERROR_WANT_READ ? 0 : -1;
         const unsigned char *alpn;
         unsigned len;
         SSL_get0_alpn_selected(c->ssl, &alpn, &len);
         if (len == 2 && !memcmp(alpn, "h2", 2) ? h2_start(c) : h1_start(c)) return -1;
+#endif
     }
     for (;;) {
         if (c->proto == P_H1 && c->h1_req && c->h1_req->watch) return 0; /* rest waits in the BIO */
+#ifdef SPIKE_GNUTLS
+        ssize_t n = gnutls_record_recv(c->ssl, plain, sizeof plain);
+        if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) return 0;
+        if (n <= 0) return -1;
+#else
         int n = SSL_read(c->ssl, plain, sizeof plain);
         if (n <= 0) return SSL_get_error(c->ssl, n) == SSL_ERROR_WANT_READ ? 0 : -1;
+#endif
         int rc = c->proto == P_H2 ? h2_recv(c, plain, (size_t)n) : h1_recv(c, plain, (size_t)n);
         if (rc || c->closing) return -1;
     }
@@ -318,7 +423,11 @@ static int tls_recv(conn_t *c)
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     conn_t *c = s->data;
+#ifdef SPIKE_GNUTLS
+    if (n < 0 || (n > 0 && (buf_add(&c->tin, b->base, (size_t)n) || tls_recv(c)))) {
+#else
     if (n < 0 || (n > 0 && (BIO_write(c->rbio, b->base, (int)n) != n || tls_recv(c)))) {
+#endif
         conn_close(c);
         return;
     }
@@ -331,6 +440,24 @@ static void on_connection(uv_stream_t *server, int status)
     if (!c) return;
     uv_tcp_init(loop, &c->tcp);
     c->tcp.data = c;
+#ifdef SPIKE_GNUTLS
+    static const gnutls_datum_t protos[] = {{(unsigned char *)"h2", 2},
+                                            {(unsigned char *)"http/1.1", 8}};
+    int ok = gnutls_init(&c->ssl, GNUTLS_SERVER | GNUTLS_NONBLOCK) == 0;
+    if (ok)
+        ok = gnutls_priority_set(c->ssl, prio) == 0 &&
+             gnutls_credentials_set(c->ssl, GNUTLS_CRD_CERTIFICATE, creds) == 0 &&
+             gnutls_alpn_set_protocols(c->ssl, protos, 2, GNUTLS_ALPN_SERVER_PRECEDENCE) == 0;
+    else
+        c->ssl = NULL;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) || !ok) {
+        conn_close(c);
+        return;
+    }
+    gnutls_transport_set_ptr(c->ssl, c);
+    gnutls_transport_set_push_function(c->ssl, tls_push);
+    gnutls_transport_set_pull_function(c->ssl, tls_pull);
+#else
     c->ssl = SSL_new(tls);
     BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
     if (c->ssl && rb && wb) {
@@ -344,10 +471,12 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     }
     SSL_set_accept_state(c->ssl);
+#endif
     uv_tcp_nodelay(&c->tcp, 1);
     set_reading(c, 1);
 }
 
+#ifndef SPIKE_GNUTLS
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned inlen, void *arg)
 {
@@ -359,6 +488,7 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
                ? SSL_TLSEXT_ERR_OK
                : SSL_TLSEXT_ERR_NOACK;
 }
+#endif
 
 /* ---- HTTP/1.1: http_parser, keep-alive, chunked watch ---- */
 
@@ -645,6 +775,14 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
 
+#ifdef SPIKE_GNUTLS
+    if (gnutls_certificate_allocate_credentials(&creds) ||
+        gnutls_certificate_set_x509_key_file(creds, argv[2], argv[3], GNUTLS_X509_FMT_PEM) < 0 ||
+        gnutls_priority_init(&prio, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", NULL)) {
+        fprintf(stderr, "cannot load %s / %s\n", argv[2], argv[3]);
+        return 1;
+    }
+#else
     tls = SSL_CTX_new(TLS_server_method());
     if (!tls || SSL_CTX_use_certificate_chain_file(tls, argv[2]) != 1 ||
         SSL_CTX_use_PrivateKey_file(tls, argv[3], SSL_FILETYPE_PEM) != 1) {
@@ -654,6 +792,7 @@ int main(int argc, char **argv)
     SSL_CTX_set_min_proto_version(tls, TLS1_2_VERSION);
     SSL_CTX_set_mode(tls, SSL_MODE_RELEASE_BUFFERS); /* idle connections keep no record buffers */
     SSL_CTX_set_alpn_select_cb(tls, alpn_select, NULL);
+#endif
 
     if (nghttp2_session_callbacks_new(&h2_callbacks)) return 1;
     nghttp2_session_callbacks_set_on_begin_headers_callback(h2_callbacks, h2_begin_headers);
