@@ -1,0 +1,192 @@
+/*
+ * httpd.h -- the HTTP server engine of issue 16 (the contract; the engine is
+ * being written to it, and nothing is built on it yet): HTTP/1.1 and HTTP/2
+ * (chosen by ALPN) over TLS, plain HTTP/1.1 over a Unix socket, on one event
+ * loop thread, with the request handlers on a bounded pool of workers.
+ * Libraries (README, "The next HTTP server"): libuv (the loop), GnuTLS over
+ * in-memory transport functions, nghttp2 (HTTP/2 framing), http-parser
+ * (HTTP/1.1). It knows nothing of Kubernetes: the API server, the node's log
+ * server and the components' health endpoints each sit on it.
+ *
+ * THREADS
+ *   The loop thread does all I/O: accepting, TLS, parsing, framing, timers
+ *   and every write to a socket. It never blocks: no handler, no fsync, no
+ *   lock held across I/O runs on it.
+ *   Workers (httpd_config_t.workers) run on_request(). A handler may block
+ *   (a store write's fsync, a lock); one blocked handler holds one worker.
+ *   httpd_reply*() and httpd_stream_*() may be called from any thread on a
+ *   request the caller holds: they hand the work to the loop (uv_async) and
+ *   return without waiting for the socket.
+ *
+ * A REQUEST'S LIFE
+ *   1. Its headers are complete (loop thread): on_headers() sees the method,
+ *      target, headers and peer. It must be quick and must not block (a
+ *      bearer token's lookup in a map is its kind of work). It returns
+ *      HTTPD_READ_BODY with the most body bytes it accepts, or replies at
+ *      once (401, 413, 429...) and returns HTTPD_REPLIED. No body byte is
+ *      read before then: an unauthenticated client cannot make the server
+ *      buffer (issue 14).
+ *   2. Its body is complete (loop thread): the request joins the worker
+ *      queue. A full queue (HTTPD_QUEUE_MAX requests waiting) answers 429
+ *      with Retry-After: 1, as Kubernetes' max-requests-inflight does.
+ *   3. on_request() runs on a worker. The handler owes exactly one reply:
+ *      httpd_reply(), or httpd_stream_start() followed by any number of
+ *      httpd_stream_write() and one httpd_stream_end(). The request is the
+ *      handler's until that reply is complete (after httpd_reply() or
+ *      httpd_stream_end() returns it is gone; the engine frees it once
+ *      sent). A handler may keep it past on_request()'s return, e.g. a watch
+ *      fed by another thread.
+ *   4. The client may go away at any time (connection closed, RST_STREAM, a
+ *      timeout). The request is then gone for the network, but stays valid
+ *      until the handler's reply is complete: replies are dropped, and
+ *      httpd_stream_write() answers KP_ECLOSED so that a producer stops.
+ *      on_gone() runs once (on the loop thread) so that a handler waiting
+ *      elsewhere (a watch with no events) can be woken.
+ *
+ * LIMITS AND TIMEOUTS (issue 14's, carried over; the README's Limits table)
+ *   Every one answers with the protocol's own refusal: an HTTP status where
+ *   a request exists (400, 413, 414, 431, 429), RST_STREAM or GOAWAY on
+ *   HTTP/2, else a closed connection.
+ *   - connections: at most max_connections open; an accept beyond it closes
+ *     the newest unauthenticated one first, then refuses.
+ *   - time to the first complete request headers (TLS handshake included):
+ *     header_timeout_ms; a keep-alive connection idle between requests:
+ *     idle_timeout_ms; a reply whose bytes the client stops reading:
+ *     write_timeout_ms without progress closes it.
+ *   - request line and headers: header_bytes (431; on HTTP/2 the
+ *     decompressed header list, SETTINGS_MAX_HEADER_LIST_SIZE); the target:
+ *     414 beyond HTTPD_TARGET_MAX.
+ *   - body: what on_headers() allowed (413 as soon as Content-Length or the
+ *     bytes received pass it; nothing more is buffered).
+ *   - HTTP/2: max_streams concurrent streams per connection
+ *     (SETTINGS_MAX_CONCURRENT_STREAMS); streams reset by the client count
+ *     against a rate (the rapid-reset defence nghttp2 1.52+deb12u3 carries).
+ *   - a streaming reply: at most stream_budget bytes not yet sent (see
+ *     STREAMS).
+ *
+ * STREAMS (watches, logs, follow)
+ *   httpd_stream_write() copies its bytes into the request's queue and
+ *   never blocks. HTTP/1.1 sends them as chunks, HTTP/2 as DATA frames
+ *   within the stream's flow-control window. If the unsent bytes would pass
+ *   stream_budget, the write is refused with KP_EOVERFLOW and nothing is
+ *   queued: the producer ends the stream (Kubernetes closes a watcher that
+ *   cannot keep up; the client relists). on_drain() (loop thread) tells a
+ *   producer that paused itself that the queue fell below half the budget.
+ *
+ * SHUTDOWN
+ *   httpd_stop() stops accepting, sends GOAWAY on HTTP/2 connections and
+ *   "Connection: close" on the next HTTP/1.1 reply, waits up to
+ *   grace_ms for the requests in progress (streams are ended by their
+ *   handlers through on_gone()), then closes everything and joins the loop
+ *   and the workers.
+ *
+ * ERRORS: the KP_* convention of lib/err.h.
+ */
+#ifndef KP_HTTPD_H
+#define KP_HTTPD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HTTPD_TARGET_MAX 8192 /* request target (path and query): 414 beyond */
+#define HTTPD_QUEUE_MAX 1024  /* requests waiting for a worker: 429 beyond */
+
+typedef struct httpd httpd_t;
+typedef struct httpd_req httpd_req_t;
+
+/* on_headers()'s answer. */
+typedef enum httpd_next {
+    HTTPD_READ_BODY = 0, /* read the body (up to *body_max), then on_request() */
+    HTTPD_REPLIED = 1,   /* on_headers() replied; the body is not read */
+} httpd_next_t;
+
+typedef struct httpd_limits {
+    size_t max_connections;  /* open at once, all listeners */
+    size_t header_bytes;     /* request line and headers */
+    size_t max_streams;      /* HTTP/2 concurrent streams per connection */
+    size_t stream_budget;    /* unsent bytes of one streaming reply */
+    int header_timeout_ms;   /* accept to the first complete headers */
+    int idle_timeout_ms;     /* between requests on a kept-alive connection */
+    int write_timeout_ms;    /* a reply's bytes making no progress */
+    int grace_ms;            /* httpd_stop(): requests in progress may finish */
+} httpd_limits_t;
+
+typedef struct httpd_config {
+    int tcp_fd;              /* listening TCP socket (TLS), or -1; owned from httpd_start on */
+    int unix_fd;             /* listening Unix socket (plain HTTP/1.1), or -1; owned likewise */
+    const char *cert_pem;    /* the TLS certificate chain and key (PEM), copied; */
+    const char *key_pem;     /*   required with tcp_fd */
+    int workers;             /* handler threads (>= 1) */
+    httpd_limits_t limits;   /* zeros: the defaults httpd_limits_default() gives */
+    /* Loop thread, quick, non-blocking: see A REQUEST'S LIFE, 1. *body_max
+     * comes in as 0 (no body) and may be raised. */
+    httpd_next_t (*on_headers)(void *arg, httpd_req_t *r, size_t *body_max);
+    /* A worker: see A REQUEST'S LIFE, 3. */
+    void (*on_request)(void *arg, httpd_req_t *r);
+    /* Loop thread, once, for a request whose handler still holds it when its
+     * client goes away; may be NULL. */
+    void (*on_gone)(void *arg, httpd_req_t *r);
+    /* Loop thread: a stream's unsent bytes fell below half its budget after
+     * a write was refused; may be NULL. */
+    void (*on_drain)(void *arg, httpd_req_t *r);
+    void *arg;
+} httpd_config_t;
+
+/* The defaults: Kubernetes' where it has one (a 3 MiB body is the caller's,
+ * through on_headers()). */
+httpd_limits_t httpd_limits_default(void);
+
+/* Start the loop thread and the workers. *out is the caller's until
+ * httpd_stop(). Errors: KP_EINVAL (no listener, bad PEM, workers < 1),
+ * KP_ENOMEM, KP_EIO. */
+int httpd_start(const httpd_config_t *cfg, httpd_t **out);
+
+/* Stop (see SHUTDOWN) and free. Not from a handler or a callback. NULL:
+ * no-op. */
+void httpd_stop(httpd_t *h);
+
+/* ---- a request (valid while its handler holds it; strings borrowed) ---- */
+
+const char *httpd_method(const httpd_req_t *r);
+const char *httpd_path(const httpd_req_t *r);   /* %-decoded, without the query */
+const char *httpd_query(const httpd_req_t *r);  /* raw, without '?'; "" if none */
+/* A header's value (names case-insensitive; repeated headers joined with
+ * ", " as RFC 9110 allows), or NULL. */
+const char *httpd_header(const httpd_req_t *r, const char *name);
+/* The body (NUL-terminated past len; "" with len 0 when none). Only from
+ * on_request() on. */
+const char *httpd_body(const httpd_req_t *r, size_t *len);
+int httpd_is_h2(const httpd_req_t *r);
+int httpd_is_local(const httpd_req_t *r);       /* came in on the Unix socket */
+/* The handler's own pointer, for on_gone() and on_drain(). */
+void httpd_set_data(httpd_req_t *r, void *data);
+void *httpd_data(const httpd_req_t *r);
+
+/* ---- replies: exactly one per request ----
+ * `headers` is NULL or name, value pairs ending with a NULL name (copied).
+ * Content-Length, Date, Transfer-Encoding and Connection are the engine's. */
+
+/* A whole reply. `body` is taken (malloc'd; freed once sent or dropped).
+ * Errors: KP_EINVAL (a reply was already given), KP_ENOMEM (body freed). */
+int httpd_reply(httpd_req_t *r, int status, const char *const *headers, char *body, size_t len);
+
+/* Begin a streaming reply. Errors: KP_EINVAL, KP_ENOMEM. */
+int httpd_stream_start(httpd_req_t *r, int status, const char *const *headers);
+/* Queue bytes (copied). Errors: KP_EOVERFLOW (over the stream's budget:
+ * nothing queued), KP_ECLOSED (the client is gone), KP_ENOMEM. */
+int httpd_stream_write(httpd_req_t *r, const void *data, size_t len);
+/* End it (the last chunk, or END_STREAM); the request is gone after this. */
+void httpd_stream_end(httpd_req_t *r);
+
+/* ---- counters (any thread) ---- */
+typedef struct httpd_stats {
+    uint64_t connections;    /* open now */
+    uint64_t h2_connections; /* of those, HTTP/2 */
+    uint64_t requests;       /* served since start */
+    uint64_t queued;         /* waiting for a worker now */
+    uint64_t refused;        /* connections refused or closed by a limit */
+    uint64_t timeouts;       /* connections closed by a timeout */
+} httpd_stats_t;
+void httpd_stats(httpd_t *h, httpd_stats_t *out);
+
+#endif
