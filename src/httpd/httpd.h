@@ -1,8 +1,12 @@
 /*
- * httpd.h -- the HTTP server engine of issue 16 (the contract; the engine is
- * being written to it, and nothing is built on it yet): HTTP/1.1 and HTTP/2
+ * httpd.h -- the HTTP server engine of issue 16: HTTP/1.1 and HTTP/2
  * (chosen by ALPN) over TLS, plain HTTP/1.1 over a Unix socket, on one event
  * loop thread, with the request handlers on a bounded pool of workers.
+ *
+ * BUILT SO FAR: plain HTTP/1.1 on the TCP and Unix listeners, everything
+ * below except what is marked (next). TLS and HTTP/2 are next: a
+ * certificate is refused (KP_EINVAL) until then. Nothing uses the engine
+ * yet (libmicrohttpd serves the API).
  * Libraries (README, "The next HTTP server"): libuv (the loop), GnuTLS over
  * in-memory transport functions, nghttp2 (HTTP/2 framing), http-parser
  * (HTTP/1.1). It knows nothing of Kubernetes: the API server, the node's log
@@ -41,14 +45,17 @@
  *      until the handler's reply is complete: replies are dropped, and
  *      httpd_stream_write() answers KP_ECLOSED so that a producer stops.
  *      on_gone() runs once (on the loop thread) so that a handler waiting
- *      elsewhere (a watch with no events) can be woken.
+ *      elsewhere (a watch with no events) can be woken; a request no worker
+ *      has begun is dropped without on_request(). The loop keeps reading
+ *      while a handler works, to notice a client leaving (what a client
+ *      sends meanwhile waits, up to 128 KiB, for the next request).
  *
  * LIMITS AND TIMEOUTS (issue 14's, carried over; the README's Limits table)
  *   Every one answers with the protocol's own refusal: an HTTP status where
  *   a request exists (400, 413, 414, 431, 429), RST_STREAM or GOAWAY on
  *   HTTP/2, else a closed connection.
- *   - connections: at most max_connections open; an accept beyond it closes
- *     the newest unauthenticated one first, then refuses.
+ *   - connections: at most max_connections open; an accept beyond it is
+ *     closed at once.
  *   - time to the first complete request headers (TLS handshake included):
  *     header_timeout_ms; a keep-alive connection idle between requests:
  *     idle_timeout_ms; a reply whose bytes the client stops reading:
@@ -58,18 +65,21 @@
  *     414 beyond HTTPD_TARGET_MAX.
  *   - body: what on_headers() allowed (413 as soon as Content-Length or the
  *     bytes received pass it; nothing more is buffered).
- *   - HTTP/2: max_streams concurrent streams per connection
+ *   - (next) HTTP/2: max_streams concurrent streams per connection
  *     (SETTINGS_MAX_CONCURRENT_STREAMS); streams reset by the client count
  *     against a rate (the rapid-reset defence nghttp2 1.52+deb12u3 carries).
+ *   - a request whose body was refused unread: once the refusal is sent, up
+ *     to 256 KiB more is read and dropped for up to 1 s before the close,
+ *     so that the close does not reset the refusal away (as Go's net/http).
  *   - a streaming reply: at most stream_budget bytes not yet sent (see
  *     STREAMS).
  *
  * STREAMS (watches, logs, follow)
  *   httpd_stream_write() copies its bytes into the request's queue and
- *   never blocks. HTTP/1.1 sends them as chunks, HTTP/2 as DATA frames
- *   within the stream's flow-control window. If the unsent bytes would pass
- *   stream_budget, the write is refused with KP_EOVERFLOW and nothing is
- *   queued: the producer ends the stream (Kubernetes closes a watcher that
+ *   never blocks. HTTP/1.1 sends them as chunks, HTTP/2 (next) as DATA
+ *   frames within the stream's flow-control window. If the unsent bytes
+ *   would pass stream_budget, the write is refused with KP_ETOOLARGE and
+ *   nothing is queued: the producer ends the stream (Kubernetes closes a watcher that
  *   cannot keep up; the client relists). on_drain() (loop thread) tells a
  *   producer that paused itself that the queue fell below half the budget.
  *
@@ -114,8 +124,8 @@ typedef struct httpd_limits {
 typedef struct httpd_config {
     int tcp_fd;              /* listening TCP socket (TLS), or -1; owned from httpd_start on */
     int unix_fd;             /* listening Unix socket (plain HTTP/1.1), or -1; owned likewise */
-    const char *cert_pem;    /* the TLS certificate chain and key (PEM), copied; */
-    const char *key_pem;     /*   required with tcp_fd */
+    const char *cert_pem;    /* (next) the TLS certificate chain and key (PEM); */
+    const char *key_pem;     /*   NULL: plain HTTP/1.1 on tcp_fd */
     int workers;             /* handler threads (>= 1) */
     httpd_limits_t limits;   /* zeros: the defaults httpd_limits_default() gives */
     /* Loop thread, quick, non-blocking: see A REQUEST'S LIFE, 1. *body_max
@@ -137,7 +147,8 @@ typedef struct httpd_config {
 httpd_limits_t httpd_limits_default(void);
 
 /* Start the loop thread and the workers. *out is the caller's until
- * httpd_stop(). Errors: KP_EINVAL (no listener, bad PEM, workers < 1),
+ * httpd_stop(). SIGPIPE left at its default is set to ignored (a client
+ * that closes must not kill the process). Errors: KP_EINVAL (no listener, bad PEM, workers < 1),
  * KP_ENOMEM, KP_EIO. */
 int httpd_start(const httpd_config_t *cfg, httpd_t **out);
 
@@ -172,7 +183,7 @@ int httpd_reply(httpd_req_t *r, int status, const char *const *headers, char *bo
 
 /* Begin a streaming reply. Errors: KP_EINVAL, KP_ENOMEM. */
 int httpd_stream_start(httpd_req_t *r, int status, const char *const *headers);
-/* Queue bytes (copied). Errors: KP_EOVERFLOW (over the stream's budget:
+/* Queue bytes (copied). Errors: KP_ETOOLARGE (over the stream's budget:
  * nothing queued), KP_ECLOSED (the client is gone), KP_ENOMEM. */
 int httpd_stream_write(httpd_req_t *r, const void *data, size_t len);
 /* End it (the last chunk, or END_STREAM); the request is gone after this. */
