@@ -71,6 +71,7 @@ struct httpd_req {
     void *data;
     httpd_req_t *qnext; /* the worker queue (h->mu) */
     int picked;         /* a worker took it (h->mu) */
+    int told;           /* on_gone() ran (h->mu) */
 
     /* h->mu */
     int state;       /* R_NONE, R_STREAM (started), R_DONE (reply complete) */
@@ -103,6 +104,7 @@ struct conn {
     size_t header_bytes;
     buf_t hname, hval;
     int refused;       /* a refusal reply is queued: close once it is sent */
+    int peer_eof;      /* the client shut its sending side: close after the reply */
     int draining;      /* refused and replied: reading what the client still
                           sends (up to HTTPD_DRAIN_BYTES) so that closing with
                           unread bytes does not reset the reply away */
@@ -386,6 +388,17 @@ static void on_timer_closed(uv_handle_t *hd)
     uv_close(&c->s.handle, on_closed);
 }
 
+/* Tell r's handler its client is gone (or has stopped sending), once, if a
+ * worker has begun r and its reply is not complete. */
+static void tell_gone(httpd_t *h, httpd_req_t *r)
+{
+    pthread_mutex_lock(&h->mu);
+    int call = r->picked && !r->told && r->state != R_DONE;
+    if (call) r->told = 1;
+    pthread_mutex_unlock(&h->mu);
+    if (call && h->cfg.on_gone) h->cfg.on_gone(h->cfg.arg, r);
+}
+
 /* Stopping and no connection left: close the last handles; uv_run returns. */
 static void end_loop(httpd_t *h)
 {
@@ -411,15 +424,15 @@ static void conn_close(conn_t *c)
         int call_gone = 0, free_now = 0;
         pthread_mutex_lock(&h->mu);
         r->conn = NULL;
-        if (r->in_ready) {
-            r->gone = 1; /* drain_ready frees it once its reply is done */
-            call_gone = r->picked && r->state != R_DONE;
-        } else if (!c->in_handler || r->state == R_DONE) {
+        if (!r->in_ready && (!c->in_handler || r->state == R_DONE)) {
             free_now = 1;
         } else {
-            r->gone = 1; /* a worker frees it if none has picked it yet */
-            buf_reset(&r->out);
-            call_gone = r->picked;
+            /* drain_ready frees it once its reply is done (in_ready), or
+             * a worker does if none has picked it yet */
+            r->gone = 1;
+            if (!r->in_ready) buf_reset(&r->out);
+            call_gone = r->picked && !r->told && r->state != R_DONE;
+            if (call_gone) r->told = 1;
         }
         pthread_mutex_unlock(&h->mu);
         if (free_now) req_free(r);
@@ -440,7 +453,7 @@ static void conn_next(conn_t *c)
     httpd_req_t *r = c->cur;
     atomic_fetch_add(&h->s_requests, 1);
     pthread_mutex_lock(&h->mu);
-    int keep = r && r->keep_alive && !c->refused && !h->stopping;
+    int keep = r && r->keep_alive && !c->refused && !c->peer_eof && !h->stopping;
     pthread_mutex_unlock(&h->mu);
     if (!keep && c->refused && !c->draining &&
         !uv_shutdown(&c->shut, &c->s.stream, NULL)) {
@@ -903,7 +916,24 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         set_reading(c, 0);
         return;
     }
-    if (n < 0) { /* EOF or an error: the client is gone, also mid-reply */
+    int streaming = 0;
+    if (n == UV_EOF && c->cur) {
+        pthread_mutex_lock(&c->h->mu);
+        streaming = c->cur->state == R_STREAM;
+        pthread_mutex_unlock(&c->h->mu);
+    }
+    if (n == UV_EOF && c->cur && c->in_handler && !c->refused && !streaming) {
+        /* The client stopped sending, maybe to wait for this reply (a
+         * half-close), maybe for good. As Go's net/http, the handler hears
+         * of it; the reply still goes out, and the connection closes then.
+         * A stream's client that stops sending has left (a watch's client
+         * closes to stop it): that is the close below. */
+        c->peer_eof = 1;
+        set_reading(c, 0);
+        tell_gone(c->h, c->cur);
+        return;
+    }
+    if (n < 0) { /* EOF between requests, or an error */
         conn_close(c);
         return;
     }

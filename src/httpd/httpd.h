@@ -48,7 +48,11 @@
  *      elsewhere (a watch with no events) can be woken; a request no worker
  *      has begun is dropped without on_request(). The loop keeps reading
  *      while a handler works, to notice a client leaving (what a client
- *      sends meanwhile waits, up to 128 KiB, for the next request).
+ *      sends meanwhile waits, up to 128 KiB, for the next request). A
+ *      client that shuts only its sending side (end of file) before its
+ *      reply has begun streaming also gets on_gone(), as a Go handler's
+ *      context ends then; its reply is still sent, and the connection
+ *      closes after it. During a stream, end of file is the client gone.
  *
  * LIMITS AND TIMEOUTS (issue 14's, carried over; the README's Limits table)
  *   Every one answers with the protocol's own refusal: an HTTP status where

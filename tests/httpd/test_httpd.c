@@ -16,6 +16,8 @@
  *    and writes answer KP_ECLOSED.
  *  - Partial headers are cut off at the header timeout.
  *  - A connection past max_connections is closed at once; the others serve.
+ *  - A client that half-closes after its request gets the reply, then the
+ *    close.
  *  - The Unix socket serves, and the request says it is local.
  *  - httpd_stop() with a stream still open calls on_gone(), waits for the
  *    handler to end it, and returns.
@@ -380,6 +382,29 @@ static void test_header_timeout(void **state)
     stop(a);
 }
 
+/* A client that shuts its sending side after the request still gets the
+ * reply, then the close. */
+static void test_half_close(void **state)
+{
+    (void)state;
+    app_t *a = start(NULL);
+    int fd = raw_connect(a);
+    raw_send(fd, "GET /echo?h HTTP/1.1\r\nHost: x\r\n\r\n");
+    shutdown(fd, SHUT_WR);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[1024];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof b - 1 && (n = recv(fd, b + got, sizeof b - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    b[got] = '\0';
+    assert_memory_equal(b, "HTTP/1.1 200", 12);
+    assert_non_null(strstr(b, "\r\n\r\nGET /echo h - 0"));
+    close(fd);
+    stop(a);
+}
+
 /* Past max_connections an accepted connection is closed at once; the
  * others keep working. */
 static void test_max_connections(void **state)
@@ -449,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_budget_and_gone),
         cmocka_unit_test(test_header_timeout),
         cmocka_unit_test(test_max_connections),
+        cmocka_unit_test(test_half_close),
         cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_stop_with_open_stream),
     };
