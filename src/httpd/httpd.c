@@ -70,6 +70,7 @@ struct httpd_req {
     int local;
     void *data;
     httpd_req_t *qnext; /* the worker queue (h->mu) */
+    int queued;         /* it went to the worker queue (h->mu) */
     int picked;         /* a worker took it (h->mu) */
     int told;           /* on_gone() ran (h->mu) */
 
@@ -424,7 +425,7 @@ static void conn_close(conn_t *c)
         int call_gone = 0, free_now = 0;
         pthread_mutex_lock(&h->mu);
         r->conn = NULL;
-        if (!r->in_ready && (!c->in_handler || r->state == R_DONE)) {
+        if (!r->in_ready && (!r->queued || r->state == R_DONE)) {
             free_now = 1;
         } else {
             /* drain_ready frees it once its reply is done (in_ready), or
@@ -873,6 +874,7 @@ static int on_message_complete(http_parser *p)
     pthread_mutex_lock(&h->mu);
     int full = h->qlen >= HTTPD_QUEUE_MAX;
     if (!full) {
+        r->queued = 1;
         r->qnext = NULL;
         *h->qtail = r;
         h->qtail = &r->qnext;
