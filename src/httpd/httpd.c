@@ -154,7 +154,7 @@ struct httpd {
     uv_timer_t grace;             /* stopping: closes what is left */
     char inbuf[HTTPD_READ_CHUNK]; /* each read is consumed before the next */
 
-    _Atomic uint64_t s_conns, s_requests, s_queued, s_refused, s_timeouts;
+    _Atomic uint64_t s_conns, s_requests, s_refused, s_timeouts; /* httpd_stats() */
 };
 
 /* ---- small helpers ---- */
@@ -886,9 +886,10 @@ static int on_message_complete(http_parser *p)
     if (full) {
         static const char *const retry[] = {"Retry-After", "1", "Content-Type",
                                             "text/plain; charset=utf-8", NULL};
-        char *body = strdup("429 Too Many Requests\n");
+        static const char busy[] = "429 Too Many Requests\n";
+        char *body = strdup(busy);
         atomic_fetch_add(&h->s_refused, 1);
-        if (!body || httpd_reply(r, 429, retry, body, strlen("429 Too Many Requests\n")))
+        if (!body || httpd_reply(r, 429, retry, body, sizeof busy - 1))
             conn_close(c);
     }
     return 0;
