@@ -41,6 +41,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+
 #include "httpd/httpd.h"
 #include "lib/buf.h"
 #include "lib/err.h"
@@ -57,7 +62,9 @@ typedef struct app {
     int end_on_gone;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    httpd_req_t *held; /* a streaming request handed to the test thread */
+    httpd_req_t *held[512]; /* streaming requests handed to the test thread, in order */
+    int nheld, taken;
+    char *ca;          /* TLS: the certificate's file (curl's CA) */
 } app_t;
 
 /* ---- the handler ---- */
@@ -78,7 +85,7 @@ static httpd_next_t on_headers(void *arg, httpd_req_t *r, size_t *body_max)
 static void hold(app_t *a, httpd_req_t *r)
 {
     pthread_mutex_lock(&a->mu);
-    a->held = r;
+    if (a->nheld < 512) a->held[a->nheld++] = r;
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
 }
@@ -97,8 +104,9 @@ static void on_request(void *arg, httpd_req_t *r)
     httpd_body(r, &len);
     const char *x = httpd_header(r, "X-Test");
     char *out = NULL;
-    int n = asprintf(&out, "%s %s %s %s %zu%s", httpd_method(r), path, httpd_query(r),
-                     x ? x : "-", len, httpd_is_local(r) ? " local" : "");
+    int n = asprintf(&out, "%s %s %s %s %zu%s%s", httpd_method(r), path, httpd_query(r),
+                     x ? x : "-", len, httpd_is_local(r) ? " local" : "",
+                     httpd_is_h2(r) ? " h2" : "");
     static const char *const hdrs[] = {"Content-Type", "text/plain", NULL};
     httpd_reply(r, 200, hdrs, out, (size_t)n);
 }
@@ -112,7 +120,44 @@ static void on_gone(void *arg, httpd_req_t *r)
 
 /* ---- fixture ---- */
 
-static app_t *start(const httpd_limits_t *lim)
+/* A self-signed certificate for 127.0.0.1 (ECDSA P-256), made once. */
+static char *g_cert, *g_key;
+
+static void make_cert(void)
+{
+    if (g_cert) return;
+    gnutls_x509_privkey_t key;
+    gnutls_x509_crt_t crt;
+    assert_int_equal(gnutls_x509_privkey_init(&key), 0);
+    assert_int_equal(gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
+                                                  GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0),
+                     0);
+    assert_int_equal(gnutls_x509_crt_init(&crt), 0);
+    unsigned char serial[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    unsigned char ip[4] = {127, 0, 0, 1};
+    time_t now = time(NULL);
+    gnutls_x509_crt_set_version(crt, 3);
+    gnutls_x509_crt_set_serial(crt, serial, sizeof serial);
+    gnutls_x509_crt_set_activation_time(crt, now - 3600);
+    gnutls_x509_crt_set_expiration_time(crt, now + 86400);
+    gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "127.0.0.1", 9);
+    gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_IPADDRESS, ip, 4, GNUTLS_FSAN_SET);
+    gnutls_x509_crt_set_basic_constraints(crt, 1, -1);
+    gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE | GNUTLS_KEY_KEY_CERT_SIGN);
+    gnutls_x509_crt_set_key(crt, key);
+    assert_int_equal(gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0), 0);
+    gnutls_datum_t d;
+    assert_int_equal(gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &d), 0);
+    g_cert = strndup((char *)d.data, d.size);
+    gnutls_free(d.data);
+    assert_int_equal(gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &d), 0);
+    g_key = strndup((char *)d.data, d.size);
+    gnutls_free(d.data);
+    gnutls_x509_crt_deinit(crt);
+    gnutls_x509_privkey_deinit(key);
+}
+
+static app_t *start_with(const httpd_limits_t *lim, int tls)
 {
     app_t *a = calloc(1, sizeof *a);
     pthread_mutex_init(&a->mu, NULL);
@@ -137,15 +182,27 @@ static app_t *start(const httpd_limits_t *lim)
                           .on_gone = on_gone,
                           .arg = a};
     if (lim) cfg.limits = *lim;
+    if (tls) {
+        make_cert();
+        cfg.cert_pem = g_cert;
+        cfg.key_pem = g_key;
+        assert_true(asprintf(&a->ca, "%s/ca.pem", a->dir) > 0);
+        FILE *f = fopen(a->ca, "w");
+        fputs(g_cert, f);
+        fclose(f);
+    }
     assert_int_equal(httpd_start(&cfg, &a->h), 0);
     return a;
 }
+
+static app_t *start(const httpd_limits_t *lim) { return start_with(lim, 0); }
 
 static void stop(app_t *a)
 {
     httpd_stop(a->h);
     tu_rmtree(a->dir);
     free(a->dir);
+    free(a->ca);
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->cv);
     free(a);
@@ -157,10 +214,9 @@ static httpd_req_t *wait_held(app_t *a)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 10;
-    while (!a->held)
+    while (a->taken == a->nheld)
         if (pthread_cond_timedwait(&a->cv, &a->mu, &ts)) break;
-    httpd_req_t *r = a->held;
-    a->held = NULL;
+    httpd_req_t *r = a->taken < a->nheld ? a->held[a->taken++] : NULL;
     pthread_mutex_unlock(&a->mu);
     assert_non_null(r);
     return r;
@@ -188,7 +244,9 @@ static long fetch(CURL *c, app_t *a, int local, const char *method, const char *
                   const char *body, size_t blen, const char *header, buf_t *out)
 {
     char url[256];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", a->port, path);
+    snprintf(url, sizeof url, "%s://127.0.0.1:%d%s", a->ca && !local ? "https" : "http", a->port,
+             path);
+    if (a->ca) curl_easy_setopt(c, CURLOPT_CAINFO, a->ca);
     buf_reset(out);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, local ? a->sock : NULL);
@@ -205,6 +263,7 @@ static long fetch(CURL *c, app_t *a, int local, const char *method, const char *
     } else {
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_NOBODY, (long)!strcmp(method, "HEAD"));
     }
     long code = 0;
     CURLcode cc = curl_easy_perform(c);
@@ -464,6 +523,553 @@ static void test_stop_with_open_stream(void **state)
     close(fd);
 }
 
+/* ---- a small HTTP/2 client over TLS (GnuTLS + nghttp2), for what curl
+ * cannot be made to do: a window that never opens, RST_STREAM on demand,
+ * an old TLS version ---- */
+
+typedef struct h2st {
+    int32_t id;
+    int status;
+    buf_t body;
+    int closed;
+    uint32_t err;
+    size_t upload; /* request body bytes still to send ('u's) */
+} h2st_t;
+
+typedef struct h2cli {
+    int fd;
+    gnutls_session_t tls;
+    gnutls_certificate_credentials_t cred;
+    nghttp2_session *s;
+    int goaway, eof;
+    uint32_t goaway_err;
+    int32_t goaway_last;
+    h2st_t st[2100];
+    int nst;
+} h2cli_t;
+
+static int cli_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *n, size_t nlen,
+                      const uint8_t *v, size_t vlen, uint8_t flags, void *u)
+{
+    (void)flags, (void)u, (void)vlen;
+    h2st_t *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (st && nlen == 7 && !memcmp(n, ":status", 7)) st->status = atoi((const char *)v);
+    return 0;
+}
+
+static int cli_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *d, size_t len,
+                    void *u)
+{
+    (void)flags, (void)u;
+    h2st_t *st = nghttp2_session_get_stream_user_data(s, id);
+    if (st) buf_append(&st->body, d, len);
+    return 0;
+}
+
+static int cli_close(nghttp2_session *s, int32_t id, uint32_t err, void *u)
+{
+    (void)u;
+    h2st_t *st = nghttp2_session_get_stream_user_data(s, id);
+    if (st) {
+        st->closed = 1;
+        st->err = err;
+    }
+    return 0;
+}
+
+static int cli_frame(nghttp2_session *s, const nghttp2_frame *f, void *u)
+{
+    (void)s;
+    h2cli_t *c = u;
+    if (f->hd.type == NGHTTP2_GOAWAY) {
+        c->goaway = 1;
+        c->goaway_err = f->goaway.error_code;
+        c->goaway_last = f->goaway.last_stream_id;
+    }
+    return 0;
+}
+
+/* Connect with TLS priorities `prio` (NULL: the default) and ALPN h2;
+ * `window` is our streams' receive window. 0, or the handshake's error. */
+static int cli_open(app_t *a, h2cli_t *c, const char *prio, uint32_t window)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = raw_connect(a);
+    struct timeval tv = {10, 0};
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    gnutls_certificate_allocate_credentials(&c->cred);
+    gnutls_init(&c->tls, GNUTLS_CLIENT);
+    if (prio)
+        gnutls_priority_set_direct(c->tls, prio, NULL);
+    else
+        gnutls_set_default_priority(c->tls);
+    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, c->cred);
+    gnutls_datum_t h2 = {(unsigned char *)"h2", 2};
+    gnutls_alpn_set_protocols(c->tls, &h2, 1, 0);
+    gnutls_transport_set_int(c->tls, c->fd);
+    int rc;
+    do rc = gnutls_handshake(c->tls);
+    while (rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_INTERRUPTED);
+    if (rc < 0) return rc;
+    gnutls_datum_t alpn;
+    assert_int_equal(gnutls_alpn_get_selected_protocol(c->tls, &alpn), 0);
+    assert_memory_equal(alpn.data, "h2", 2);
+    nghttp2_session_callbacks *cb;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_on_header_callback(cb, cli_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, cli_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, cli_close);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, cli_frame);
+    assert_int_equal(nghttp2_session_client_new(&c->s, cb, c), 0);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, window},
+                                   {NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
+    nghttp2_submit_settings(c->s, NGHTTP2_FLAG_NONE, iv, 2);
+    return 0;
+}
+
+static void cli_close_all(h2cli_t *c)
+{
+    if (c->s) nghttp2_session_del(c->s);
+    gnutls_deinit(c->tls);
+    gnutls_certificate_free_credentials(c->cred);
+    close(c->fd);
+    for (int i = 0; i < c->nst; i++) buf_free(&c->st[i].body);
+}
+
+static void cli_send(h2cli_t *c)
+{
+    const uint8_t *d;
+    ssize_t n;
+    while ((n = nghttp2_session_mem_send(c->s, &d)) > 0) {
+        while (n > 0) {
+            ssize_t k = gnutls_record_send(c->tls, d, (size_t)n);
+            if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) continue;
+            if (k < 0) {
+                c->eof = 1;
+                return;
+            }
+            d += k;
+            n -= k;
+        }
+    }
+}
+
+/* Send what is pending, then read for up to `ms` (or until `done`). */
+static void cli_pump(h2cli_t *c, int ms, int (*done)(h2cli_t *c, void *arg), void *arg)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        cli_send(c);
+        if (c->eof || (done && done(c, arg))) return;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long left = ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0) return;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        if (!gnutls_record_check_pending(c->tls) && poll(&p, 1, (int)left) <= 0) continue;
+        char b[16384];
+        ssize_t n = gnutls_record_recv(c->tls, b, sizeof b);
+        if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) continue;
+        if (n <= 0 || nghttp2_session_mem_recv(c->s, (uint8_t *)b, (size_t)n) < 0) {
+            c->eof = 1;
+            return;
+        }
+    }
+}
+
+static ssize_t cli_upload(nghttp2_session *s, int32_t id, uint8_t *buf, size_t max,
+                          uint32_t *flags, nghttp2_data_source *src, void *u)
+{
+    (void)s, (void)id, (void)u;
+    h2st_t *st = src->ptr;
+    size_t n = st->upload < max ? st->upload : max;
+    memset(buf, 'u', n);
+    st->upload -= n;
+    if (!st->upload) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+/* A request with `upload` body bytes; `hname` may name one more header.
+ * Its stream, or NULL. */
+static h2st_t *cli_req(h2cli_t *c, const char *method, const char *path, const char *hname,
+                       const char *hval, size_t upload)
+{
+#define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v), NGHTTP2_NV_FLAG_NONE}
+    nghttp2_nv nv[] = {NV(":method", method), NV(":scheme", "https"),
+                       NV(":authority", "127.0.0.1"), NV(":path", path),
+                       NV(hname ? hname : "x-none", hval ? hval : "")};
+#undef NV
+    h2st_t *st = &c->st[c->nst++];
+    buf_init(&st->body, 1 << 20);
+    st->upload = upload;
+    nghttp2_data_provider dp = {.source.ptr = st, .read_callback = cli_upload};
+    st->id = nghttp2_submit_request(c->s, NULL, nv, 5, upload ? &dp : NULL, st);
+    return st->id > 0 ? st : NULL;
+}
+
+static int st_closed(h2cli_t *c, void *arg)
+{
+    (void)c;
+    return ((h2st_t *)arg)->closed;
+}
+
+static int got_goaway(h2cli_t *c, void *arg)
+{
+    (void)arg;
+    return c->goaway;
+}
+
+/* ---- tests: TLS, ALPN, HTTP/2 ---- */
+
+static long curl_version_of(CURL *c)
+{
+    long v = 0;
+    curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &v);
+    return v;
+}
+
+/* HTTP/1.1 over TLS keeps its connection; ALPN gives curl HTTP/2 when it
+ * asks, and the same requests work there (bodies, refusals, the next
+ * request on the same connection). */
+static void test_tls_h1_and_h2(void **state)
+{
+    (void)state;
+    httpd_limits_t lim = {.header_bytes = 8192};
+    app_t *a = start_with(&lim, 1);
+    buf_t out;
+    buf_init(&out, 1 << 20);
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    assert_int_equal(fetch(c, a, 0, "GET", "/echo?x=1", NULL, 0, "X-Test: t", &out), 200);
+    assert_string_equal(out.p, "GET /echo x=1 t 0");
+    assert_int_equal(curl_version_of(c), CURL_HTTP_VERSION_1_1);
+    assert_int_equal(fetch(c, a, 0, "POST", "/echo", "abc", 3, NULL, &out), 200);
+    long conns = -1;
+    curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &conns);
+    assert_int_equal(conns, 0); /* kept alive */
+    curl_easy_cleanup(c);
+
+    c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    assert_int_equal(fetch(c, a, 0, "GET", "/ec%68o?y", NULL, 0, "X-Test: two", &out), 200);
+    assert_string_equal(out.p, "GET /echo y two 0 h2");
+    assert_int_equal(curl_version_of(c), CURL_HTTP_VERSION_2_0);
+    size_t n = 2 * BODY_MAX;
+    char *body = malloc(n);
+    memset(body, 'b', n);
+    assert_int_equal(fetch(c, a, 0, "POST", "/echo", body, 300000, NULL, &out), 200);
+    assert_string_equal(out.p, "POST /echo  - 300000 h2");
+    int before = atomic_load(&a->requests);
+    /* (Refusals while a body is still coming: test_h2_refusals_mid_upload;
+     * curl 7.88 drops a response followed by RST_STREAM(NO_ERROR).) */
+    assert_int_equal(fetch(c, a, 0, "GET", "/echo", NULL, 0, "Authorization: no", &out), 401);
+    char *hdr = malloc(10000);
+    memcpy(hdr, "X-Big: ", 7);
+    memset(hdr + 7, 'z', 9000);
+    hdr[9007] = '\0';
+    assert_int_equal(fetch(c, a, 0, "GET", "/echo", NULL, 0, hdr, &out), 431);
+    assert_int_equal(fetch(c, a, 0, "GET", "/a%00b", NULL, 0, NULL, &out), 400);
+    assert_int_equal(atomic_load(&a->requests), before);
+    assert_int_equal(fetch(c, a, 0, "HEAD", "/echo", NULL, 0, NULL, &out), 200);
+    assert_int_equal(fetch(c, a, 0, "GET", "/echo", NULL, 0, NULL, &out), 200);
+    assert_string_equal(out.p, "GET /echo  - 0 h2");
+    curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &conns);
+    assert_int_equal(conns, 0); /* every refusal kept the connection */
+    httpd_stats_t st;
+    httpd_stats(a->h, &st);
+    assert_int_equal(st.h2_connections, 1);
+    free(hdr);
+    free(body);
+    curl_easy_cleanup(c);
+    buf_free(&out);
+    stop(a);
+}
+
+/* 200 streaming replies at once over one HTTP/2 connection (curl's
+ * multiplexing, as client-go's watches share one). */
+static void test_h2_200_streams_one_connection(void **state)
+{
+    (void)state;
+    app_t *a = start_with(NULL, 1);
+    enum { N = 200 };
+    CURLM *m = curl_multi_init();
+    curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+    curl_multi_setopt(m, CURLMOPT_MAX_CONCURRENT_STREAMS, (long)N);
+    CURL *e[N];
+    buf_t out[N];
+    char url[128];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/stream", a->port);
+    for (int i = 0; i < N; i++) {
+        buf_init(&out[i], 1 << 16);
+        e[i] = curl_easy_init();
+        curl_easy_setopt(e[i], CURLOPT_URL, url);
+        curl_easy_setopt(e[i], CURLOPT_CAINFO, a->ca);
+        curl_easy_setopt(e[i], CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(e[i], CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(e[i], CURLOPT_WRITEFUNCTION, sink);
+        curl_easy_setopt(e[i], CURLOPT_WRITEDATA, &out[i]);
+        curl_easy_setopt(e[i], CURLOPT_TIMEOUT, 60L);
+        curl_multi_add_handle(m, e[i]);
+    }
+    int running = 1, ended = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (running) {
+        curl_multi_perform(m, &running);
+        curl_multi_poll(m, NULL, 0, 50, NULL);
+        if (!ended && atomic_load(&a->requests) == N) {
+            /* every stream is open at once: write to each, then end it */
+            httpd_stats_t st;
+            httpd_stats(a->h, &st);
+            assert_int_equal(st.connections, 1);
+            assert_int_equal(st.h2_connections, 1);
+            for (int i = 0; i < N; i++) {
+                httpd_req_t *r = wait_held(a);
+                char line[32];
+                int n = snprintf(line, sizeof line, "event %d\n", i);
+                assert_int_equal(httpd_stream_write(r, line, (size_t)n), 0);
+                httpd_stream_end(r);
+            }
+            ended = 1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        assert_true(t.tv_sec - t0.tv_sec < 60);
+    }
+    assert_true(ended);
+    long total = 0;
+    for (int i = 0; i < N; i++) {
+        long code = 0, conns = 0;
+        curl_easy_getinfo(e[i], CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(e[i], CURLINFO_NUM_CONNECTS, &conns);
+        assert_int_equal(code, 200);
+        assert_int_equal(curl_version_of(e[i]), CURL_HTTP_VERSION_2_0);
+        assert_non_null(out[i].p);
+        assert_memory_equal(out[i].p, "event ", 6);
+        total += conns;
+        curl_multi_remove_handle(m, e[i]);
+        curl_easy_cleanup(e[i]);
+        buf_free(&out[i]);
+    }
+    assert_int_equal(total, 1); /* one connection for all 200 */
+    curl_multi_cleanup(m);
+    stop(a);
+}
+
+/* A client whose window never opens: the server's writes are refused once
+ * the budget is queued; RST_STREAM is the client gone (on_gone, then
+ * KP_ECLOSED); the connection serves on. */
+static void test_h2_budget_reset_and_gone(void **state)
+{
+    (void)state;
+    httpd_limits_t lim = {.stream_budget = 256u << 10};
+    app_t *a = start_with(&lim, 1);
+    h2cli_t *c = calloc(1, sizeof *c);
+    assert_int_equal(cli_open(a, c, NULL, 4096), 0);
+    h2st_t *st = cli_req(c, "GET", "/stream", NULL, NULL, 0);
+    cli_send(c);
+    httpd_req_t *r = wait_held(a);
+    static char chunk[16384];
+    memset(chunk, 'w', sizeof chunk);
+    int rc = 0;
+    size_t sent = 0;
+    for (int i = 0; i < 4096 && !rc; i++) {
+        rc = httpd_stream_write(r, chunk, sizeof chunk);
+        if (!rc) sent += sizeof chunk;
+        if (i % 8 == 7) usleep(2000);
+    }
+    assert_int_equal(rc, KP_ETOOLARGE);
+    assert_true(sent >= (256u << 10) - sizeof chunk && sent <= (256u << 10));
+    nghttp2_submit_rst_stream(c->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+    cli_send(c);
+    assert_true(wait_count(&a->gone, 1));
+    assert_int_equal(httpd_stream_write(r, chunk, 10), KP_ECLOSED);
+    httpd_stream_end(r);
+    h2st_t *e = cli_req(c, "GET", "/echo", NULL, NULL, 0);
+    cli_pump(c, 10000, st_closed, e);
+    assert_int_equal(e->status, 200);
+    assert_string_equal(e->body.p, "GET /echo  - 0 h2");
+    cli_close_all(c);
+    free(c);
+    stop(a);
+}
+
+/* Refusals with a body still coming: the response, then RST_STREAM
+ * (NO_ERROR) to stop the upload, as Go's server; the connection serves on. */
+static void test_h2_refusals_mid_upload(void **state)
+{
+    (void)state;
+    app_t *a = start_with(NULL, 1);
+    h2cli_t *c = calloc(1, sizeof *c);
+    assert_int_equal(cli_open(a, c, NULL, 65535), 0);
+    h2st_t *st = cli_req(c, "POST", "/echo", "authorization", "no", 300000);
+    cli_pump(c, 10000, st_closed, st);
+    assert_int_equal(st->status, 401);
+    assert_string_equal(st->body.p, "no\n");
+    st = cli_req(c, "POST", "/echo", NULL, NULL, 2 * BODY_MAX);
+    cli_pump(c, 10000, st_closed, st);
+    assert_int_equal(st->status, 413);
+    assert_int_equal(atomic_load(&a->requests), 0);
+    st = cli_req(c, "POST", "/echo", NULL, NULL, 70000);
+    cli_pump(c, 10000, st_closed, st);
+    assert_int_equal(st->status, 200);
+    assert_string_equal(st->body.p, "POST /echo  - 70000 h2");
+    cli_close_all(c);
+    free(c);
+    stop(a);
+}
+
+/* SETTINGS_MAX_CONCURRENT_STREAMS holds; a flood of resets ends the
+ * connection (nghttp2's rapid-reset limit); TLS below 1.2 is refused. */
+static void test_h2_limits(void **state)
+{
+    (void)state;
+    httpd_limits_t lim = {.max_streams = 4};
+    app_t *a = start_with(&lim, 1);
+    h2cli_t *c = calloc(1, sizeof *c);
+    assert_int_equal(cli_open(a, c, NULL, 65535), 0);
+    /* A client that does not wait for the server's SETTINGS (nghttp2's
+     * client holds the fifth back itself, so these frames are written by
+     * hand): the fifth stream is refused. */
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+    buf_t raw;
+    buf_init(&raw, 1 << 20);
+    buf_append(&raw, preface, sizeof preface - 1);
+    nghttp2_hd_deflater *hd;
+    nghttp2_hd_deflate_new(&hd, 4096);
+    for (uint32_t id = 1; id <= 9; id += 2) {
+        nghttp2_nv nv[] = {{(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0},
+                           {(uint8_t *)":scheme", (uint8_t *)"https", 7, 5, 0},
+                           {(uint8_t *)":authority", (uint8_t *)"x", 10, 1, 0},
+                           {(uint8_t *)":path", (uint8_t *)"/stream", 5, 7, 0}};
+        uint8_t block[256];
+        ssize_t n = nghttp2_hd_deflate_hd(hd, block, sizeof block, nv, 4);
+        assert_true(n > 0);
+        /* HEADERS with END_STREAM and END_HEADERS */
+        uint8_t fh[9] = {0, 0, (uint8_t)n, 1, 5, 0, 0, 0, (uint8_t)id};
+        buf_append(&raw, fh, 9);
+        buf_append(&raw, block, (size_t)n);
+    }
+    nghttp2_hd_deflate_del(hd);
+    assert_int_equal(gnutls_record_send(c->tls, raw.p, raw.len), (ssize_t)raw.len);
+    /* Read frames until RST_STREAM on stream 9. */
+    buf_reset(&raw);
+    uint32_t rst9 = 0xffff;
+    for (int tries = 0; tries < 100 && rst9 == 0xffff; tries++) {
+        char b[16384];
+        ssize_t n = gnutls_record_recv(c->tls, b, sizeof b);
+        if (n <= 0) break;
+        buf_append(&raw, b, (size_t)n);
+        size_t off = 0;
+        while (raw.len - off >= 9) {
+            const uint8_t *f = (const uint8_t *)raw.p + off;
+            size_t len = (size_t)f[0] << 16 | (size_t)f[1] << 8 | f[2];
+            if (raw.len - off < 9 + len) break;
+            uint32_t sid = (uint32_t)(f[5] & 0x7f) << 24 | (uint32_t)f[6] << 16 |
+                           (uint32_t)f[7] << 8 | f[8];
+            if (f[3] == 3 && sid == 9 && len == 4)
+                rst9 = (uint32_t)f[9] << 24 | (uint32_t)f[10] << 16 | (uint32_t)f[11] << 8 | f[12];
+            off += 9 + len;
+        }
+        memmove(raw.p, raw.p + off, raw.len - off);
+        raw.len -= off;
+    }
+    buf_free(&raw);
+    assert_int_equal(rst9, NGHTTP2_REFUSED_STREAM);
+    for (int i = 0; i < 4; i++) {
+        httpd_req_t *r = wait_held(a);
+        httpd_stream_end(r);
+    }
+    cli_close_all(c);
+
+    /* Rapid reset: open and cancel streams until the server ends it. */
+    assert_int_equal(cli_open(a, c, NULL, 65535), 0);
+    int i;
+    for (i = 0; i < 2000 && !c->goaway && !c->eof; i++) {
+        h2st_t *s = cli_req(c, "GET", "/echo", NULL, NULL, 0);
+        if (!s) break;
+        cli_send(c); /* the HEADERS (a reset before them would cancel them unsent) */
+        nghttp2_submit_rst_stream(c->s, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+        cli_send(c);
+        if (i % 50 == 49) cli_pump(c, 1, NULL, NULL);
+    }
+    cli_pump(c, 5000, got_goaway, NULL);
+    print_message("GOAWAY (%u) at stream %d, %d resets sent\n", c->goaway_err, c->goaway_last, i);
+    assert_true(c->goaway);
+    /* nghttp2's limiter says INTERNAL_ERROR; past the burst of 1,000 */
+    assert_int_equal(c->goaway_err, NGHTTP2_INTERNAL_ERROR);
+    assert_true(c->goaway_last >= 2 * 1000 - 1 && c->goaway_last < 2 * 2000 - 1);
+    cli_close_all(c);
+
+    /* TLS 1.1 is not offered; 1.2 is. */
+    assert_true(cli_open(a, c, "NORMAL:-VERS-ALL:+VERS-TLS1.1", 65535) < 0);
+    gnutls_deinit(c->tls);
+    gnutls_certificate_free_credentials(c->cred);
+    close(c->fd);
+    assert_int_equal(cli_open(a, c, "NORMAL:-VERS-ALL:+VERS-TLS1.2", 65535), 0);
+    assert_int_equal(gnutls_protocol_get_version(c->tls), GNUTLS_TLS1_2);
+    cli_close_all(c);
+    free(c);
+    stop(a);
+}
+
+static void *stop_thread(void *h)
+{
+    httpd_stop(h);
+    return NULL;
+}
+
+/* httpd_stop() sends GOAWAY to an HTTP/2 client; a stream still open ends
+ * when the grace period does (on_gone). */
+static void test_h2_stop_goaway(void **state)
+{
+    (void)state;
+    httpd_limits_t lim = {.grace_ms = 300};
+    app_t *a = start_with(&lim, 1);
+    a->end_on_gone = 1;
+    h2cli_t *c = calloc(1, sizeof *c);
+    assert_int_equal(cli_open(a, c, NULL, 65535), 0);
+    cli_req(c, "GET", "/stream", NULL, NULL, 0);
+    cli_send(c);
+    httpd_req_t *r = wait_held(a);
+    assert_int_equal(httpd_stream_write(r, "x\n", 2), 0);
+    cli_pump(c, 200, NULL, NULL);
+    httpd_t *h = a->h;
+    pthread_t t;
+    pthread_create(&t, NULL, stop_thread, h);
+    cli_pump(c, 5000, got_goaway, NULL);
+    assert_true(c->goaway);
+    pthread_join(t, NULL);
+    assert_int_equal(atomic_load(&a->gone), 1);
+    cli_close_all(c);
+    free(c);
+    a->h = NULL;
+    stop(a);
+}
+
+/* The Unix socket speaks HTTP/2 to a client that opens with its preface
+ * (prior knowledge), and HTTP/1.1 to the rest. */
+static void test_h2_prior_knowledge_unix(void **state)
+{
+    (void)state;
+    app_t *a = start(NULL);
+    CURL *c = curl_easy_init();
+    buf_t out;
+    buf_init(&out, 1 << 20);
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    assert_int_equal(fetch(c, a, 1, "POST", "/echo", "hello", 5, NULL, &out), 200);
+    assert_string_equal(out.p, "POST /echo  - 5 local h2");
+    assert_int_equal(curl_version_of(c), CURL_HTTP_VERSION_2_0);
+    curl_easy_cleanup(c);
+    c = curl_easy_init();
+    assert_int_equal(fetch(c, a, 1, "PUT", "/echo", "x", 1, NULL, &out), 200);
+    assert_string_equal(out.p, "PUT /echo  - 1 local");
+    curl_easy_cleanup(c);
+    buf_free(&out);
+    stop(a);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -477,6 +1083,13 @@ int main(void)
         cmocka_unit_test(test_half_close),
         cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_stop_with_open_stream),
+        cmocka_unit_test(test_tls_h1_and_h2),
+        cmocka_unit_test(test_h2_200_streams_one_connection),
+        cmocka_unit_test(test_h2_budget_reset_and_gone),
+        cmocka_unit_test(test_h2_refusals_mid_upload),
+        cmocka_unit_test(test_h2_limits),
+        cmocka_unit_test(test_h2_stop_goaway),
+        cmocka_unit_test(test_h2_prior_knowledge_unix),
     };
     int rc = cmocka_run_group_tests_name("httpd", tests, NULL, NULL);
     curl_global_cleanup();

@@ -1,0 +1,367 @@
+/*
+ * httpd_h1.c -- HTTP/1.1 on a connection (http-parser), for httpd.c.
+ *
+ * A connection serves one request at a time: once a request's headers and
+ * body are in, the parser pauses (bytes that come meanwhile wait in
+ * c->rest, up to its cap, then reading stops) until the reply has been
+ * written; then the next request is parsed. Replies are framed by the
+ * thread that gives them (httpd.c's hand-back): status line and headers,
+ * Content-Length or chunks.
+ */
+#include "httpd/httpd_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "lib/err.h"
+
+int httpd__h1_head(buf_t *b, int status, const char *const *headers, long long length,
+                   int keep_alive)
+{
+    char date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    int rc = buf_printf(b, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, httpd__reason(status), date);
+    for (size_t i = 0; !rc && headers && headers[i]; i += 2) {
+        const char *n = headers[i], *v = headers[i + 1] ? headers[i + 1] : "";
+        if (!strcasecmp(n, "Content-Length") || !strcasecmp(n, "Transfer-Encoding") ||
+            !strcasecmp(n, "Connection") || !strcasecmp(n, "Date") || strpbrk(n, "\r\n:") ||
+            strpbrk(v, "\r\n"))
+            continue; /* the engine's, or unsafe */
+        rc = buf_append(b, n, strlen(n));
+        if (!rc) rc = buf_append(b, ": ", 2);
+        if (!rc) rc = buf_append(b, v, strlen(v));
+        if (!rc) rc = buf_append(b, "\r\n", 2);
+    }
+    if (!rc && length >= 0) rc = buf_printf(b, "Content-Length: %lld\r\n", length);
+    if (!rc && length < 0) rc = buf_printf(b, "Transfer-Encoding: chunked\r\n");
+    if (!rc && !keep_alive) rc = buf_printf(b, "Connection: close\r\n");
+    if (!rc) rc = buf_append(b, "\r\n", 2);
+    return rc ? KP_ENOMEM : 0;
+}
+
+void httpd__h1_start(conn_t *c)
+{
+    c->proto = P_H1;
+    http_parser_init(&c->p, HTTP_REQUEST);
+    c->p.data = c;
+}
+
+static void feed(conn_t *c, const char *data, size_t n);
+
+/* Feed what waited while the parser was paused, then what TLS holds. */
+static void resume_input(conn_t *c)
+{
+    if (c->rest.len) {
+        size_t n;
+        char *rest = buf_detach(&c->rest, &n);
+        feed(c, rest, n);
+        free(rest);
+    }
+    if (!c->closing && c->tls) httpd__tls_input(c);
+}
+
+/* The request on c is complete (its reply written): go on to the next one,
+ * or close. */
+static void conn_next(conn_t *c)
+{
+    httpd_t *h = c->h;
+    httpd_req_t *r = c->cur;
+    atomic_fetch_add(&h->s_requests, 1);
+    pthread_mutex_lock(&h->mu);
+    int keep = r && r->keep_alive && !c->refused && !c->peer_eof && !h->stopping;
+    pthread_mutex_unlock(&h->mu);
+    if (!keep && c->refused && !c->draining) {
+        /* The reply is out; the client may still be sending the body we
+         * refused. Read and drop some of it before closing: closing with
+         * unread bytes sends a reset, which can destroy the reply on its
+         * way. */
+        if (c->tls) {
+            httpd__tls_bye(c);
+            httpd__tls_flush(c);
+        }
+        if (!c->closing && !uv_shutdown(&c->shut, &c->s.stream, NULL)) {
+            c->draining = 1;
+            buf_reset(&c->rest);
+            httpd__timer_set(c, HTTPD_DRAIN_MS);
+            httpd__set_reading(c, 1);
+            return;
+        }
+    }
+    if (!keep) {
+        httpd__conn_close(c);
+        return;
+    }
+    c->cur = NULL;
+    c->in_handler = 0;
+    httpd__req_free(r);
+    http_parser_pause(&c->p, 0);
+    httpd__timer_set(c, h->lim.idle_timeout_ms);
+    httpd__set_reading(c, 1);
+    resume_input(c);
+}
+
+/* Is c's current request done, reply and all? */
+static int cur_done(conn_t *c)
+{
+    if (!c->cur || c->writing) return 0;
+    pthread_mutex_lock(&c->h->mu);
+    int done = c->cur->state == R_DONE && !c->cur->out.len && !c->cur->in_ready;
+    pthread_mutex_unlock(&c->h->mu);
+    return done;
+}
+
+void httpd__h1_written(conn_t *c)
+{
+    httpd__timer_set(c, c->writing ? c->h->lim.write_timeout_ms : 0);
+    if (cur_done(c)) conn_next(c);
+}
+
+void httpd__h1_ready(conn_t *c, httpd_req_t *r, char *bytes, size_t len)
+{
+    if (len)
+        httpd__send(c, r, bytes, len);
+    else
+        free(bytes);
+    if (!c->closing && cur_done(c)) conn_next(c);
+}
+
+/* ---- parsing ---- */
+
+/* Stop the parser where it is (http-parser asserts on pausing a parser
+ * that failed: a failed one stops anyway). */
+static void pause_parser(conn_t *c)
+{
+    if (HTTP_PARSER_ERRNO(&c->p) == HPE_OK) http_parser_pause(&c->p, 1);
+}
+
+/* Refuse c's request with `status` (plain text) and close after it. */
+static void refuse(conn_t *c, int status)
+{
+    httpd_t *h = c->h;
+    c->refused = 1;
+    pause_parser(c);
+    httpd__set_reading(c, 0);
+    httpd__timer_set(c, h->lim.write_timeout_ms);
+    atomic_fetch_add(&h->s_refused, 1);
+    httpd_req_t *r = c->cur;
+    if (!r || c->in_handler) {
+        httpd__conn_close(c);
+        return;
+    }
+    r->keep_alive = 0;
+    c->in_handler = 1; /* the reply below is its only one */
+    if (httpd__refuse_text(r, status)) httpd__conn_close(c);
+}
+
+static int commit_header(conn_t *c)
+{
+    if (c->header_state != 2) return 0;
+    c->header_state = 0;
+    int rc = httpd__add_header(c->cur, c->hname.p ? c->hname.p : "", c->hname.len,
+                               c->hval.p ? c->hval.p : "", c->hval.len);
+    buf_reset(&c->hname);
+    buf_reset(&c->hval);
+    return rc;
+}
+
+static int header_room(conn_t *c, size_t n)
+{
+    c->header_bytes += n;
+    return c->header_bytes <= c->h->lim.header_bytes;
+}
+
+static int on_message_begin(http_parser *p)
+{
+    conn_t *c = p->data;
+    c->cur = httpd__req_new(c);
+    if (!c->cur) return -1;
+    c->in_handler = 0;
+    c->header_state = 0;
+    c->header_bytes = 0;
+    buf_reset(&c->hname);
+    buf_reset(&c->hval);
+    httpd__timer_set(c, c->h->lim.header_timeout_ms);
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+    conn_t *c = p->data;
+    if (!header_room(c, n)) {
+        refuse(c, 431);
+        return -1;
+    }
+    if (buf_append(&c->cur->target, at, n)) {
+        refuse(c, 414);
+        return -1;
+    }
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+    conn_t *c = p->data;
+    int rc = header_room(c, n) ? commit_header(c) : KP_ETOOLARGE;
+    if (!rc) rc = buf_append(&c->hname, at, n);
+    if (rc) {
+        refuse(c, rc == KP_ENOMEM ? 500 : 431);
+        return -1;
+    }
+    c->header_state = 1;
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+    conn_t *c = p->data;
+    int rc = header_room(c, n) ? buf_append(&c->hval, at, n) : KP_ETOOLARGE;
+    if (rc || memchr(at, '\0', n)) {
+        refuse(c, rc == KP_ENOMEM ? 500 : rc ? 431 : 400);
+        return -1;
+    }
+    c->header_state = 2;
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    conn_t *c = p->data;
+    httpd_t *h = c->h;
+    httpd_req_t *r = c->cur;
+    int rc = commit_header(c);
+    if (rc) {
+        refuse(c, rc == KP_ENOMEM ? 500 : 431);
+        return -1;
+    }
+    snprintf(r->method, sizeof r->method, "%s", http_method_str((enum http_method)p->method));
+    if ((rc = httpd__split_target(r))) {
+        refuse(c, rc == KP_ENOMEM ? 500 : 400);
+        return -1;
+    }
+    if (p->upgrade) { /* WebSocket and SPDY come with exec and port-forward */
+        refuse(c, 400);
+        return -1;
+    }
+    httpd__timer_set(c, 0);
+    int has_body = (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
+    int keep = http_should_keep_alive(p);
+    r->keep_alive = keep && !has_body; /* a refusal leaves the body unread */
+    size_t body_max = 0;
+    if (h->cfg.on_headers(h->cfg.arg, r, &body_max) == HTTPD_REPLIED) {
+        c->in_handler = 1;
+        if (has_body) { /* the body is never read: the connection ends */
+            c->refused = 1;
+            pause_parser(c);
+            httpd__set_reading(c, 0);
+        }
+        return 0;
+    }
+    r->keep_alive = keep;
+    if (has_body && !(p->flags & F_CHUNKED) && p->content_length > body_max) {
+        refuse(c, 413);
+        return -1;
+    }
+    r->body.max = body_max;
+    if (has_body) httpd__timer_set(c, h->lim.idle_timeout_ms);
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+    conn_t *c = p->data;
+    if (c->in_handler) return 0; /* replied before the body: dropped */
+    int rc = buf_append(&c->cur->body, at, n);
+    if (rc) {
+        refuse(c, rc == KP_ETOOLARGE ? 413 : 500);
+        return -1;
+    }
+    httpd__timer_set(c, c->h->lim.idle_timeout_ms);
+    return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+    conn_t *c = p->data;
+    pause_parser(c);
+    httpd__timer_set(c, 0);
+    /* Reading goes on while the handler works, so that a client that goes
+     * away is noticed (on_gone); what it sends meanwhile waits in c->rest. */
+    if (c->in_handler) return 0; /* on_headers replied */
+    c->in_handler = 1;
+    httpd__dispatch(c->cur);
+    return 0;
+}
+
+void httpd__h1_settings(http_parser_settings *s)
+{
+    *s = (http_parser_settings){
+        .on_message_begin = on_message_begin,
+        .on_url = on_url,
+        .on_header_field = on_header_field,
+        .on_header_value = on_header_value,
+        .on_headers_complete = on_headers_complete,
+        .on_body = on_body,
+        .on_message_complete = on_message_complete,
+    };
+}
+
+static void feed(conn_t *c, const char *data, size_t n)
+{
+    size_t done = http_parser_execute(&c->p, &c->h->settings, data, n);
+    if (c->closing) return;
+    enum http_errno e = HTTP_PARSER_ERRNO(&c->p);
+    if (e == HPE_PAUSED) {
+        if (done < n && !c->refused && buf_append(&c->rest, data + done, n - done))
+            httpd__conn_close(c);
+        return;
+    }
+    if (e != HPE_OK && !c->refused) {
+        if (c->cur && !c->in_handler)
+            refuse(c, 400);
+        else
+            httpd__conn_close(c);
+    }
+}
+
+void httpd__h1_input(conn_t *c, const char *data, size_t n)
+{
+    if (c->draining) {
+        c->drained += n;
+        if (c->drained > HTTPD_DRAIN_BYTES) httpd__conn_close(c);
+        return;
+    }
+    if (c->refused) return; /* its reply is on the way; then draining */
+    if (c->in_handler) {    /* the parser waits: keep what came (httpd__room's room) */
+        if (buf_append(&c->rest, data, n)) httpd__conn_close(c);
+        return;
+    }
+    feed(c, data, n);
+}
+
+void httpd__h1_eof(conn_t *c, int clean)
+{
+    int streaming = 0;
+    if (clean && c->cur) {
+        pthread_mutex_lock(&c->h->mu);
+        streaming = c->cur->state == R_STREAM;
+        pthread_mutex_unlock(&c->h->mu);
+    }
+    if (clean && c->cur && c->in_handler && !c->refused && !streaming) {
+        /* The client stopped sending, maybe to wait for this reply (a
+         * half-close), maybe for good. As Go's net/http, the handler hears
+         * of it; the reply still goes out, and the connection closes then.
+         * A stream's client that stops sending has left (a watch's client
+         * closes to stop it): that is the close below. */
+        c->peer_eof = 1;
+        httpd__set_reading(c, 0);
+        httpd__tell_gone(c->cur);
+        return;
+    }
+    httpd__conn_close(c); /* end of file between requests, or an error */
+}
