@@ -1,7 +1,10 @@
 /*
  * fuzz_httpd.c -- raw bytes on a connection to the HTTP server engine
  * (src/httpd/) in this process: request lines, headers, Content-Length and
- * chunked bodies, pipelined requests, anything a client can send. Each
+ * chunked bodies, pipelined requests, and HTTP/2 frames after the
+ * connection preface (the Unix socket speaks HTTP/2 with prior knowledge:
+ * HEADERS, CONTINUATION, DATA, RST_STREAM, PING, WINDOW_UPDATE, GOAWAY),
+ * anything a client can send. Each
  * input is written as it is to a new connection on the engine's Unix
  * socket, the writing side is shut, and every byte of the answer is read
  * until the engine closes.

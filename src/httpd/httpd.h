@@ -1,16 +1,17 @@
 /*
  * httpd.h -- the HTTP server engine of issue 16: HTTP/1.1 and HTTP/2
- * (chosen by ALPN) over TLS, plain HTTP/1.1 over a Unix socket, on one event
- * loop thread, with the request handlers on a bounded pool of workers.
+ * (chosen by ALPN) over TLS on the TCP listener, on one event loop thread,
+ * with the request handlers on a bounded pool of workers. A listener
+ * without TLS (the Unix socket; TCP when no certificate is given) speaks
+ * HTTP/1.1, and HTTP/2 to a client that opens with its preface (prior
+ * knowledge, as curl --http2-prior-knowledge).
  *
- * BUILT SO FAR: plain HTTP/1.1 on the TCP and Unix listeners, everything
- * below except what is marked (next). TLS and HTTP/2 are next: a
- * certificate is refused (KP_EINVAL) until then. Nothing uses the engine
- * yet (libmicrohttpd serves the API).
+ * Nothing uses the engine yet (libmicrohttpd serves the API).
  * Libraries (README, "The next HTTP server"): libuv (the loop), GnuTLS over
- * in-memory transport functions, nghttp2 (HTTP/2 framing), http-parser
- * (HTTP/1.1). It knows nothing of Kubernetes: the API server, the node's log
- * server and the components' health endpoints each sit on it.
+ * in-memory transport functions (TLS 1.2 and 1.3 only), nghttp2 (HTTP/2
+ * framing, flow control and flood limits), http-parser (HTTP/1.1). It knows
+ * nothing of Kubernetes: the API server, the node's log server and the
+ * components' health endpoints each sit on it.
  *
  * THREADS
  *   The loop thread does all I/O: accepting, TLS, parsing, framing, timers
@@ -69,9 +70,17 @@
  *     414 beyond HTTPD_TARGET_MAX.
  *   - body: what on_headers() allowed (413 as soon as Content-Length or the
  *     bytes received pass it; nothing more is buffered).
- *   - (next) HTTP/2: max_streams concurrent streams per connection
- *     (SETTINGS_MAX_CONCURRENT_STREAMS); streams reset by the client count
- *     against a rate (the rapid-reset defence nghttp2 1.52+deb12u3 carries).
+ *   - HTTP/2: max_streams concurrent streams per connection
+ *     (SETTINGS_MAX_CONCURRENT_STREAMS: a stream beyond it is refused with
+ *     RST_STREAM(REFUSED_STREAM)); streams reset by the client count against
+ *     nghttp2's token bucket (a burst of 1,000, then 33 a second; past it,
+ *     GOAWAY: the rapid-reset defence of 1.52.0-1+deb12u1); nghttp2's own
+ *     limits on PING, SETTINGS and CONTINUATION floods. A refusal on a stream
+ *     whose body is still coming is followed by RST_STREAM(NO_ERROR), as
+ *     Go's server does. Each stream's receive window is 256 KiB.
+ *   - HTTP/2 timers: with no stream open, header_timeout from accept until
+ *     the first request, then idle_timeout from the last stream's close
+ *     (frames that open no stream do not extend it).
  *   - a request whose body was refused unread: once the refusal is sent, up
  *     to 256 KiB more is read and dropped for up to 1 s before the close,
  *     so that the close does not reset the refusal away (as Go's net/http).
@@ -80,8 +89,10 @@
  *
  * STREAMS (watches, logs, follow)
  *   httpd_stream_write() copies its bytes into the request's queue and
- *   never blocks. HTTP/1.1 sends them as chunks, HTTP/2 (next) as DATA
- *   frames within the stream's flow-control window. If the unsent bytes
+ *   never blocks. HTTP/1.1 sends them as chunks, HTTP/2 as DATA frames
+ *   within the stream's flow-control window. (A stream whose client never
+ *   opens its window holds up to its budget until the connection ends: a
+ *   per-stream deadline is not built yet.) If the unsent bytes
  *   would pass stream_budget, the write is refused with KP_ETOOLARGE and
  *   nothing is queued: the producer ends the stream (Kubernetes closes a watcher that
  *   cannot keep up; the client relists). on_drain() (loop thread) tells a
@@ -128,8 +139,8 @@ typedef struct httpd_limits {
 typedef struct httpd_config {
     int tcp_fd;              /* listening TCP socket (TLS), or -1; owned from httpd_start on */
     int unix_fd;             /* listening Unix socket (plain HTTP/1.1), or -1; owned likewise */
-    const char *cert_pem;    /* (next) the TLS certificate chain and key (PEM); */
-    const char *key_pem;     /*   NULL: plain HTTP/1.1 on tcp_fd */
+    const char *cert_pem;    /* TLS on tcp_fd: the certificate chain and key (PEM, */
+    const char *key_pem;     /*   read at start); both NULL: plain on tcp_fd */
     int workers;             /* handler threads (>= 1) */
     httpd_limits_t limits;   /* zeros: the defaults httpd_limits_default() gives */
     /* Loop thread, quick, non-blocking: see A REQUEST'S LIFE, 1. *body_max
@@ -171,7 +182,7 @@ const char *httpd_header(const httpd_req_t *r, const char *name);
 /* The body (NUL-terminated past len; "" with len 0 when none). Only from
  * on_request() on. */
 const char *httpd_body(const httpd_req_t *r, size_t *len);
-int httpd_is_h2(const httpd_req_t *r);
+int httpd_is_h2(const httpd_req_t *r);         /* came as an HTTP/2 stream */
 int httpd_is_local(const httpd_req_t *r);       /* came in on the Unix socket */
 /* The handler's own pointer, for on_gone() and on_drain(). */
 void httpd_set_data(httpd_req_t *r, void *data);
