@@ -31,6 +31,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -50,6 +51,7 @@ httpd_limits_t httpd_limits_default(void)
         .header_timeout_ms = 10000,
         .idle_timeout_ms = 90000,
         .write_timeout_ms = 60000,
+        .body_timeout_ms = 60000,
         .grace_ms = 5000,
     };
     return l;
@@ -65,6 +67,7 @@ static void limits_fill(httpd_limits_t *l)
     if (!l->header_timeout_ms) l->header_timeout_ms = d.header_timeout_ms;
     if (!l->idle_timeout_ms) l->idle_timeout_ms = d.idle_timeout_ms;
     if (!l->write_timeout_ms) l->write_timeout_ms = d.write_timeout_ms;
+    if (!l->body_timeout_ms) l->body_timeout_ms = d.body_timeout_ms;
     if (!l->grace_ms) l->grace_ms = d.grace_ms;
 }
 
@@ -203,20 +206,53 @@ int httpd__split_target(httpd_req_t *r)
     return 0;
 }
 
+/* Run on_gone() or on_drain() for r with h->mu held (released around the
+ * call): a reply that completes meanwhile on another thread waits for it
+ * (hand_back), so the handler's data stays valid during the call. */
+static void callback_locked(httpd_t *h, httpd_req_t *r, void (*fn)(void *, httpd_req_t *))
+{
+    if (!fn) return;
+    r->in_cb++;
+    r->cb_thread = pthread_self();
+    pthread_mutex_unlock(&h->mu);
+    fn(h->cfg.arg, r);
+    pthread_mutex_lock(&h->mu);
+    if (!--r->in_cb) pthread_cond_broadcast(&h->cb_cv);
+}
+
 void httpd__tell_gone(httpd_req_t *r)
 {
     httpd_t *h = r->h;
     pthread_mutex_lock(&h->mu);
-    int call = r->picked && !r->told && r->state != R_DONE;
-    if (call) r->told = 1;
+    if (r->picked && !r->told && r->state != R_DONE) {
+        r->told = 1;
+        callback_locked(h, r, h->cfg.on_gone);
+    }
     pthread_mutex_unlock(&h->mu);
-    if (call && h->cfg.on_gone) h->cfg.on_gone(h->cfg.arg, r);
+}
+
+void httpd__drain_locked(httpd_t *h, httpd_req_t *r)
+{
+    if (!r->want_drain || r->unsent >= h->lim.stream_budget / 2 || r->gone || r->state == R_DONE)
+        return;
+    r->want_drain = 0;
+    callback_locked(h, r, h->cfg.on_drain);
+}
+
+int httpd__body_late(conn_t *c, uint64_t began)
+{
+    return uv_now(&c->h->loop) - began > (uint64_t)c->h->lim.body_timeout_ms;
+}
+
+int httpd__idle_ms(conn_t *c)
+{
+    return c->proven ? c->h->lim.idle_timeout_ms : c->h->lim.header_timeout_ms;
 }
 
 void httpd__req_detach(httpd_req_t *r)
 {
     httpd_t *h = r->h;
-    int call_gone = 0, free_now = 0;
+    int free_now = 0;
     pthread_mutex_lock(&h->mu);
     r->conn = NULL;
     if (!r->in_ready && (!r->queued || r->state == R_DONE)) {
@@ -229,12 +265,13 @@ void httpd__req_detach(httpd_req_t *r)
             buf_reset(&r->out);
             r->out_off = 0;
         }
-        call_gone = r->picked && !r->told && r->state != R_DONE;
-        if (call_gone) r->told = 1;
+        if (r->picked && !r->told && r->state != R_DONE) {
+            r->told = 1;
+            callback_locked(h, r, h->cfg.on_gone);
+        }
     }
     pthread_mutex_unlock(&h->mu);
     if (free_now) httpd__req_free(r);
-    if (call_gone && h->cfg.on_gone) h->cfg.on_gone(h->cfg.arg, r);
 }
 
 /* ---- replies (any thread) ---- */
@@ -254,6 +291,8 @@ static int hand_back(httpd_req_t *r, int from, int to, buf_t *head, const char *
     size_t slen = chunk ? (size_t)snprintf(size, sizeof size, "%zx\r\n", len) : 0;
     size_t add = slen + len + (chunk ? 2 : 0);
     pthread_mutex_lock(&h->mu);
+    while (to == R_DONE && r->in_cb && !pthread_equal(r->cb_thread, pthread_self()))
+        pthread_cond_wait(&h->cb_cv, &h->mu); /* see CALLBACKS in httpd.h */
     if (r->state != from) {
         pthread_mutex_unlock(&h->mu);
         return KP_EINVAL;
@@ -357,6 +396,8 @@ void httpd_stream_end(httpd_req_t *r)
 
 /* ---- the worker queue ---- */
 
+static int worker_add_locked(httpd_t *h);
+
 void httpd__dispatch(httpd_req_t *r)
 {
     httpd_t *h = r->h;
@@ -372,6 +413,9 @@ void httpd__dispatch(httpd_req_t *r)
         *h->qtail = r;
         h->qtail = &r->qnext;
         h->qlen++;
+        /* a request waits and every worker is busy: one more, up to the cap */
+        if (h->idle_workers < (int)h->qlen && h->live_workers < h->cfg.max_workers)
+            worker_add_locked(h);
         pthread_cond_signal(&h->cv);
     }
     pthread_mutex_unlock(&h->mu);
@@ -390,10 +434,23 @@ static void *worker_run(void *arg)
     log_thread_name("httpd-worker", NULL);
     pthread_mutex_lock(&h->mu);
     for (;;) {
-        while (!h->qhead && !h->stopping)
-            pthread_cond_wait(&h->cv, &h->mu);
+        int idle_out = 0;
+        while (!h->qhead && !h->stopping && !idle_out) {
+            /* a worker beyond the kept ones ends after 10 s without work */
+            h->idle_workers++;
+            if (h->live_workers > h->cfg.workers) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += 10;
+                idle_out = pthread_cond_timedwait(&h->cv, &h->mu, &ts) &&
+                           !h->qhead && h->live_workers > h->cfg.workers;
+            } else {
+                pthread_cond_wait(&h->cv, &h->mu);
+            }
+            h->idle_workers--;
+        }
         httpd_req_t *r = h->qhead;
-        if (!r) break; /* stopping, and nothing queued */
+        if (!r) break; /* stopping or idle, and nothing queued */
         h->qhead = r->qnext;
         if (!h->qhead) h->qtail = &h->qhead;
         h->qlen--;
@@ -408,8 +465,25 @@ static void *worker_run(void *arg)
         h->cfg.on_request(h->cfg.arg, r);
         pthread_mutex_lock(&h->mu);
     }
+    h->live_workers--;
+    pthread_cond_broadcast(&h->done_cv);
     pthread_mutex_unlock(&h->mu);
     return NULL;
+}
+
+/* Start a worker (h->mu held). Errors: KP_ENOMEM. */
+static int worker_add_locked(httpd_t *h)
+{
+    pthread_attr_t at;
+    pthread_t t;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 512u << 10);
+    int rc = pthread_create(&t, &at, worker_run, h);
+    pthread_attr_destroy(&at);
+    if (rc) return KP_ENOMEM;
+    h->live_workers++;
+    return 0;
 }
 
 /* ---- connections (loop thread) ---- */
@@ -490,6 +564,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         httpd__eof(c, n == UV_EOF);
         return;
     }
+    c->rx_at = uv_now(&c->h->loop);
     if (!c->tls) {
         httpd__deliver(c, b->base, (size_t)n);
         return;
@@ -565,6 +640,49 @@ static void on_timer_closed(uv_handle_t *hd)
     uv_close(&c->s.handle, on_closed);
 }
 
+/* Take c off the unproven list (it proved itself, or it closes). */
+static void unprove_unlink(conn_t *c)
+{
+    httpd_t *h = c->h;
+    if (c->proven || !c->uprev) return;
+    *c->uprev = c->unext;
+    if (c->unext)
+        c->unext->uprev = c->uprev;
+    else
+        h->unproven_tail = c->uprev;
+    c->uprev = NULL;
+    h->nunproven--;
+    atomic_fetch_sub(&h->s_unproven, 1);
+}
+
+void httpd_prove(httpd_req_t *r)
+{
+    conn_t *c = r->conn;
+    if (!c || c->proven) return;
+    unprove_unlink(c);
+    c->proven = 1;
+}
+
+/* Close an unproven connection other than `keep` to make room: the oldest
+ * (`any`), else the oldest that has sent nothing for UNPROVEN_QUIET_MS and
+ * has no request in progress. Whether one was closed. */
+#define UNPROVEN_QUIET_MS 5000
+#define UNPROVEN_SCAN 64
+static int evict(httpd_t *h, conn_t *keep, int any)
+{
+    uint64_t now = uv_now(&h->loop);
+    int n = 0;
+    for (conn_t *c = h->unproven; c && n < UNPROVEN_SCAN; c = c->unext, n++) {
+        if (c == keep) continue;
+        if (!any && (now - c->rx_at < UNPROVEN_QUIET_MS || c->in_handler || c->nstreams))
+            continue; /* talking, or being answered */
+        atomic_fetch_add(&h->s_evicted, 1);
+        httpd__conn_close(c);
+        return 1;
+    }
+    return 0;
+}
+
 /* Stopping and no connection left: close the last handles; uv_run returns. */
 static void end_loop(httpd_t *h)
 {
@@ -584,6 +702,7 @@ void httpd__conn_close(conn_t *c)
     if (c->next) c->next->prev = c->prev;
     h->nconns--;
     atomic_fetch_sub(&h->s_conns, 1);
+    unprove_unlink(c);
     if (c->proto == P_H2) atomic_fetch_sub(&h->s_h2conns, 1);
     httpd__h2_close(c); /* its streams are gone (nothing without HTTP/2) */
     if (c->dirty) { /* off the list of connections to flush */
@@ -628,15 +747,10 @@ static void on_written(uv_write_t *w, int status)
         return;
     }
     if (r) { /* HTTP/1.1: HTTP/2 counts its bytes out in its data provider */
-        int drain = 0;
         pthread_mutex_lock(&h->mu);
         r->unsent -= plain;
-        if (r->want_drain && r->unsent < h->lim.stream_budget / 2 && !r->gone) {
-            r->want_drain = 0;
-            drain = 1;
-        }
+        httpd__drain_locked(h, r);
         pthread_mutex_unlock(&h->mu);
-        if (drain && h->cfg.on_drain) h->cfg.on_drain(h->cfg.arg, r);
     }
     if (c->proto == P_H2)
         httpd__h2_flush(c);
@@ -761,14 +875,23 @@ static void on_connection(uv_stream_t *server, int status)
     buf_init(&c->hname, SIZE_MAX);
     buf_init(&c->hval, SIZE_MAX);
     buf_init(&c->rest, 2 * HTTPD_READ_CHUNK);
-    c->idle_at = uv_now(&h->loop);
+    c->idle_at = c->rx_at = uv_now(&h->loop);
     c->next = h->conns;
     if (c->next) c->next->prev = &c->next;
     c->prev = &h->conns;
     h->conns = c;
     h->nconns++;
     atomic_fetch_add(&h->s_conns, 1);
-    int over = h->nconns > h->lim.max_connections;
+    c->proven = c->local; /* the Unix socket's peers are the process's own */
+    if (!c->proven) {
+        c->uprev = h->unproven_tail;
+        *h->unproven_tail = c;
+        h->unproven_tail = &c->unext;
+        h->nunproven++;
+        atomic_fetch_add(&h->s_unproven, 1);
+    }
+    int over = h->nconns > h->lim.max_connections && !evict(h, c, 1);
+    if (!over && h->lim.max_unproven && h->nunproven > h->lim.max_unproven) evict(h, c, 0);
     if (uv_accept(server, &c->s.stream) || over || (!c->local && h->creds && httpd__tls_conn(c))) {
         if (over) atomic_fetch_add(&h->s_refused, 1);
         httpd__conn_close(c);
@@ -875,9 +998,11 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     if (!h) return KP_ENOMEM;
     h->cfg = *cfg;
     h->cfg.cert_pem = h->cfg.key_pem = NULL; /* not kept: the credentials are */
+    if (h->cfg.max_workers < h->cfg.workers) h->cfg.max_workers = h->cfg.workers;
     h->lim = cfg->limits;
     limits_fill(&h->lim);
     h->qtail = &h->qhead;
+    h->unproven_tail = &h->unproven;
     httpd__h1_settings(&h->settings);
     int rc = httpd__h2_global(h);
     if (!rc && cfg->cert_pem) rc = httpd__tls_global(h, cfg->cert_pem, cfg->key_pem);
@@ -889,6 +1014,7 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     pthread_cond_init(&h->done_cv, NULL);
+    pthread_cond_init(&h->cb_cv, NULL);
     if (uv_loop_init(&h->loop)) {
         free_globals(h);
         free(h);
@@ -903,8 +1029,6 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     h->wake.data = h;
     if (!rc && cfg->tcp_fd >= 0) rc = listen_on(h, cfg->tcp_fd, 0);
     if (!rc && cfg->unix_fd >= 0) rc = listen_on(h, cfg->unix_fd, 1);
-    h->workers = rc ? NULL : calloc((size_t)cfg->workers, sizeof *h->workers);
-    if (!rc && !h->workers) rc = KP_ENOMEM;
     if (!rc && pthread_create(&h->loop_thread, NULL, loop_run, h)) rc = KP_ENOMEM;
     if (rc) {
         /* No thread runs yet: close what was opened and run the loop dry. */
@@ -914,15 +1038,15 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
         uv_run(&h->loop, UV_RUN_DEFAULT);
         uv_loop_close(&h->loop);
         free_globals(h);
-        free(h->workers);
         free(h);
         return rc;
     }
-    for (int i = 0; i < cfg->workers; i++) {
-        if (pthread_create(&h->workers[i], NULL, worker_run, h)) break;
-        h->nworkers++;
-    }
-    if (!h->nworkers) {
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < cfg->workers; i++)
+        if (worker_add_locked(h)) break;
+    int none = !h->live_workers;
+    pthread_mutex_unlock(&h->mu);
+    if (none) {
         httpd_stop(h);
         return KP_ENOMEM;
     }
@@ -956,20 +1080,18 @@ void httpd_stop(httpd_t *h)
         pthread_mutex_unlock(&h->mu);
         if (done) httpd__req_free(r);
     }
-    for (int i = 0; i < h->nworkers; i++)
-        pthread_join(h->workers[i], NULL);
-    /* Handlers that still hold a request got on_gone(); wait for their
-     * replies to end. */
+    /* The workers end (detached); handlers that still hold a request got
+     * on_gone(): wait for their replies to end. */
     pthread_mutex_lock(&h->mu);
-    while (h->live_reqs)
+    while (h->live_reqs || h->live_workers)
         pthread_cond_wait(&h->done_cv, &h->mu);
     pthread_mutex_unlock(&h->mu);
     uv_loop_close(&h->loop);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
     pthread_cond_destroy(&h->done_cv);
+    pthread_cond_destroy(&h->cb_cv);
     free_globals(h);
-    free(h->workers);
     free(h);
 }
 
@@ -1005,6 +1127,8 @@ void httpd_stats(httpd_t *h, httpd_stats_t *out)
     pthread_mutex_lock(&h->mu);
     out->queued = h->qlen;
     pthread_mutex_unlock(&h->mu);
+    out->unproven = atomic_load(&h->s_unproven);
+    out->evicted = atomic_load(&h->s_evicted);
     out->refused = atomic_load(&h->s_refused);
     out->timeouts = atomic_load(&h->s_timeouts);
 }

@@ -87,6 +87,22 @@
  *   - a streaming reply: at most stream_budget bytes not yet sent (see
  *     STREAMS).
  *
+ * UNPROVEN (strangers cannot crowd out clients that authenticated)
+ *   A TCP connection is unproven until the application calls httpd_prove()
+ *   on one of its requests (the Unix socket's are proven from the start).
+ *   An unproven connection waits between requests at most header_timeout_ms
+ *   (not idle_timeout_ms). At max_connections, a new connection closes the
+ *   oldest unproven one, else it is closed itself. Past max_unproven, a new
+ *   connection closes the oldest unproven one that has sent nothing for 5 s
+ *   and has no request in progress (a client busy with its handshake keeps
+ *   its place). Unproven connections cost no thread: only memory.
+ *
+ * CALLBACKS AND THE END OF A REPLY
+ *   on_gone() and on_drain() never run after the call that completes the
+ *   reply (httpd_reply(), httpd_stream_end()) has returned: that call waits
+ *   for one that is running on another thread. Both must be quick and must
+ *   not wait for the handler; either may end the reply itself.
+ *
  * STREAMS (watches, logs, follow)
  *   httpd_stream_write() copies its bytes into the request's queue and
  *   never blocks. HTTP/1.1 sends them as chunks, HTTP/2 as DATA frames
@@ -133,7 +149,10 @@ typedef struct httpd_limits {
     int header_timeout_ms;   /* accept to the first complete headers */
     int idle_timeout_ms;     /* between requests on a kept-alive connection */
     int write_timeout_ms;    /* a reply's bytes making no progress */
+    int body_timeout_ms;     /* a request body, from its headers to its end */
     int grace_ms;            /* httpd_stop(): requests in progress may finish */
+    size_t max_unproven;     /* TCP connections with no authenticated request yet
+                                (see UNPROVEN); 0: no such cap */
 } httpd_limits_t;
 
 typedef struct httpd_config {
@@ -141,7 +160,10 @@ typedef struct httpd_config {
     int unix_fd;             /* listening Unix socket (plain HTTP/1.1), or -1; owned likewise */
     const char *cert_pem;    /* TLS on tcp_fd: the certificate chain and key (PEM, */
     const char *key_pem;     /*   read at start); both NULL: plain on tcp_fd */
-    int workers;             /* handler threads (>= 1) */
+    int workers;             /* handler threads kept (>= 1) */
+    int max_workers;         /* more are started while requests wait, up to
+                                this (0: workers); each extra one ends after
+                                10 s without work */
     httpd_limits_t limits;   /* zeros: the defaults httpd_limits_default() gives */
     /* Loop thread, quick, non-blocking: see A REQUEST'S LIFE, 1. *body_max
      * comes in as 0 (no body) and may be raised. */
@@ -184,6 +206,9 @@ const char *httpd_header(const httpd_req_t *r, const char *name);
 const char *httpd_body(const httpd_req_t *r, size_t *len);
 int httpd_is_h2(const httpd_req_t *r);         /* came as an HTTP/2 stream */
 int httpd_is_local(const httpd_req_t *r);       /* came in on the Unix socket */
+/* The request's client proved who it is (on_headers() only, loop thread):
+ * its connection is no longer subject to UNPROVEN's rules. */
+void httpd_prove(httpd_req_t *r);
 /* The handler's own pointer, for on_gone() and on_drain(). */
 void httpd_set_data(httpd_req_t *r, void *data);
 void *httpd_data(const httpd_req_t *r);
@@ -210,6 +235,8 @@ typedef struct httpd_stats {
     uint64_t h2_connections; /* of those, HTTP/2 */
     uint64_t requests;       /* served since start */
     uint64_t queued;         /* waiting for a worker now */
+    uint64_t unproven;       /* connections open with no authenticated request */
+    uint64_t evicted;        /* unproven connections closed for newer ones */
     uint64_t refused;        /* connections refused or closed by a limit */
     uint64_t timeouts;       /* connections closed by a timeout */
 } httpd_stats_t;

@@ -101,7 +101,7 @@ static void conn_next(conn_t *c)
     c->in_handler = 0;
     httpd__req_free(r);
     http_parser_pause(&c->p, 0);
-    httpd__timer_set(c, h->lim.idle_timeout_ms);
+    httpd__timer_set(c, httpd__idle_ms(c));
     httpd__set_reading(c, 1);
     resume_input(c);
 }
@@ -268,6 +268,7 @@ static int on_headers_complete(http_parser *p)
         return -1;
     }
     r->body.max = body_max;
+    c->body_at = uv_now(&h->loop);
     if (has_body) httpd__timer_set(c, h->lim.idle_timeout_ms);
     return 0;
 }
@@ -276,6 +277,11 @@ static int on_body(http_parser *p, const char *at, size_t n)
 {
     conn_t *c = p->data;
     if (c->in_handler) return 0; /* replied before the body: dropped */
+    if (httpd__body_late(c, c->body_at)) { /* a body that trickles: cut off */
+        atomic_fetch_add(&c->h->s_timeouts, 1);
+        httpd__conn_close(c);
+        return -1;
+    }
     int rc = buf_append(&c->cur->body, at, n);
     if (rc) {
         refuse(c, rc == KP_ETOOLARGE ? 413 : 500);

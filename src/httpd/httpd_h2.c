@@ -87,7 +87,7 @@ static void timer_update(conn_t *c)
         deadline = 0;
     else
         deadline = c->idle_at +
-                   (uint64_t)(c->h2_seen ? h->lim.idle_timeout_ms : h->lim.header_timeout_ms);
+                   (uint64_t)(c->h2_seen ? httpd__idle_ms(c) : h->lim.header_timeout_ms);
     httpd__timer_set(c, !deadline ? 0 : deadline > now ? (int)(deadline - now) : 1);
 }
 
@@ -193,6 +193,7 @@ static void headers_done(conn_t *c, httpd_req_t *r)
         return;
     }
     r->body.max = body_max;
+    r->body_at = uv_now(&h->loop);
 }
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *u)
@@ -217,6 +218,12 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
     if (c->closing) return NGHTTP2_ERR_CALLBACK_FAILURE;
     httpd_req_t *r = nghttp2_session_get_stream_user_data(s, id);
     if (!r || r->early) return 0; /* dropped (the window is still given back) */
+    if (httpd__body_late(c, r->body_at)) { /* a body that trickles: cut off */
+        r->early = 1;
+        atomic_fetch_add(&c->h->s_timeouts, 1);
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+        return 0;
+    }
     int rc = buf_append(&r->body, data, len);
     if (rc) refuse(c, r, rc == KP_ETOOLARGE ? 413 : 500);
     return 0;
@@ -252,11 +259,9 @@ static ssize_t provide(nghttp2_session *s, int32_t id, uint8_t *out, size_t max,
         r->out_off = 0;
     }
     int eof = !r->out.len && r->state == R_DONE;
-    int drain = r->want_drain && r->unsent < h->lim.stream_budget / 2 && !r->gone;
-    if (drain) r->want_drain = 0;
     if (!n && !eof) r->deferred = 1;
+    httpd__drain_locked(h, r);
     pthread_mutex_unlock(&h->mu);
-    if (drain && h->cfg.on_drain) h->cfg.on_drain(h->cfg.arg, r);
     if (!n && !eof) return NGHTTP2_ERR_DEFERRED;
     if (eof) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;

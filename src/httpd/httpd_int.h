@@ -67,6 +67,8 @@ struct httpd_req {
     int queued;         /* (mu) it went to the worker queue */
     int picked;         /* (mu) a worker took it */
     int told;           /* (mu) on_gone() ran */
+    int in_cb;          /* (mu) on_gone() or on_drain() is running for it */
+    pthread_t cb_thread; /* (mu) ... on this thread */
 
     /* the reply (mu) */
     int state;       /* R_NONE, R_STREAM (started), R_DONE (reply complete) */
@@ -87,6 +89,7 @@ struct httpd_req {
     int early;         /* replied before the body was complete: the body is dropped */
     int submitted;     /* the response head went to nghttp2 */
     int deferred;      /* the data provider ran dry: resume on the next hand-back */
+    uint64_t body_at;  /* uv_now() when the headers were complete */
     httpd_req_t *snext, **sprev; /* the connection's open streams */
 };
 
@@ -106,7 +109,11 @@ struct conn {
     int proto;         /* P_SNIFF until the protocol is known */
     size_t writing;    /* bytes in uv_write requests not completed */
     uint64_t wprog_at; /* uv_now() of the last write progress */
+    uint64_t rx_at;    /* uv_now() of the last bytes read */
+    uint64_t body_at;  /* HTTP/1.1: uv_now() when the current body began */
+    int proven;        /* a request on it was authenticated (httpd_prove), or local */
     conn_t *next, **prev;
+    conn_t *unext, **uprev; /* h->unproven, oldest first (while !proven) */
 
     /* TLS (httpd_tls.c); tls is NULL on a plain connection */
     gnutls_session_t tls;
@@ -151,8 +158,6 @@ struct httpd {
     uv_pipe_t unixl;
     int has_tcp, has_unix;
     pthread_t loop_thread;
-    pthread_t *workers;
-    int nworkers;
     http_parser_settings settings;
     gnutls_certificate_credentials_t creds; /* NULL: plain TCP */
     gnutls_priority_t prio;
@@ -161,6 +166,9 @@ struct httpd {
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* the queue, stopping */
+    pthread_cond_t cb_cv; /* a request's callback ended */
+    int live_workers;  /* worker threads running (detached) */
+    int idle_workers;  /* of those, waiting for a request */
     httpd_req_t *qhead, **qtail;
     size_t qlen;
     httpd_req_t *ready;
@@ -172,13 +180,16 @@ struct httpd {
     /* loop thread */
     conn_t *conns;
     size_t nconns;
+    conn_t *unproven, **unproven_tail;
+    size_t nunproven;
     conn_t *dirty;                /* HTTP/2 connections with frames to produce */
     int closing_all;              /* stopping: listeners closed */
     uv_timer_t grace;             /* stopping: closes what is left */
     char inbuf[HTTPD_READ_CHUNK]; /* each read is consumed before the next */
     char plain[HTTPD_PLAIN_CHUNK]; /* each decrypted record likewise */
 
-    _Atomic uint64_t s_conns, s_h2conns, s_requests, s_refused, s_timeouts; /* httpd_stats() */
+    _Atomic uint64_t s_conns, s_h2conns, s_unproven, s_requests, s_refused, s_timeouts,
+        s_evicted; /* httpd_stats() */
 };
 
 /* ---- httpd.c ---- */
@@ -198,6 +209,14 @@ void httpd__dispatch(httpd_req_t *r);
 int httpd__refuse_text(httpd_req_t *r, int status);
 /* Tell r's handler its client is gone (or has stopped sending), once. */
 void httpd__tell_gone(httpd_req_t *r);
+/* on_drain() for r if a refused stream write waits and the unsent bytes
+ * fell below half the budget (h->mu held: released around the call). */
+void httpd__drain_locked(httpd_t *h, httpd_req_t *r);
+/* Whether r's body has taken longer than body_timeout_ms (loop thread). */
+int httpd__body_late(conn_t *c, uint64_t began);
+/* The timeout between requests: idle_timeout, or header_timeout while no
+ * request on c has been authenticated. */
+int httpd__idle_ms(conn_t *c);
 /* r's connection or stream is gone: free r, or leave it to whoever ends
  * its reply (telling its handler). */
 void httpd__req_detach(httpd_req_t *r);

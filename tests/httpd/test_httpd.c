@@ -78,6 +78,7 @@ static httpd_next_t on_headers(void *arg, httpd_req_t *r, size_t *body_max)
         httpd_reply(r, 401, NULL, strdup("no\n"), 3);
         return HTTPD_REPLIED;
     }
+    if (auth && !strcmp(auth, "yes")) httpd_prove(r);
     *body_max = BODY_MAX;
     return HTTPD_READ_BODY;
 }
@@ -464,30 +465,85 @@ static void test_half_close(void **state)
     stop(a);
 }
 
-/* Past max_connections an accepted connection is closed at once; the
- * others keep working. */
+static int is_closed(int fd, int wait_s)
+{
+    struct timeval tv = {wait_s, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[512];
+    return recv(fd, b, sizeof b, 0) <= 0;
+}
+
+/* One request on fd; whether a 200 came back. */
+static int raw_ok(int fd, const char *auth)
+{
+    char req[256];
+    snprintf(req, sizeof req, "GET /echo HTTP/1.1\r\nHost: x\r\n%s\r\n", auth ? auth : "");
+    if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) return 0;
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[512];
+    ssize_t n = recv(fd, b, sizeof b - 1, 0);
+    return n > 12 && !memcmp(b, "HTTP/1.1 200", 12);
+}
+
+/* At max_connections a new connection closes the oldest unproven one; a
+ * proven one (httpd_prove) is never closed for a newer one: with all of
+ * them proven, the new one is closed. */
 static void test_max_connections(void **state)
 {
     (void)state;
     httpd_limits_t lim = {.max_connections = 2};
     app_t *a = start(&lim);
-    int f1 = raw_connect(a), f2 = raw_connect(a), f3 = raw_connect(a);
-    struct timeval tv = {5, 0};
-    setsockopt(f3, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char b[512];
-    assert_true(recv(f3, b, sizeof b, 0) <= 0); /* closed (or reset) */
-    raw_send(f1, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
-    setsockopt(f1, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ssize_t n = recv(f1, b, sizeof b - 1, 0);
-    assert_true(n > 12);
-    b[n] = '\0';
-    assert_memory_equal(b, "HTTP/1.1 200", 12);
+    int f1 = raw_connect(a);
+    assert_true(raw_ok(f1, "Authorization: yes\r\n")); /* proven */
+    int f2 = raw_connect(a);
+    usleep(100000);
+    int f3 = raw_connect(a);
+    assert_true(is_closed(f2, 5)); /* the oldest unproven made room */
+    assert_true(raw_ok(f3, "Authorization: yes\r\n"));
+    assert_true(raw_ok(f1, NULL));
+    int f4 = raw_connect(a);
+    assert_true(is_closed(f4, 5)); /* every place is proven */
+    assert_true(raw_ok(f1, NULL));
     httpd_stats_t st;
     httpd_stats(a->h, &st);
     assert_int_equal(st.refused, 1);
+    assert_int_equal(st.evicted, 1);
     close(f1);
     close(f2);
     close(f3);
+    close(f4);
+    stop(a);
+}
+
+/* Past max_unproven a new connection closes the oldest unproven one that
+ * has been quiet for 5 s; ones still talking keep their places. */
+static void test_max_unproven(void **state)
+{
+    (void)state;
+    httpd_limits_t lim = {.max_unproven = 2, .header_timeout_ms = 60000};
+    app_t *a = start(&lim);
+    int f1 = raw_connect(a), f2 = raw_connect(a);
+    raw_send(f1, "GET /echo HTTP/1.1\r\n"); /* and then silence */
+    raw_send(f2, "GET /echo HTTP/1.1\r\n");
+    int f3 = raw_connect(a); /* nobody quiet long enough: all stay */
+    usleep(100000);
+    httpd_stats_t st;
+    httpd_stats(a->h, &st);
+    assert_int_equal(st.evicted, 0);
+    usleep(5500000);
+    raw_send(f2, "X-A: b\r\n"); /* f2 moves; f1 has been quiet */
+    usleep(100000);
+    int f4 = raw_connect(a);
+    assert_true(is_closed(f1, 5));
+    httpd_stats(a->h, &st);
+    assert_int_equal(st.evicted, 1);
+    assert_int_equal(st.unproven, 3);
+    assert_true(raw_ok(f4, NULL));
+    close(f1);
+    close(f2);
+    close(f3);
+    close(f4);
     stop(a);
 }
 
@@ -1080,6 +1136,7 @@ int main(void)
         cmocka_unit_test(test_budget_and_gone),
         cmocka_unit_test(test_header_timeout),
         cmocka_unit_test(test_max_connections),
+        cmocka_unit_test(test_max_unproven),
         cmocka_unit_test(test_half_close),
         cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_stop_with_open_stream),
