@@ -22,6 +22,7 @@
 #include "apiserver/rest/rest.h"
 #include "apiserver/apiserver_int.h"
 #include "lib/buf.h"
+#include "httpd/httpd.h"
 #include "lib/err.h"
 #include "store/store.h"
 
@@ -158,25 +159,35 @@ int api_serve_metrics(api_req_t *r)
                  "kplane_store_commits_total %llu\n",
                  watches, (long long)st.revision, (long long)st.compact_revision,
                  (unsigned long long)st.writes, (unsigned long long)st.commits);
-    api_conns_stats_t cst = {0};
-    if (r->srv->conns) api_conns_stats(r->srv->conns, &cst);
+    httpd_stats_t hs = {0};
+    if (r->srv->httpd) httpd_stats(r->srv->httpd, &hs);
     if (!rc)
         rc = buf_printf(&b,
-                 "# HELP kplane_http_connections TCP connections by stage (http_conn.c): "
-                 "gated (no complete first record yet, no thread), unproven (no "
-                 "authenticated request yet), open (all).\n"
+                 "# HELP kplane_http_connections Connections open (all; of those, HTTP/2; "
+                 "of those, with no authenticated request yet).\n"
                  "# TYPE kplane_http_connections gauge\n"
-                 "kplane_http_connections{stage=\"gated\"} %zu\n"
-                 "kplane_http_connections{stage=\"unproven\"} %zu\n"
-                 "kplane_http_connections{stage=\"open\"} %zu\n"
+                 "kplane_http_connections{stage=\"open\"} %llu\n"
+                 "kplane_http_connections{stage=\"h2\"} %llu\n"
+                 "kplane_http_connections{stage=\"unproven\"} %llu\n",
+                 (unsigned long long)hs.connections, (unsigned long long)hs.h2_connections,
+                 (unsigned long long)hs.unproven);
+    if (!rc)
+        rc = buf_printf(&b,
                  "# HELP kplane_http_connections_closed_total Connections the server closed "
-                 "before they authenticated, by reason.\n"
+                 "early, by reason: cap (an unproven one, for a newer one), timeout, refused "
+                 "(at accept, or a protocol limit).\n"
                  "# TYPE kplane_http_connections_closed_total counter\n"
                  "kplane_http_connections_closed_total{reason=\"cap\"} %llu\n"
-                 "kplane_http_connections_closed_total{reason=\"header_timeout\"} %llu\n"
+                 "kplane_http_connections_closed_total{reason=\"timeout\"} %llu\n"
                  "kplane_http_connections_closed_total{reason=\"refused\"} %llu\n",
-                 cst.gated, cst.unproven, cst.open, (unsigned long long)cst.overflow_closed,
-                 (unsigned long long)cst.timeout_closed, (unsigned long long)cst.refused);
+                 (unsigned long long)hs.evicted, (unsigned long long)hs.timeouts,
+                 (unsigned long long)hs.refused);
+    if (!rc)
+        rc = buf_printf(&b,
+                 "# HELP kplane_http_requests_queued Requests waiting for a worker.\n"
+                 "# TYPE kplane_http_requests_queued gauge\n"
+                 "kplane_http_requests_queued %llu\n",
+                 (unsigned long long)hs.queued);
     pthread_mutex_lock(&r->srv->metrics_mu);
     char *extra = NULL;
     if (!rc && r->srv->metrics_fn && !r->srv->metrics_fn(r->srv->metrics_arg, &extra) && extra)

@@ -1,24 +1,24 @@
 /*
- * server.c -- the API server put together on libmicrohttpd: the listeners
- * and their daemons, request intake (limits, authentication on the headers),
- * dispatch to the rooms, in-process requests, start and stop.
+ * server.c -- the API server put together on the HTTP engine (src/httpd):
+ * the listeners (TLS on TCP with HTTP/2 by ALPN, plain on the Unix socket),
+ * request intake (limits, authentication on the headers), dispatch to the
+ * rooms, in-process requests, start and stop.
  *
- * Threading: thread per connection (MHD_USE_THREAD_PER_CONNECTION). A watch
- * is a chunked reply whose reader callback blocks on its connection's own
- * thread until the next event, so it never holds up another request. Those
- * threads wait with poll(), not select(): a server with a thousand watches
- * and the clients of its own controllers holds more than FD_SETSIZE sockets.
+ * Threading: the engine's loop thread runs on_headers (authentication: a
+ * map lookup); its workers (a pool that grows with waiting requests) run the
+ * handlers; a streaming reply (a watch, a log follow) runs on a thread of
+ * its own (http.c).
  *
- * Limits: a body over API_BODY_MAX gets 413 (the rest of it is discarded);
- * more than max_inflight concurrent non-watch requests get 429; more than
- * max_watches open watches get 429, counted apart for the Unix socket
- * (max_watches_local) so that outside clients cannot take the in-process
- * components' watches. rest_watch.c closes a watch whose client stopped
- * reading through api_req_socket().
+ * Limits: a body over API_BODY_MAX gets 413 on its Content-Length before any
+ * of it is read (a chunked one when it passes the cap); a stranger's body is
+ * never read; more than max_inflight concurrent non-watch requests get 429;
+ * more than max_watches open watches get 429, counted apart for the Unix
+ * socket (max_watches_local) so that outside clients cannot take the
+ * in-process components' watches. Connections, headers and timeouts: the
+ * engine's limits (httpd.h), set from apiserver_config_t.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,15 +43,13 @@
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 #include "apiserver/rest/watchcache.h"
-
-/* gnutls priorities of the TLS listener: its defaults without TLS 1.0/1.1. */
-#define API_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#include "httpd/httpd.h"
 
 /* ---- intake ---- */
 
 static int authenticate(api_req_t *r)
 {
-    const char *h = api_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h = api_header(r, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
     /* The admin token and --token-auth-file's, compared in constant time
      * (authn.c); no authorization follows: AlwaysAllow. */
@@ -63,19 +61,16 @@ static int mutating(const api_req_t *r)
     return strcmp(r->method, "GET") && strcmp(r->method, "HEAD") && strcmp(r->method, "OPTIONS");
 }
 
-/* What can be decided on the headers alone, before any body byte is kept:
- * who is asking. Replies (and so ends the request, its
- * body unread, the connection closed after the reply) when the answer is
- * known. */
-static void intake(api_req_t *r)
+/* What can be decided on the headers alone, before any body byte is read:
+ * who is asking, and whether the declared body fits. Replies (the body then
+ * stays unread) and returns nonzero when the answer is known. On the
+ * engine's loop thread: quick, no blocking. */
+static int intake(api_req_t *r)
 {
     apiserver_t *s = r->srv;
-    /* A header with a NUL byte (Go's server: 400) cannot be refused here:
-     * libmicrohttpd 0.9.75 cuts the line at the NUL and reports only what
-     * precedes it. The server of issue 16 parses headers itself. */
     r->authenticated = authenticate(r);
     if (r->authenticated) {
-        api_conns_prove(s->conns, r->conn);
+        httpd_prove(r->hr);
     } else {
         /* Health and version are public, as with kube-apiserver's
          * system:public-info-viewer; everything else, existing or not,
@@ -87,19 +82,22 @@ static void intake(api_req_t *r)
         api_view_put(v);
         if (!pub) {
             api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
-            return;
+            return 1;
         }
     }
-    /* A declared body over the cap: an authenticated client's is read and
-     * dropped (none of it kept), so that it reads the 413 on a clean
-     * connection instead of a reset mid-upload; the body timeout bounds the
-     * reading. A stranger's was refused above on its headers. */
-    const char *cl = api_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = api_header(r, "Content-Length");
     if (cl) {
         char *end;
         unsigned long long n = strtoull(cl, &end, 10);
-        if (end != cl && !*end && n > API_BODY_MAX) r->body_too_large = 1;
+        /* An authenticated client's is read and dropped, so that it reads
+         * the 413 on a clean connection instead of a reset mid-upload; the
+         * body timeout bounds the reading. A stranger's was refused above. */
+        if (end != cl && !*end && n > API_BODY_MAX) {
+            r->body_too_large = 1;
+            httpd_discard_body(r->hr);
+        }
     }
+    return 0;
 }
 
 static int handle(api_req_t *r)
@@ -108,7 +106,6 @@ static int handle(api_req_t *r)
     if (r->body_too_large)
         return api_reply_status(r, 413, "RequestEntityTooLarge", NULL,
                                 "Request entity too large: limit is %u", API_BODY_MAX);
-
     r->view = api_view_get(s);
     if (api_route_parse(r->view, r->path, &r->route))
         return api_reply_status(r, 404, "NotFound", NULL,
@@ -145,44 +142,74 @@ static int handle(api_req_t *r)
     return rc;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+/* ---- the engine's callbacks ---- */
+
+/* A request's end (http.c's api_req_release): watches count when they end,
+ * with the time they were open. */
+static void req_done(api_req_t *r)
 {
-    (void)version;
-    api_req_t *r = *con_cls;
+    if (r->replied)
+        api_metrics_record(r->srv->metrics, r, api_verb_of(r), r->code,
+                           (double)(clock_mono_ns() - r->start_ns) / 1e9);
+    api_view_put(r->view);
+    r->view = NULL;
+}
+
+static httpd_next_t on_headers(void *arg, httpd_req_t *hr, size_t *body_max)
+{
+    api_req_t *r = calloc(1, sizeof *r);
     if (!r) {
-        if (!(r = calloc(1, sizeof *r))) return MHD_NO;
-        r->srv = cls;
-        r->conn = conn;
-        r->method = method;
-        r->path = url;
-        r->start_ns = clock_mono_ns();
-        buf_init(&r->body, API_BODY_MAX);
-        *con_cls = r;
-        /* A reply queued here goes out at once; libmicrohttpd then reads
-         * none of the body and closes the connection after the reply. */
-        intake(r);
-        return MHD_YES;
+        httpd_reply(hr, 500, NULL, NULL, 0);
+        return HTTPD_REPLIED;
     }
-    if (r->replied) {
-        *upload_data_size = 0;
-        return MHD_YES;
+    r->srv = arg;
+    r->hr = hr;
+    r->refs = 1;
+    snprintf(r->method_buf, sizeof r->method_buf, "%s", httpd_method(hr));
+    r->method = r->method_buf;
+    if (!(r->path_buf = strdup(httpd_path(hr)))) {
+        free(r);
+        httpd_reply(hr, 500, NULL, NULL, 0);
+        return HTTPD_REPLIED;
     }
-    if (*upload_data_size) {
-        /* A body that trickles in is cut off at the body timeout (a
-         * stalled one earlier, at the idle timeout). */
-        int64_t limit = (int64_t)r->srv->cfg.body_timeout_s * 1000000000;
-        if (clock_mono_ns() - r->start_ns > limit) return MHD_NO;
-        if (!r->body_too_large && buf_append(&r->body, upload_data, *upload_data_size))
-            r->body_too_large = 1;
-        *upload_data_size = 0;
-        return MHD_YES;
+    r->path = r->path_buf;
+    r->start_ns = clock_mono_ns();
+    httpd_set_data(hr, r);
+    if (intake(r)) { /* replied: the reply is complete */
+        api_req_release(r);
+        return HTTPD_REPLIED;
     }
-    handle(r);
-    /* A handler that could not queue a reply (out of memory) drops the connection. */
-    return r->replied ? MHD_YES : MHD_NO;
+    *body_max = API_BODY_MAX;
+    return HTTPD_READ_BODY;
+}
+
+static void on_request(void *arg, httpd_req_t *hr)
+{
+    (void)arg;
+    api_req_t *r = httpd_data(hr);
+    size_t len;
+    const char *body = httpd_body(hr, &len);
+    r->body = (buf_t){.p = (char *)body, .len = len, .cap = len + 1, .max = len};
+    r->body_borrowed = 1;
+    if (api_req_parse_query(r))
+        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    else
+        handle(r);
+    if (!r->replied) /* a handler that could not reply (out of memory) */
+        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    api_req_release(r);
+}
+
+static void on_gone(void *arg, httpd_req_t *hr)
+{
+    (void)arg;
+    api_req_client_gone(httpd_data(hr));
+}
+
+static void on_drain(void *arg, httpd_req_t *hr)
+{
+    (void)arg;
+    api_req_drained(httpd_data(hr));
 }
 
 int api_internal(apiserver_t *s, const char *method, const char *path, const json_t *body,
@@ -232,23 +259,6 @@ int api_internal(apiserver_t *s, const char *method, const char *path, const jso
     return rc;
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
-{
-    (void)cls, (void)conn, (void)toe;
-    api_req_t *r = *con_cls;
-    if (!r) return;
-    /* Watches count when they end, with the time they were open. */
-    if (r->replied)
-        api_metrics_record(r->srv->metrics, r, api_verb_of(r), r->code,
-                           (double)(clock_mono_ns() - r->start_ns) / 1e9);
-    buf_free(&r->body);
-    api_view_put(r->view);
-    json_decref(r->warnings);
-    free(r);
-    *con_cls = NULL;
-}
-
 int apiserver_listen_addr(const char *listen, struct sockaddr_in *sa)
 {
     char host[64];
@@ -283,21 +293,6 @@ static int tcp_listen(const struct sockaddr_in *sa)
         return rc;
     }
     return fd;
-}
-
-/* Close every watch cache, the run-time resources' too (requests may still
- * hold them: their calls then end with KP_ECLOSED). */
-/* libmicrohttpd's own messages are mostly clients going away mid-stream (a
- * watcher that stopped reading, a TLS peer that hung up): normal for a
- * server, so they go to the debug log rather than stderr. */
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[512];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t n = strlen(msg);
-    if (n && msg[n - 1] == '\n') msg[n - 1] = '\0';
-    log_debug("http", "%s", msg);
 }
 
 /* End every watch stream (its connection thread then finishes). */
@@ -345,30 +340,6 @@ static int unix_listen(const char *path)
     return fd;
 }
 
-/* The MHD daemon of cfg.unix_socket: plain HTTP, the same handlers. */
-static int start_unix(apiserver_t *s)
-{
-    int fd = unix_listen(s->cfg.unix_socket);
-    if (fd < 0) return fd;
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ERROR_LOG,
-        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(s->cfg.max_watches_local + s->cfg.max_inflight + 64),
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
-    pthread_mutex_lock(&s->mu); /* api_req_local() reads it */
-    s->unix_daemon = d;
-    pthread_mutex_unlock(&s->mu);
-    if (!d) {
-        close(fd);
-        unlink(s->cfg.unix_socket);
-        return KP_EIO;
-    }
-    return 0;
-}
-
 int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
 {
     struct sockaddr_in sa;
@@ -395,6 +366,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->metrics_mu, NULL);
     s->admit_create = api_namespace_admit_create;
+    s->req_done = req_done;
     if (!(s->metrics = api_metrics_new())) {
         rc = KP_ENOMEM;
         goto fail;
@@ -436,49 +408,44 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         close(lfd);
         goto fail;
     }
-    int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
-    api_conns_config_t ccfg = {.listen_fd = lfd, .tls = tls,
-                               .max_connections = s->cfg.max_connections,
-                               .max_unproven = s->cfg.max_unauth_connections,
-                               .header_timeout_s = s->cfg.header_timeout_s};
-    if ((rc = api_conns_new(&ccfg, &s->conns))) goto fail;
-
-    /* Connections come from the front door (http_conn.c), not a socket of
-     * libmicrohttpd's own. */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
-    if (tls) flags |= MHD_USE_TLS;
-    struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
-    if (tls) {
-        tls_opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
-                                              (void *)cfg->tls_key_pem};
-        tls_opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
-                                              (void *)cfg->tls_cert_pem};
-        /* TLS 1.2 and 1.3 only, as kube-apiserver's default minimum. */
-        tls_opts[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
-                                              (void *)API_TLS_PRIORITIES};
-    }
-    /* Limits: see apiserver_config_t and http_conn.c. */
-    s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-        api_conns_notify, s->conns, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_HEADER_MEMORY,
-        MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)(256 * 1024), MHD_OPTION_END);
-    if (!s->daemon) {
-        rc = KP_EIO;
-        goto fail;
-    }
-    if (cfg->unix_socket && (rc = start_unix(s))) {
+    int ufd = -1;
+    if (cfg->unix_socket && (ufd = unix_listen(cfg->unix_socket)) < 0) {
+        rc = ufd;
         log_error("apiserver", "serving on %s: %s", cfg->unix_socket, err_str(rc));
-        MHD_stop_daemon(s->daemon);
+        close(lfd);
         goto fail;
     }
-    if ((rc = api_conns_start(s->conns, s->daemon))) {
-        if (s->unix_daemon) MHD_stop_daemon(s->unix_daemon);
-        MHD_stop_daemon(s->daemon);
+    int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
+    /* Workers: a few kept, more while requests wait, up to the in-flight
+     * caps (handle() answers 429 beyond them) and some room for the quick
+     * answers (401, 429, health). */
+    httpd_config_t hc = {
+        .tcp_fd = lfd,
+        .unix_fd = ufd,
+        .cert_pem = tls ? cfg->tls_cert_pem : NULL,
+        .key_pem = tls ? cfg->tls_key_pem : NULL,
+        .workers = 4,
+        .max_workers = (int)(s->cfg.max_inflight + s->cfg.max_mutating_inflight + 32),
+        .limits = {.max_connections = s->cfg.max_connections,
+                   .header_bytes = API_HEADER_MEMORY,
+                   .header_timeout_ms = s->cfg.header_timeout_s * 1000,
+                   .idle_timeout_ms = s->cfg.idle_timeout_s * 1000,
+                   .body_timeout_ms = s->cfg.body_timeout_s * 1000,
+                   /* a stream's bytes the client has not taken: with the
+                    * watch cache's queue (watch_queue_bytes), what a watcher
+                    * that stopped reading holds */
+                   .stream_budget = API_STREAM_BUDGET,
+                   .grace_ms = 1000,
+                   .max_unproven = s->cfg.max_unauth_connections},
+        .on_headers = on_headers,
+        .on_request = on_request,
+        .on_gone = on_gone,
+        .on_drain = on_drain,
+        .arg = s,
+    };
+    if ((rc = httpd_start(&hc, &s->httpd))) {
+        log_error("apiserver", "HTTP server: %s", err_str(rc));
+        if (ufd >= 0) unlink(cfg->unix_socket);
         goto fail;
     }
     *out = s;
@@ -487,7 +454,6 @@ fail:
     api_apiservice_stop(s);
     api_crd_stop(s);
     api_services_stop(s);
-    api_conns_free(s->conns);
     close_caches(s);
     api_view_put(s->view);
     api_schema_free(s->schema);
@@ -524,18 +490,13 @@ void apiserver_stop(apiserver_t *s)
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
     pthread_mutex_unlock(&s->mu);
-    /* Ending the watches lets the connection threads MHD_stop_daemon() waits
-     * for finish; the caches close after them, when no request can use them. */
+    /* Ending the watches ends their streams, which httpd_stop() waits for;
+     * the caches close after them, when no request can use them. */
     api_apiservice_stop(s);
     api_crd_stop(s);
     end_watches(s);
-    if (s->unix_daemon) {
-        MHD_stop_daemon(s->unix_daemon); /* closes the listening socket */
-        unlink(s->cfg.unix_socket);
-    }
-    api_conns_stop(s->conns); /* no more connections, before the daemon goes */
-    MHD_stop_daemon(s->daemon);
-    api_conns_free(s->conns);
+    httpd_stop(s->httpd); /* closes the listening sockets */
+    if (s->cfg.unix_socket) unlink(s->cfg.unix_socket);
     api_services_stop(s); /* no request can allocate any more */
     close_caches(s);
     api_view_put(s->view);

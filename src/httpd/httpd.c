@@ -14,7 +14,9 @@
  *   h->mu (HTTP/1.1: framed by the worker; HTTP/2: the head apart, the data
  *   raw), puts the request on h->ready (once) and signals the loop
  *   (uv_async_send). The loop moves each ready request's bytes on: HTTP/1.1
- *   to its socket, HTTP/2 to nghttp2 (whose data provider takes them as the
+ *   to its socket (over TLS, no more than HTTPD_WRITE_HIGH encrypted ahead of
+ *   the socket: the rest waits in the outbox, and is encrypted as the client
+ *   reads), HTTP/2 to nghttp2 (whose data provider takes them as the
  *   stream's flow control allows).
  *
  * TIMERS (one per connection)
@@ -394,6 +396,33 @@ void httpd_stream_end(httpd_req_t *r)
         hand_back(r, R_STREAM, R_DONE, NULL, "0\r\n\r\n", 5, 0);
 }
 
+void httpd_stream_abort(httpd_req_t *r)
+{
+    httpd_t *h = r->h;
+    int free_now = 0, wake = 0;
+    pthread_mutex_lock(&h->mu);
+    while (r->in_cb && !pthread_equal(r->cb_thread, pthread_self()))
+        pthread_cond_wait(&h->cb_cv, &h->mu); /* see CALLBACKS in httpd.h */
+    if (r->state != R_STREAM) {
+        pthread_mutex_unlock(&h->mu);
+        return;
+    }
+    r->state = R_DONE;
+    r->aborted = 1;
+    buf_reset(&r->out);
+    r->out_off = 0;
+    r->unsent = 0;
+    if (h->loop_done) {
+        free_now = 1;
+    } else {
+        ready_locked(h, r);
+        wake = 1;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (wake) uv_async_send(&h->wake);
+    if (free_now) httpd__req_free(r);
+}
+
 /* ---- the worker queue ---- */
 
 static int worker_add_locked(httpd_t *h);
@@ -491,6 +520,7 @@ static int worker_add_locked(httpd_t *h)
 static void timer_fired(uv_timer_t *t)
 {
     conn_t *c = t->data;
+    if (c->proto == P_H2 && httpd__h2_timer(c)) return; /* a stream's deadline, not the connection's */
     if (!c->draining) atomic_fetch_add(&c->h->s_timeouts, 1);
     httpd__conn_close(c);
 }
@@ -522,7 +552,7 @@ static void on_alloc(uv_handle_t *hd, size_t want, uv_buf_t *b)
      * next read. None room left: UV_ENOBUFS, and reading stops until the
      * protocol takes more. */
     size_t room;
-    if (c->tls) {
+    if (c->secure) {
         if (c->tin_off) { /* move what is left to the front */
             memmove(c->tin.p, c->tin.p + c->tin_off, c->tin.len - c->tin_off);
             c->tin.len -= c->tin_off;
@@ -565,7 +595,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         return;
     }
     c->rx_at = uv_now(&c->h->loop);
-    if (!c->tls) {
+    if (!c->secure) {
         httpd__deliver(c, b->base, (size_t)n);
         return;
     }
@@ -654,6 +684,8 @@ static void unprove_unlink(conn_t *c)
     h->nunproven--;
     atomic_fetch_sub(&h->s_unproven, 1);
 }
+
+void httpd_discard_body(httpd_req_t *r) { r->discard = 1; }
 
 void httpd_prove(httpd_req_t *r)
 {
@@ -786,7 +818,7 @@ void httpd__send(conn_t *c, httpd_req_t *r, char *bytes, size_t len)
         free(bytes);
         return;
     }
-    if (!c->tls) {
+    if (!c->secure) {
         write_raw(c, r, bytes, len, len);
         return;
     }
@@ -838,15 +870,18 @@ static void drain_ready(httpd_t *h)
             if (!c && done) httpd__req_free(r);
             continue;
         }
-        if (r->h2) {
-            pthread_mutex_unlock(&h->mu);
-            httpd__h2_ready(c, r);
-            continue;
-        }
-        size_t len = 0;
-        char *bytes = buf_detach(&r->out, &len);
+        int aborted = r->aborted;
         pthread_mutex_unlock(&h->mu);
-        httpd__h1_ready(c, r, bytes, len);
+        if (aborted && r->h2) {
+            nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, r->stream_id, NGHTTP2_CANCEL);
+            httpd__h2_dirty(c);
+        } else if (aborted) {
+            httpd__conn_close(c); /* HTTP/1.1 cannot end a body early otherwise */
+        } else if (r->h2) {
+            httpd__h2_ready(c, r);
+        } else {
+            httpd__h1_ready(c);
+        }
     }
     httpd__h2_flush_dirty(h);
 }
@@ -892,7 +927,8 @@ static void on_connection(uv_stream_t *server, int status)
     }
     int over = h->nconns > h->lim.max_connections && !evict(h, c, 1);
     if (!over && h->lim.max_unproven && h->nunproven > h->lim.max_unproven) evict(h, c, 0);
-    if (uv_accept(server, &c->s.stream) || over || (!c->local && h->creds && httpd__tls_conn(c))) {
+    c->secure = !c->local && h->creds; /* its TLS session comes with its first record */
+    if (uv_accept(server, &c->s.stream) || over) {
         if (over) atomic_fetch_add(&h->s_refused, 1);
         httpd__conn_close(c);
         return;
@@ -983,19 +1019,27 @@ static void free_globals(httpd_t *h)
     httpd__h2_global_free(h);
 }
 
+/* An early failure: the listening sockets were the engine's, and close. */
+static int fail_fds(const httpd_config_t *cfg, int rc)
+{
+    if (cfg && cfg->tcp_fd >= 0) close(cfg->tcp_fd);
+    if (cfg && cfg->unix_fd >= 0) close(cfg->unix_fd);
+    return rc;
+}
+
 int httpd_start(const httpd_config_t *cfg, httpd_t **out)
 {
     *out = NULL;
     if (!cfg || !cfg->on_headers || !cfg->on_request || cfg->workers < 1 ||
         (cfg->tcp_fd < 0 && cfg->unix_fd < 0) || !cfg->cert_pem != !cfg->key_pem)
-        return KP_EINVAL;
+        return fail_fds(cfg, KP_EINVAL);
     /* libuv writes with writev(2): a client that closed would raise SIGPIPE
      * and kill the process. */
     struct sigaction old;
     if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
         signal(SIGPIPE, SIG_IGN);
     httpd_t *h = calloc(1, sizeof *h);
-    if (!h) return KP_ENOMEM;
+    if (!h) return fail_fds(cfg, KP_ENOMEM);
     h->cfg = *cfg;
     h->cfg.cert_pem = h->cfg.key_pem = NULL; /* not kept: the credentials are */
     if (h->cfg.max_workers < h->cfg.workers) h->cfg.max_workers = h->cfg.workers;
@@ -1009,7 +1053,7 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     if (rc) {
         free_globals(h);
         free(h);
-        return rc;
+        return fail_fds(cfg, rc);
     }
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
@@ -1018,13 +1062,13 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     if (uv_loop_init(&h->loop)) {
         free_globals(h);
         free(h);
-        return KP_ENOMEM;
+        return fail_fds(cfg, KP_ENOMEM);
     }
     if (uv_async_init(&h->loop, &h->wake, on_wake)) {
         uv_loop_close(&h->loop);
         free_globals(h);
         free(h);
-        return KP_ENOMEM;
+        return fail_fds(cfg, KP_ENOMEM);
     }
     h->wake.data = h;
     if (!rc && cfg->tcp_fd >= 0) rc = listen_on(h, cfg->tcp_fd, 0);

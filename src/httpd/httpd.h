@@ -156,8 +156,8 @@ typedef struct httpd_limits {
 } httpd_limits_t;
 
 typedef struct httpd_config {
-    int tcp_fd;              /* listening TCP socket (TLS), or -1; owned from httpd_start on */
-    int unix_fd;             /* listening Unix socket (plain HTTP/1.1), or -1; owned likewise */
+    int tcp_fd;              /* listening TCP socket, or -1; the engine's from httpd_start */
+    int unix_fd;             /* listening Unix socket, or -1;  on (closed if it fails) */
     const char *cert_pem;    /* TLS on tcp_fd: the certificate chain and key (PEM, */
     const char *key_pem;     /*   read at start); both NULL: plain on tcp_fd */
     int workers;             /* handler threads kept (>= 1) */
@@ -206,6 +206,12 @@ const char *httpd_header(const httpd_req_t *r, const char *name);
 const char *httpd_body(const httpd_req_t *r, size_t *len);
 int httpd_is_h2(const httpd_req_t *r);         /* came as an HTTP/2 stream */
 int httpd_is_local(const httpd_req_t *r);       /* came in on the Unix socket */
+/* Read r's body and drop it (on_headers() only): on_request() then runs
+ * with an empty body, for a reply (413) that the client reads on a clean
+ * connection instead of a reset in the middle of its upload. The reading is
+ * bounded by body_timeout_ms. For clients that proved who they are: a
+ * stranger's body is not worth reading. */
+void httpd_discard_body(httpd_req_t *r);
 /* The request's client proved who it is (on_headers() only, loop thread):
  * its connection is no longer subject to UNPROVEN's rules. */
 void httpd_prove(httpd_req_t *r);
@@ -228,6 +234,10 @@ int httpd_stream_start(httpd_req_t *r, int status, const char *const *headers);
 int httpd_stream_write(httpd_req_t *r, const void *data, size_t len);
 /* End it (the last chunk, or END_STREAM); the request is gone after this. */
 void httpd_stream_end(httpd_req_t *r);
+/* End it abruptly, dropping what is not yet sent (a client that stopped
+ * reading): HTTP/1.1 closes the connection, HTTP/2 resets the stream
+ * (RST_STREAM CANCEL). The request is gone after this. */
+void httpd_stream_abort(httpd_req_t *r);
 
 /* ---- counters (any thread) ---- */
 typedef struct httpd_stats {

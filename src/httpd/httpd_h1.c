@@ -63,7 +63,7 @@ static void resume_input(conn_t *c)
         feed(c, rest, n);
         free(rest);
     }
-    if (!c->closing && c->tls) httpd__tls_input(c);
+    if (!c->closing && c->secure) httpd__tls_input(c);
 }
 
 /* The request on c is complete (its reply written): go on to the next one,
@@ -81,7 +81,7 @@ static void conn_next(conn_t *c)
          * refused. Read and drop some of it before closing: closing with
          * unread bytes sends a reset, which can destroy the reply on its
          * way. */
-        if (c->tls) {
+        if (c->secure) {
             httpd__tls_bye(c);
             httpd__tls_flush(c);
         }
@@ -116,20 +116,48 @@ static int cur_done(conn_t *c)
     return done;
 }
 
+/* Move the current request's framed bytes to the socket: all of them on a
+ * plain connection (no copy), over TLS as much as keeps HTTPD_WRITE_HIGH in
+ * flight (the rest is encrypted as the client reads). Then, if the reply is
+ * complete and sent, the next request. */
+static void pump(conn_t *c)
+{
+    httpd_t *h = c->h;
+    httpd_req_t *r = c->cur;
+    while (r && !c->closing && (!c->secure || c->writing < HTTPD_WRITE_HIGH)) {
+        size_t room = c->secure ? HTTPD_WRITE_HIGH - c->writing : SIZE_MAX;
+        pthread_mutex_lock(&h->mu);
+        size_t n = r->out.len - r->out_off;
+        char *bytes = NULL;
+        if (n && !r->out_off && n <= room) {
+            bytes = buf_detach(&r->out, &n);
+        } else if (n) {
+            if (n > room) n = room;
+            if ((bytes = malloc(n))) memcpy(bytes, r->out.p + r->out_off, n);
+            r->out_off += n;
+            if (r->out_off == r->out.len) {
+                buf_reset(&r->out);
+                r->out_off = 0;
+            }
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (!n) break;
+        if (!bytes) {
+            httpd__conn_close(c);
+            return;
+        }
+        httpd__send(c, r, bytes, n);
+    }
+    if (!c->closing && cur_done(c)) conn_next(c);
+}
+
 void httpd__h1_written(conn_t *c)
 {
     httpd__timer_set(c, c->writing ? c->h->lim.write_timeout_ms : 0);
-    if (cur_done(c)) conn_next(c);
+    pump(c);
 }
 
-void httpd__h1_ready(conn_t *c, httpd_req_t *r, char *bytes, size_t len)
-{
-    if (len)
-        httpd__send(c, r, bytes, len);
-    else
-        free(bytes);
-    if (!c->closing && cur_done(c)) conn_next(c);
-}
+void httpd__h1_ready(conn_t *c) { pump(c); }
 
 /* ---- parsing ---- */
 
@@ -263,7 +291,8 @@ static int on_headers_complete(http_parser *p)
         return 0;
     }
     r->keep_alive = keep;
-    if (has_body && !(p->flags & F_CHUNKED) && p->content_length > body_max) {
+    if (r->discard) body_max = 0; /* nothing kept; on_body drops it all */
+    else if (has_body && !(p->flags & F_CHUNKED) && p->content_length > body_max) {
         refuse(c, 413);
         return -1;
     }
@@ -281,6 +310,10 @@ static int on_body(http_parser *p, const char *at, size_t n)
         atomic_fetch_add(&c->h->s_timeouts, 1);
         httpd__conn_close(c);
         return -1;
+    }
+    if (c->cur->discard) {
+        httpd__timer_set(c, c->h->lim.idle_timeout_ms);
+        return 0;
     }
     int rc = buf_append(&c->cur->body, at, n);
     if (rc) {

@@ -15,8 +15,11 @@
  *     the outbox is empty (resumed by the next hand-back);
  *   - a stream that closes (RST_STREAM, or the connection) detaches its
  *     request: the handler hears on_gone().
- * A refusal (431, 413, 400) is a response on the stream, followed by
- * RST_STREAM(NO_ERROR) if the client is still sending, as Go's server.
+ * A refusal (431, 413, 400, or the application's answer in on_headers()) is
+ * a response on the stream. If the client is still sending its body, up to
+ * 256 KiB more of it is read and dropped for up to 1 s (a small body then
+ * ends normally: curl 7.88 drops a response that RST_STREAM follows), then
+ * RST_STREAM(NO_ERROR) stops the upload, as Go's server does at once.
  *
  * Limits: SETTINGS_MAX_CONCURRENT_STREAMS = max_streams (nghttp2 refuses
  * streams beyond it), SETTINGS_MAX_HEADER_LIST_SIZE = header_bytes (431
@@ -81,11 +84,14 @@ static void timer_update(conn_t *c)
 {
     httpd_t *h = c->h;
     uint64_t now = uv_now(&h->loop), deadline;
-    if (c->writing)
+    if (c->writing) {
         deadline = c->wprog_at + (uint64_t)h->lim.write_timeout_ms;
-    else if (c->nstreams)
-        deadline = 0;
-    else
+    } else if (c->nstreams) {
+        deadline = 0; /* unless a refused body is being dropped */
+        for (httpd_req_t *r = c->streams; r; r = r->snext)
+            if (r->drain_at && (!deadline || r->drain_at + HTTPD_DRAIN_MS < deadline))
+                deadline = r->drain_at + HTTPD_DRAIN_MS;
+    } else
         deadline = c->idle_at +
                    (uint64_t)(c->h2_seen ? httpd__idle_ms(c) : h->lim.header_timeout_ms);
     httpd__timer_set(c, !deadline ? 0 : deadline > now ? (int)(deadline - now) : 1);
@@ -188,7 +194,7 @@ static void headers_done(conn_t *c, httpd_req_t *r)
         return;
     }
     const char *cl = httpd_header(r, "content-length");
-    if (cl && strtoull(cl, NULL, 10) > body_max) {
+    if (!r->discard && cl && strtoull(cl, NULL, 10) > body_max) {
         refuse(c, r, 413);
         return;
     }
@@ -210,6 +216,27 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *u)
     return c->closing ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 }
 
+/* r was answered before its body ended: drop what comes, then reset. */
+static void drain_start(conn_t *c, httpd_req_t *r)
+{
+    if (!r->drain_at) r->drain_at = uv_now(&c->h->loop);
+}
+
+int httpd__h2_timer(conn_t *c)
+{
+    if (!c->h2 || c->writing) return 0;
+    uint64_t now = uv_now(&c->h->loop);
+    int reset = 0;
+    for (httpd_req_t *r = c->streams; r; r = r->snext) {
+        if (!r->drain_at || now < r->drain_at + HTTPD_DRAIN_MS) continue;
+        r->drain_at = 0;
+        nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, r->stream_id, NGHTTP2_NO_ERROR);
+        reset = 1;
+    }
+    if (reset) httpd__h2_flush(c);
+    return reset;
+}
+
 static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
                    void *u)
 {
@@ -217,6 +244,11 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
     conn_t *c = u;
     if (c->closing) return NGHTTP2_ERR_CALLBACK_FAILURE;
     httpd_req_t *r = nghttp2_session_get_stream_user_data(s, id);
+    if (r && r->drain_at && (r->dropped += len) > HTTPD_DRAIN_BYTES) {
+        r->drain_at = 0; /* enough: stop the upload */
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
+        return 0;
+    }
     if (!r || r->early) return 0; /* dropped (the window is still given back) */
     if (httpd__body_late(c, r->body_at)) { /* a body that trickles: cut off */
         r->early = 1;
@@ -224,6 +256,7 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
         return 0;
     }
+    if (r->discard) return 0;
     int rc = buf_append(&r->body, data, len);
     if (rc) refuse(c, r, rc == KP_ETOOLARGE ? 413 : 500);
     return 0;
@@ -265,8 +298,7 @@ static ssize_t provide(nghttp2_session *s, int32_t id, uint8_t *out, size_t max,
     if (!n && !eof) return NGHTTP2_ERR_DEFERRED;
     if (eof) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-        if (!nghttp2_session_get_stream_remote_close(s, id)) /* answered early: stop the upload */
-            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
+        if (!nghttp2_session_get_stream_remote_close(s, id)) drain_start(c, r); /* answered early */
     }
     return (ssize_t)n;
 }
@@ -302,7 +334,7 @@ static void submit(conn_t *c, httpd_req_t *r)
     if (rv)
         nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, r->stream_id, NGHTTP2_INTERNAL_ERROR);
     else if (bare && !nghttp2_session_get_stream_remote_close(c->h2, r->stream_id))
-        nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, r->stream_id, NGHTTP2_NO_ERROR);
+        drain_start(c, r); /* answered early */
 }
 
 void httpd__h2_ready(conn_t *c, httpd_req_t *r)
@@ -330,6 +362,10 @@ int httpd__h2_global(httpd_t *h)
     /* nghttp2's own rapid-reset defaults, stated: a burst of 1,000 resets,
      * then 33 a second; past it the connection ends. */
     nghttp2_option_set_stream_reset_rate_limit(h->h2opt, 1000, 33);
+    /* A value with a space at its end ("Bearer " from curl -H) is the
+     * application's to judge, as Go's server lets it through: RFC 9113's
+     * check would reset the stream instead of the 401 Kubernetes gives. */
+    nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(h->h2opt, 1);
     return 0;
 }
 

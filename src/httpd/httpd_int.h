@@ -60,6 +60,7 @@ struct httpd_req {
     size_t nhdrs;
     buf_t body;
     int keep_alive; /* HTTP/1.1 */
+    int discard;    /* the body is read and dropped (httpd_discard_body) */
     int local;
     int h2;
     void *data;
@@ -75,10 +76,11 @@ struct httpd_req {
     buf_t head;      /* HTTP/2: the response head, "name\0value\0" pairs, :status first */
     int no_body;     /* HTTP/2: the reply has no DATA (HEAD, 204, 304) */
     buf_t out;       /* bytes for the loop to send (HTTP/1.1: framed) */
-    size_t out_off;  /* HTTP/2: what the data provider has taken of out */
+    size_t out_off;  /* what the loop has taken of out (sent on, or to nghttp2) */
     size_t unsent;   /* bytes handed back and not yet written (the budget's) */
     int gone;        /* the client went away */
     int want_drain;  /* a stream write was refused over the budget */
+    int aborted;     /* httpd_stream_abort(): close or reset, unsent bytes dropped */
     int in_ready;
     httpd_req_t *ready_next;
 
@@ -90,6 +92,8 @@ struct httpd_req {
     int submitted;     /* the response head went to nghttp2 */
     int deferred;      /* the data provider ran dry: resume on the next hand-back */
     uint64_t body_at;  /* uv_now() when the headers were complete */
+    uint64_t drain_at; /* answered early: uv_now() when the body began to be dropped */
+    size_t dropped;    /* ... and the bytes of it dropped since */
     httpd_req_t *snext, **sprev; /* the connection's open streams */
 };
 
@@ -115,8 +119,9 @@ struct conn {
     conn_t *next, **prev;
     conn_t *unext, **uprev; /* h->unproven, oldest first (while !proven) */
 
-    /* TLS (httpd_tls.c); tls is NULL on a plain connection */
-    gnutls_session_t tls;
+    /* TLS (httpd_tls.c) */
+    int secure;        /* the listener speaks TLS */
+    gnutls_session_t tls; /* NULL until the first TLS record is complete */
     int handshaken;
     buf_t tin;         /* ciphertext read and not yet decrypted */
     size_t tin_off;
@@ -241,9 +246,9 @@ void httpd__h1_eof(conn_t *c, int clean);
 /* A head for r's reply. length < 0: chunked. Errors: KP_ENOMEM. */
 int httpd__h1_head(buf_t *b, int status, const char *const *headers, long long length,
                    int keep_alive);
-/* The loop's side: r's bytes (or its completion) reached c. */
-void httpd__h1_ready(conn_t *c, httpd_req_t *r, char *bytes, size_t len);
-/* A write of c completed (r: whose bytes, or NULL). */
+/* The loop's side: c's request has bytes (or its completion) for it. */
+void httpd__h1_ready(conn_t *c);
+/* A write of c completed. */
 void httpd__h1_written(conn_t *c);
 
 /* ---- httpd_h2.c ---- */
@@ -260,6 +265,10 @@ void httpd__h2_dirty(conn_t *c);
 void httpd__h2_flush_dirty(httpd_t *h);
 void httpd__h2_close(conn_t *c);    /* the connection closes: every stream is gone */
 void httpd__h2_goaway(conn_t *c);   /* stopping: no new streams */
+/* The connection's timer fired: reset the streams whose refused body has
+ * been read long enough, and say so (nonzero); zero: the connection's own
+ * deadline. */
+int httpd__h2_timer(conn_t *c);
 /* A response head for r. Errors: KP_ENOMEM. */
 int httpd__h2_head(buf_t *b, int status, const char *const *headers, long long length);
 

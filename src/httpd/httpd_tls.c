@@ -6,7 +6,8 @@
  * TLS 1.2 and 1.3 only, as kube-apiserver's default minimum (issue 14: no
  * older version is offered). The server prefers h2 when the client offers
  * it, as Go's does. Client certificates are not asked for (kplane
- * authenticates bearer tokens).
+ * authenticates bearer tokens). A connection's session is made when its
+ * first record is complete.
  */
 #include "httpd/httpd_int.h"
 
@@ -121,9 +122,27 @@ static int chosen(conn_t *c)
     return 0;
 }
 
+/* Whether c->tin holds a complete first record (a ClientHello's): until
+ * then a connection costs no TLS session (a peer that sends half a record
+ * and waits holds a few hundred bytes). */
+static int first_record(const conn_t *c)
+{
+    size_t have = c->tin.len - c->tin_off;
+    if (have < 5) return 0;
+    const unsigned char *p = (const unsigned char *)c->tin.p + c->tin_off;
+    return have >= 5 + ((size_t)p[3] << 8 | p[4]);
+}
+
 void httpd__tls_input(conn_t *c)
 {
     httpd_t *h = c->h;
+    if (!c->tls) {
+        if (!first_record(c)) return;
+        if (httpd__tls_conn(c)) {
+            httpd__conn_close(c);
+            return;
+        }
+    }
     if (!c->handshaken) {
         int rc = gnutls_handshake(c->tls);
         if (rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_INTERRUPTED) {

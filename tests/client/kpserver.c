@@ -149,6 +149,16 @@ void kpserver_stop(kpserver_t *s)
         fprintf(stderr, "kpserver: ThreadSanitizer reported races in the server (above)\n");
         abort();
     }
+    /* A server that died on its own (ASan, an abort) leaves its story in
+     * its log: the end of it goes to the test's output before the dir goes. */
+    if (done && ((WIFEXITED(st) && WEXITSTATUS(st) && WEXITSTATUS(st) != KPSERVER_TSAN_EXIT) ||
+                 (WIFSIGNALED(st) && WTERMSIG(st) != SIGTERM))) {
+        char log[600], cmd[700];
+        snprintf(log, sizeof log, "%s/server.log", s->dir);
+        snprintf(cmd, sizeof cmd, "tail -n 80 '%s' >&2", log);
+        fprintf(stderr, "kpserver: the server ended abnormally; the end of its log:\n");
+        if (system(cmd)) fprintf(stderr, "kpserver: (could not show %s)\n", log);
+    }
     tu_rmtree(s->dir);
     free(s->dir);
     s->dir = NULL;

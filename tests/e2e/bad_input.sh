@@ -297,7 +297,7 @@ case_ "unknown field with Ignore is dropped"        POST  "$CM?fieldValidation=I
 hdr=$(kp_curl POST "$CM" -o /dev/null -D - -H "Content-Type: $J" \
   --data-binary '{"metadata":{"name":"warned"},"bogus":1,"data":{"a":"1"}}' | tr -d '\r')
 ncases=$((ncases + 1))
-if grep -q '^Warning: 299 - "unknown field \\"bogus\\""$' <<<"$hdr"; then
+if grep -qi '^Warning: 299 - "unknown field \\"bogus\\""$' <<<"$hdr"; then
   echo "ok   Warning header for an unknown field"
 else
   echo "FAIL Warning header for an unknown field: $hdr"

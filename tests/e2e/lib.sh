@@ -101,3 +101,6 @@ kp_wait_for() {
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
 # expect_match WHAT TEXT REGEX
 expect_match() { grep -Eq -- "$3" <<<"$2" || fail "$1: '$2' does not match /$3/"; }
+# A header line in `curl -D -` output: names match in any case (HTTP/2
+# sends them in lower case, as Kubernetes' server does).
+expect_header() { grep -Eqi -- "^$3: $4" <<<"$2" || fail "$1: no header /$3: $4/ in '$2'"; }

@@ -609,7 +609,7 @@ static int cli_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t 
 {
     (void)flags, (void)u, (void)vlen;
     h2st_t *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
-    if (st && nlen == 7 && !memcmp(n, ":status", 7)) st->status = atoi((const char *)v);
+    if (st && nlen == 7 && !memcmp(n, ":status", 7)) st->status = (int)strtol((const char *)v, NULL, 10);
     return 0;
 }
 
@@ -804,6 +804,12 @@ static void test_tls_h1_and_h2(void **state)
     long conns = -1;
     curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &conns);
     assert_int_equal(conns, 0); /* kept alive */
+    streamer_t sm = {.a = a};
+    pthread_t t;
+    pthread_create(&t, NULL, stream_lines, &sm);
+    assert_int_equal(fetch(c, a, 0, "GET", "/stream", NULL, 0, NULL, &out), 200);
+    pthread_join(t, NULL);
+    assert_string_equal(out.p, "one\ntwo\nthree\n");
     curl_easy_cleanup(c);
 
     c = curl_easy_init();
@@ -811,15 +817,24 @@ static void test_tls_h1_and_h2(void **state)
     assert_int_equal(fetch(c, a, 0, "GET", "/ec%68o?y", NULL, 0, "X-Test: two", &out), 200);
     assert_string_equal(out.p, "GET /echo y two 0 h2");
     assert_int_equal(curl_version_of(c), CURL_HTTP_VERSION_2_0);
+    sm = (streamer_t){.a = a};
+    pthread_create(&t, NULL, stream_lines, &sm);
+    assert_int_equal(fetch(c, a, 0, "GET", "/stream", NULL, 0, NULL, &out), 200);
+    pthread_join(t, NULL);
+    assert_string_equal(out.p, "one\ntwo\nthree\n");
     size_t n = 2 * BODY_MAX;
     char *body = malloc(n);
     memset(body, 'b', n);
     assert_int_equal(fetch(c, a, 0, "POST", "/echo", body, 300000, NULL, &out), 200);
     assert_string_equal(out.p, "POST /echo  - 300000 h2");
     int before = atomic_load(&a->requests);
-    /* (Refusals while a body is still coming: test_h2_refusals_mid_upload;
-     * curl 7.88 drops a response followed by RST_STREAM(NO_ERROR).) */
+    /* A refusal before a small body: the body is read and dropped, and curl
+     * (7.88 drops a response that RST_STREAM follows) gets its answer. Big
+     * uploads: test_h2_refusals_mid_upload. */
     assert_int_equal(fetch(c, a, 0, "GET", "/echo", NULL, 0, "Authorization: no", &out), 401);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(fetch(c, a, 0, "POST", "/echo", body, 20000, "Authorization: no", &out),
+                         401);
     char *hdr = malloc(10000);
     memcpy(hdr, "X-Big: ", 7);
     memset(hdr + 7, 'z', 9000);
@@ -1126,6 +1141,49 @@ static void test_h2_prior_knowledge_unix(void **state)
     stop(a);
 }
 
+/* A stream ended abruptly (its client stopped reading): HTTP/1.1 closes the
+ * connection without the last chunk, HTTP/2 resets the stream and the
+ * connection serves on. */
+static void test_stream_abort(void **state)
+{
+    (void)state;
+    app_t *a = start_with(NULL, 1);
+    h2cli_t *c = calloc(1, sizeof *c);
+    assert_int_equal(cli_open(a, c, NULL, 65535), 0);
+    h2st_t *st = cli_req(c, "GET", "/stream", NULL, NULL, 0);
+    cli_send(c);
+    httpd_req_t *r = wait_held(a);
+    assert_int_equal(httpd_stream_write(r, "x\n", 2), 0);
+    httpd_stream_abort(r);
+    cli_pump(c, 10000, st_closed, st);
+    assert_true(st->closed);
+    assert_int_equal(st->err, NGHTTP2_CANCEL);
+    h2st_t *e = cli_req(c, "GET", "/echo", NULL, NULL, 0);
+    cli_pump(c, 10000, st_closed, e);
+    assert_int_equal(e->status, 200);
+    cli_close_all(c);
+    free(c);
+    stop(a);
+
+    a = start(NULL);
+    int fd = raw_connect(a);
+    raw_send(fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+    r = wait_held(a);
+    assert_int_equal(httpd_stream_write(r, "x\n", 2), 0);
+    httpd_stream_abort(r);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[4096];
+    size_t got = 0;
+    ssize_t n;
+    while ((n = recv(fd, b + got, sizeof b - 1 - got, 0)) > 0) got += (size_t)n;
+    b[got] = '\0';
+    assert_int_equal(n, 0); /* closed */
+    assert_null(strstr(b, "\r\n0\r\n\r\n")); /* without the last chunk */
+    close(fd);
+    stop(a);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1134,6 +1192,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_budget_and_gone),
+        cmocka_unit_test(test_stream_abort),
         cmocka_unit_test(test_header_timeout),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_max_unproven),

@@ -1,12 +1,14 @@
 /*
- * http.h -- the server's HTTP side: limits, the front door (http_conn.c),
- * the server's state (struct apiserver: its configuration, listeners and
- * counters, and what the rooms above hang on it through opaque pointers),
- * one request (api_req_t) and its replies (http.c).
+ * http.h -- the server's HTTP side: limits, the server's state (struct
+ * apiserver: its configuration, the HTTP engine and counters, and what the
+ * rooms above hang on it through opaque pointers), one request (api_req_t)
+ * and its replies (http.c).
  *
  * REQUEST FLOW
  *
- *   libmicrohttpd thread -> server.c: collect headers and body (capped), authn
+ *   httpd loop thread (src/httpd) -> server.c on_headers: authentication,
+ *     the body's cap (nothing of a stranger's body is read)
+ *   httpd worker -> server.c on_request
  *     -> rest/route.c: parse the path into an api_route_t (discovery, or a
  *        resource request: group/version/namespace/resource/name/subresource)
  *     -> docs/discovery.c | rest/rest.c: handle, reply once through
@@ -33,15 +35,18 @@
 #define API_BODY_MAX (3u << 20) /* request body cap: 413 beyond (Kubernetes' MaxRequestBodyBytes) */
 #define API_HEADER_MEMORY (64u << 10) /* a connection's request line + headers: 431 beyond */
 #define API_JSON_DEPTH_MAX 100  /* nesting cap: 400 beyond */
+/* A streaming reply's bytes handed to the engine and not yet sent (a watch
+ * whose client stopped reading holds this much there, beside its queue in
+ * the watch cache); pieces of at most a quarter of it go at once. */
+#define API_STREAM_BUDGET (256u << 10)
 /* A YAML body (apply) as JSON: at most this size (aliases expanded), of which
  * at most API_YAML_ALIAS_MAX from alias expansions; 400 beyond, as Kubernetes
  * answers any YAML it cannot decode. */
 #define API_YAML_BYTES_MAX (2 * API_BODY_MAX)
 #define API_YAML_ALIAS_MAX (1u << 20)
 
-struct MHD_Connection;
-struct MHD_Daemon;
-enum MHD_ConnectionNotificationCode;
+typedef struct httpd httpd_t;
+typedef struct httpd_req httpd_req_t;
 typedef struct wc wc_t;
 
 typedef struct api_view api_view_t; /* rest/rest.h */
@@ -75,46 +80,12 @@ typedef struct api_route {
     size_t index;         /* res's index in the view */
 } api_route_t;
 
-/* The TCP listener's front door (http_conn.c: the rules are there). */
-typedef struct api_conns api_conns_t;
-typedef struct api_conns_config {
-    int listen_fd;           /* listening, non-blocking; owned from api_conns_new on */
-    int tls;                 /* the listener speaks TLS */
-    size_t max_connections;  /* all open connections */
-    size_t max_unproven;     /* handed to libmicrohttpd, not yet authenticated */
-    int header_timeout_s;    /* from accept to the first authenticated request */
-} api_conns_config_t;
-typedef struct api_conns_stats {
-    size_t open, gated, unproven;
-    uint64_t overflow_closed; /* closed for a newer connection (a cap) */
-    uint64_t timeout_closed;  /* closed at the header timeout */
-    uint64_t refused;         /* closed at accept: every slot authenticated */
-} api_conns_stats_t;
-/* Create the front door (takes cfg->listen_fd, also on failure). Errors:
- * KP_EINVAL, KP_EIO, KP_ENOMEM. */
-int api_conns_new(const api_conns_config_t *cfg, api_conns_t **out);
-/* Start accepting; ready connections go to `daemon` (MHD_USE_NO_LISTEN_SOCKET,
- * notifying api_conns_notify with cs). Errors: KP_ENOMEM. */
-int api_conns_start(api_conns_t *cs, struct MHD_Daemon *daemon);
-/* Stop accepting and close the gated connections (before MHD_stop_daemon). */
-void api_conns_stop(api_conns_t *cs);
-/* After the daemon has stopped. NULL: no-op. */
-void api_conns_free(api_conns_t *cs);
-/* MHD_OPTION_NOTIFY_CONNECTION's callback (cls: the api_conns_t). */
-void api_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
-                      enum MHD_ConnectionNotificationCode toe);
-/* A request on conn authenticated: it is proven. NULL cs: no-op. */
-void api_conns_prove(api_conns_t *cs, struct MHD_Connection *conn);
-void api_conns_stats(api_conns_t *cs, api_conns_stats_t *out);
-
 /* The server (put together by server.c). */
 struct apiserver {
     apiserver_config_t cfg;
     char *admin_token;
-    struct MHD_Daemon *daemon;
-    struct MHD_Daemon *unix_daemon; /* cfg.unix_socket's, or NULL */
+    httpd_t *httpd;         /* the TCP listener (TLS) and cfg.unix_socket's */
     int port;
-    api_conns_t *conns;     /* the TCP listener's unproven connections */
     pthread_mutex_t mu;
     size_t inflight;        /* read-only requests being served (watches not counted) */
     size_t inflight_mutating;
@@ -137,6 +108,9 @@ struct apiserver {
      * together (NamespaceLifecycle: kinds/strategy_namespace.c): 0 to go
      * on, else -1 after replying. NULL: none. */
     int (*admit_create)(struct api_req *r, const char *name);
+    /* A request from the network ends (its last reference released, its
+     * reply complete): what the rooms above keep on it (metrics, the view). */
+    void (*req_done)(struct api_req *r);
 };
 
 /* One request: lives from the first call of the access handler to the reply. */
@@ -150,14 +124,25 @@ typedef struct api_internal {
     buf_t out;           /* the reply's body */
 } api_internal_t;
 
+typedef struct api_stream api_stream_t; /* http.c */
+
 typedef struct api_req {
     apiserver_t *srv;
-    struct MHD_Connection *conn; /* NULL for an in-process request */
+    httpd_req_t *hr;             /* NULL for an in-process request */
     api_internal_t *internal;    /* only for an in-process request */
-    const char *method;     /* borrowed from libmicrohttpd */
-    const char *path;
-    buf_t body;
-    int body_too_large;
+    const char *method;     /* (method_buf, or the in-process caller's) */
+    const char *path;       /* %-decoded (path_buf, or the caller's) */
+    char method_buf[16];    /* copies: the engine's request goes with its reply */
+    char *path_buf;
+    buf_t body;             /* the engine's bytes (borrowed: body_borrowed), or owned */
+    int body_borrowed;
+    int body_too_large;     /* its Content-Length passed API_BODY_MAX: 413 */
+    char **qnames, **qvalues; /* the query, decoded on first use (http.c) */
+    size_t nq;
+    int qparsed;
+    api_stream_t *stream;   /* a streaming reply's (api_reply_stream; atomic) */
+    int gone;               /* the client went away (atomic; api_req_gone) */
+    int refs;               /* (atomic) the handler's, and a stream thread's */
     int authenticated;      /* a valid bearer token came with the headers */
     int replied;
     int code;               /* HTTP status of the reply */
@@ -214,11 +199,23 @@ int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, 
                         void *arg, void (*free_fn)(void *arg));
 /* Whether r came in on the Unix socket (the in-process components). */
 int api_req_local(api_req_t *r);
-/* The socket of r's connection, or -1. It stays open at least until the
- * free_fn of r's stream reply has returned: until then, shutdown() of it
- * from any thread closes a stream whose client stopped reading (its thread
- * waits in libmicrohttpd for the socket then, where no reader runs). */
-int api_req_socket(api_req_t *r);
+/* Whether r's client has gone away (closed, reset its stream); a stream's
+ * `next` looks while it waits for more. Any thread. */
+int api_req_gone(api_req_t *r);
+/* End r's stream if it waits for a client that does not read (its producer
+ * gave up on it: a watcher whose queue filled). Any thread; never blocks
+ * for long (a lock held briefly). */
+void api_req_abort(api_req_t *r);
+
+/* (http.c, for server.c) The engine's side of a request: its client went
+ * away (on_gone), its stream may write again (on_drain); and the release of
+ * a reference (the handler's, a stream thread's): the last, once the reply
+ * is complete, records the metrics and frees r. */
+void api_req_client_gone(api_req_t *r);
+void api_req_drained(api_req_t *r);
+void api_req_release(api_req_t *r);
+/* Decode r's query (before handling it). Errors: KP_ENOMEM. */
+int api_req_parse_query(api_req_t *r);
 
 /* (server.c) An in-process request through the normal handling of resource requests
  * (routing, strategies, admission, managedFields, the watch cache, the

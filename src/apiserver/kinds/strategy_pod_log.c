@@ -26,7 +26,6 @@
  * whole (capped at LOG_BODY_MAX) and passed on as text/plain.
  */
 #include <curl/curl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,17 +142,12 @@ typedef struct follow {
     struct curl_slist *hdrs;
     fetch_t f;
     int done;
-    int client_fd; /* the client's socket (api_req_socket): open while the reply streams */
+    api_req_t *req; /* the request (valid while its reply streams) */
 } follow_t;
 
 /* Has the client hung up? (A silent container sends nothing that would
- * fail, so the stream looks at the socket itself.) */
-static int client_gone(follow_t *fl)
-{
-    if (fl->client_fd < 0) return 0;
-    struct pollfd pf = {.fd = fl->client_fd, .events = POLLRDHUP};
-    return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
+ * fail, so the stream asks.) */
+static int client_gone(follow_t *fl) { return fl->req && api_req_gone(fl->req); }
 
 static void follow_free(void *arg)
 {
@@ -355,7 +349,7 @@ int api_pod_log(api_req_t *r)
             goto out;
         }
         buf_init(&fl->f.body, LOG_BODY_MAX);
-        fl->client_fd = api_req_socket(r);
+        fl->req = r;
         fl->e = easy_for(url, r->srv->admin_token, &fl->hdrs, &fl->f);
         fl->m = curl_multi_init();
         if (!fl->e || !fl->m || curl_multi_add_handle(fl->m, fl->e) != CURLM_OK) {

@@ -9,18 +9,17 @@
  * falls behind its backlog (WATCH_BACKLOG events or cfg.watch_queue_bytes of
  * JSON queued), or when the server stops.
  *
- * A client that stops reading leaves the connection's thread waiting in
- * libmicrohttpd for the socket, where watch_next() never runs. So the watch
- * cache ends the watcher itself, when its queue is full or at the deadline
- * (plus WATCH_GRACE_MS, so that a reading client gets its clean end from
- * watch_next() first), and watch_abort() then shuts the socket down: the
- * thread wakes, the connection closes, and the client watches again, as
- * from Kubernetes' cacheWatcher dropped for unresponsiveness.
+ * A client that stops reading: the stream's thread waits (http.c) while the
+ * engine holds its budget of unsent bytes, and the watch cache ends the
+ * watcher itself when its queue is full or at the deadline (plus
+ * WATCH_GRACE_MS, so that a reading client gets its clean end from
+ * watch_next() first); the stream then ends and the client watches again,
+ * as from Kubernetes' cacheWatcher dropped for unresponsiveness.
  *
- * A quiet watch waits for events on its connection's thread, where
- * libmicrohttpd cannot notice a client that hung up; watch_next() looks at
- * the socket every PEER_CHECK_MS (peer_gone) and ends the stream then, as
- * Kubernetes ends a watch when its request's context is cancelled.
+ * A quiet watch waits for events on its stream's thread; watch_next() looks
+ * every PEER_CHECK_MS whether the client has gone (api_req_gone: its
+ * connection closed, or its HTTP/2 stream reset) and ends the stream then,
+ * as Kubernetes ends a watch when its request's context is cancelled.
  *
  * Open watches count against cfg.max_watches, or cfg.max_watches_local for
  * the Unix socket of the in-process components.
@@ -29,11 +28,9 @@
  * of one row, the first with the column definitions. Those are rendered per
  * watcher: only the plain JSON is encoded once for all.
  */
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include "apiserver/encode/protobuf.h"
@@ -71,8 +68,7 @@ typedef struct watch_stream {
     int table_include;
     int table_columns_sent;
     int local;          /* counted in srv->watches_local */
-    int fd;             /* the connection's socket (api_req_socket), or -1 */
-    int waiting;        /* atomic: the stream's thread waits in wc_watcher_next */
+    api_req_t *req;     /* the request (valid while its stream runs) */
     int64_t bookmark_ns; /* when the next BOOKMARK is due while quiet; 0: unset */
     int pb;             /* events in protobuf (Accept), length-prefixed */
 } watch_stream_t;
@@ -142,14 +138,6 @@ static const char *event_type(const watch_stream_t *ws, const wc_event_t *ev)
     return NULL;
 }
 
-/* Whether the client closed its side (FIN or reset): it sends nothing more
- * on a watch's connection. */
-static int peer_gone(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
 static int watch_next(void *arg, buf_t *out)
 {
     watch_stream_t *ws = arg;
@@ -186,11 +174,9 @@ static int watch_next(void *arg, buf_t *out)
         int64_t wait_ms = (until - now) / 1000000 + 1;
         if (wait_ms > PEER_CHECK_MS) wait_ms = PEER_CHECK_MS;
         wc_event_t ev;
-        __atomic_store_n(&ws->waiting, 1, __ATOMIC_SEQ_CST);
         int rc = wc_watcher_next(ws->w, (int)wait_ms, &ev);
-        __atomic_store_n(&ws->waiting, 0, __ATOMIC_SEQ_CST);
         if (rc == KP_ETIMEDOUT) {
-            if (peer_gone(ws->fd)) return KP_ECLOSED;
+            if (api_req_gone(ws->req)) return KP_ECLOSED;
             now = clock_mono_ns();
             if (!ws->bookmarks || now >= ws->deadline_ns || now < ws->bookmark_ns) continue;
             ws->bookmark_ns = 0;
@@ -215,20 +201,15 @@ static int watch_next(void *arg, buf_t *out)
 }
 
 /* The cache ended the watcher on its own (wc_watch_opts_t.on_end, with the
- * cache's lock held): the watcher is still open, so the socket is too. A
- * stream waiting for its next event wakes and ends cleanly, its closing
- * chunk sent. One that is sending when its queue filled or its deadline
- * passed is likely stuck on a client that stopped reading, and only a
- * shutdown of its socket frees its thread. The server's own end of a cache
- * (a CRD deleted, the server stopping) never shuts down: the watch ends as
- * in Kubernetes, without a client error, even while its last events go out
- * (a client stuck then keeps its thread until it reads or hangs up, or the
- * server stops). */
-static void watch_abort(void *arg)
+ * cache's lock held): a stream that waits for its client to read (its queue
+ * filled, or its deadline passed, while it was stuck) ends now instead of at
+ * the stall timeout; one waiting for events ends by itself. The server's
+ * own end of a cache (a CRD deleted, the server stopping) lets its last
+ * events go out. */
+static void watch_end(void *arg)
 {
     watch_stream_t *ws = arg;
-    if (ws->fd < 0 || !ws->w || wc_watcher_end_code(ws->w) == KP_ECLOSED) return;
-    if (!__atomic_load_n(&ws->waiting, __ATOMIC_SEQ_CST)) shutdown(ws->fd, SHUT_RDWR);
+    if (ws->w && wc_watcher_end_code(ws->w) != KP_ECLOSED) api_req_abort(ws->req);
 }
 
 static void watch_count(apiserver_t *s, int local, int delta)
@@ -244,7 +225,7 @@ static void watch_count(apiserver_t *s, int local, int delta)
 static void watch_free(void *arg)
 {
     watch_stream_t *ws = arg;
-    if (ws->w) wc_watcher_close(ws->w); /* no watch_abort() from here on */
+    if (ws->w) wc_watcher_close(ws->w);
     if (ws->initial) wc_list_free(ws->initial);
     json_decref(ws->error);
     rest_filter_free(&ws->filter);
@@ -286,7 +267,7 @@ int rest_watch(api_req_t *r)
     }
     ws->srv = s;
     ws->local = local;
-    ws->fd = api_req_socket(r);
+    ws->req = r;
     ws->wc = rest_cache(r);
     ws->deadline_ns = clock_mono_ns() + (int64_t)timeout * 1000000000;
     ws->bookmarks = rest_query_bool(r, "allowWatchBookmarks");
@@ -322,7 +303,7 @@ int rest_watch(api_req_t *r)
     wc_watch_opts_t wo = {.backlog = WATCH_BACKLOG,
                           .backlog_bytes = s->cfg.watch_queue_bytes,
                           .deadline_ns = ws->deadline_ns + (int64_t)WATCH_GRACE_MS * 1000000,
-                          .on_end = watch_abort,
+                          .on_end = watch_end,
                           .on_end_arg = ws};
     rc = wc_watch(ws->wc, prefix, after, &wo, &ws->w);
     if (rc == KP_ECOMPACTED) {
