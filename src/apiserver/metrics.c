@@ -184,6 +184,15 @@ int api_serve_metrics(api_req_t *r)
                  (unsigned long long)hs.refused);
     if (!rc)
         rc = buf_printf(&b,
+                 "# HELP kplane_http_connections_accepted_total Connections accepted, and of "
+                 "those, the ones that spoke HTTP/2.\n"
+                 "# TYPE kplane_http_connections_accepted_total counter\n"
+                 "kplane_http_connections_accepted_total %llu\n"
+                 "# TYPE kplane_http2_connections_total counter\n"
+                 "kplane_http2_connections_total %llu\n",
+                 (unsigned long long)hs.accepted, (unsigned long long)hs.h2_accepted);
+    if (!rc)
+        rc = buf_printf(&b,
                  "# HELP kplane_http_requests_queued Requests waiting for a worker.\n"
                  "# TYPE kplane_http_requests_queued gauge\n"
                  "kplane_http_requests_queued %llu\n",

@@ -917,6 +917,7 @@ static void on_connection(uv_stream_t *server, int status)
     h->conns = c;
     h->nconns++;
     atomic_fetch_add(&h->s_conns, 1);
+    atomic_fetch_add(&h->s_accepted, 1);
     c->proven = c->local; /* the Unix socket's peers are the process's own */
     if (!c->proven) {
         c->uprev = h->unproven_tail;
@@ -1167,6 +1168,8 @@ void httpd_stats(httpd_t *h, httpd_stats_t *out)
 {
     out->connections = atomic_load(&h->s_conns);
     out->h2_connections = atomic_load(&h->s_h2conns);
+    out->accepted = atomic_load(&h->s_accepted);
+    out->h2_accepted = atomic_load(&h->s_h2accepted);
     out->requests = atomic_load(&h->s_requests);
     pthread_mutex_lock(&h->mu);
     out->queued = h->qlen;

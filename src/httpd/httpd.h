@@ -243,6 +243,8 @@ void httpd_stream_abort(httpd_req_t *r);
 typedef struct httpd_stats {
     uint64_t connections;    /* open now */
     uint64_t h2_connections; /* of those, HTTP/2 */
+    uint64_t accepted;       /* accepted since start */
+    uint64_t h2_accepted;    /* of those, became HTTP/2 */
     uint64_t requests;       /* served since start */
     uint64_t queued;         /* waiting for a worker now */
     uint64_t unproven;       /* connections open with no authenticated request */

@@ -382,6 +382,7 @@ int httpd__h2_start(conn_t *c)
     httpd_t *h = c->h;
     c->proto = P_H2;
     atomic_fetch_add(&h->s_h2conns, 1);
+    atomic_fetch_add(&h->s_h2accepted, 1);
     if (nghttp2_session_server_new2(&c->h2, h->h2cb, c, h->h2opt)) {
         c->h2 = NULL;
         return KP_ENOMEM;

@@ -194,7 +194,7 @@ struct httpd {
     char plain[HTTPD_PLAIN_CHUNK]; /* each decrypted record likewise */
 
     _Atomic uint64_t s_conns, s_h2conns, s_unproven, s_requests, s_refused, s_timeouts,
-        s_evicted; /* httpd_stats() */
+        s_evicted, s_accepted, s_h2accepted; /* httpd_stats() */
 };
 
 /* ---- httpd.c ---- */
