@@ -304,6 +304,26 @@ else
   failed+=("Warning header for an unknown field")
 fi
 alive "Warning header"
+# A NUL in a header value (issue 14: a valid token, a NUL, then junk was
+# accepted once, the value cut at the NUL): 400, as Go's server answers.
+code=$(/usr/bin/python3 - "$KP_PORT" "$KP_DIR/data/ca.crt" "$KP_TOKEN" <<'PY'
+import socket, ssl, sys
+port, ca, token = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+s.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+          token.encode() + b"\x00junk\r\n\r\n")
+print(s.recv(64).split(b" ")[1].decode())
+PY
+)
+ncases=$((ncases + 1))
+if [ "$code" = 400 ]; then
+  echo "ok   a NUL in a header value: 400"
+else
+  echo "FAIL a NUL in a header value: $code"
+  failed+=("a NUL in a header value")
+fi
+alive "NUL in a header"
 
 echo "--- patch budgets, identity through patches, integer ranges (issue 14)"
 # Bodies: the JSON patch bomb (each op copies the whole object into itself:
