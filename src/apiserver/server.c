@@ -191,25 +191,10 @@ static void on_request(void *arg, httpd_req_t *hr)
     const char *body = httpd_body(hr, &len);
     r->body = (buf_t){.p = (char *)body, .len = len, .cap = len + 1, .max = len};
     r->body_borrowed = 1;
-    if (api_req_parse_query(r))
-        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
-    else
-        handle(r);
+    handle(r);
     if (!r->replied) /* a handler that could not reply (out of memory) */
         api_reply_status(r, 500, "InternalError", NULL, "out of memory");
     api_req_release(r);
-}
-
-static void on_gone(void *arg, httpd_req_t *hr)
-{
-    (void)arg;
-    api_req_client_gone(httpd_data(hr));
-}
-
-static void on_drain(void *arg, httpd_req_t *hr)
-{
-    (void)arg;
-    api_req_drained(httpd_data(hr));
 }
 
 int api_internal(apiserver_t *s, const char *method, const char *path, const json_t *body,
@@ -439,8 +424,6 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
                    .max_unproven = s->cfg.max_unauth_connections},
         .on_headers = on_headers,
         .on_request = on_request,
-        .on_gone = on_gone,
-        .on_drain = on_drain,
         .arg = s,
     };
     if ((rc = httpd_start(&hc, &s->httpd))) {

@@ -18,19 +18,21 @@
  * (default: none) and runs until SIGINT or SIGTERM.
  */
 #include <getopt.h>
-#include <microhttpd.h>
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "apiserver/apiserver.h"
 #include "cli/cli.h"
 #include "cli/components.h"
 #include "client/client.h"
 #include "controllers/controller.h"
+#include "httpd/httpd.h"
 #include "lib/err.h"
 #include "lib/log.h"
 
@@ -98,12 +100,18 @@ typedef struct health {
     cli_components_t *cc;
 } health_t;
 
-static enum MHD_Result on_health(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version, const char *data,
-                                 size_t *size, void **state)
+static httpd_next_t on_health_headers(void *arg, httpd_req_t *r, size_t *body_max)
 {
-    (void)version, (void)data, (void)size, (void)state, (void)method;
-    health_t *h = cls;
+    (void)arg, (void)r;
+    *body_max = 0;
+    return HTTPD_READ_BODY;
+}
+
+static void on_health(void *arg, httpd_req_t *r)
+{
+    static const char *const plain[] = {"Content-Type", "text/plain; charset=utf-8", NULL};
+    health_t *h = arg;
+    const char *url = httpd_path(r);
     char *text = NULL;
     int code = 200;
     if (!strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz")) {
@@ -116,22 +124,26 @@ static enum MHD_Result on_health(void *cls, struct MHD_Connection *conn, const c
         code = 404;
         text = strdup("404 page not found\n");
     }
-    if (!text) text = strdup("");
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
-    enum MHD_Result r = MHD_queue_response(conn, (unsigned)code, resp);
-    MHD_destroy_response(resp);
-    return r;
+    httpd_reply(r, code, plain, text, text ? strlen(text) : 0);
 }
 
-static struct MHD_Daemon *health_start(const char *listen, health_t *h)
+/* /healthz, /livez, /readyz and /metrics on `addr` (plain HTTP). */
+static httpd_t *health_start(const char *addr, health_t *h)
 {
     struct sockaddr_in sa;
-    if (apiserver_listen_addr(listen, &sa)) return NULL;
-    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                            on_health, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_END);
+    if (apiserver_listen_addr(addr, &sa)) return NULL;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 64)) {
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    httpd_config_t hc = {.tcp_fd = fd, .unix_fd = -1, .workers = 1, .max_workers = 4,
+                         .limits = {.max_connections = 64},
+                         .on_headers = on_health_headers, .on_request = on_health, .arg = h};
+    httpd_t *d = NULL;
+    return httpd_start(&hc, &d) ? NULL : d;
 }
 
 /* "a,b,c" -> a NULL-terminated array in `store` (at most n-1 names). */
@@ -343,7 +355,7 @@ static int run(int which, int argc, char **argv)
         return cli_fail(rc, "starting %s", name);
     }
     health_t h = {.cc = cc};
-    struct MHD_Daemon *hd = metrics ? health_start(metrics, &h) : NULL;
+    httpd_t *hd = metrics ? health_start(metrics, &h) : NULL;
     if (metrics && !hd) log_warn(name, "cannot serve /metrics on %s", metrics);
     log_info(name, "running against %s", servers[0] ? servers[0] : cfg.server);
     printf("kplane %s is running against %s\n", name, servers[0] ? servers[0] : cfg.server);
@@ -351,7 +363,7 @@ static int run(int which, int argc, char **argv)
     int sig = 0;
     sigwait(&stop, &sig);
     log_info(name, "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    if (hd) MHD_stop_daemon(hd);
+    httpd_stop(hd);
     cli_components_stop(cc);
     kc_client_free(le_client);
     kc_client_free(client);

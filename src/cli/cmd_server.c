@@ -255,7 +255,7 @@ static int serve(const char *cmd, int argc, char **argv)
         case OPT_HEADER_TIMEOUT:
         case OPT_IDLE_TIMEOUT:
         case OPT_BODY_TIMEOUT:
-            /* Whole seconds: libmicrohttpd's timeouts are in seconds. */
+            /* Whole seconds (apiserver_config_t counts them so). */
             if ((ms = cli_duration_ms(optarg)) < 1000 || ms > 86400000L)
                 return cli_usage_error(cmd, "bad duration '%s' (1s to 24h)", optarg);
             if (c == OPT_HEADER_TIMEOUT) lim.header_timeout_s = (int)(ms / 1000);

@@ -129,6 +129,8 @@ void httpd__req_free(httpd_req_t *r)
     buf_free(&r->head);
     buf_free(&r->out);
     free(r->path);
+    for (size_t i = 0; i < 2 * r->nargs; i++) free(r->args[i]);
+    free(r->args);
     for (size_t i = 0; i < r->nhdrs; i++) {
         free(r->hdrs[i].name);
         free(r->hdrs[i].value);
@@ -180,6 +182,59 @@ static int hexval(char c)
     return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
+/* A query component decoded ('+' a space, %XX a byte; as Go's
+ * url.ParseQuery), malloc'd. */
+static char *qdecode(const char *s, size_t n)
+{
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        int hi = s[i] == '%' && i + 2 < n ? hexval(s[i + 1]) : -1;
+        int lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+        if (s[i] == '+') {
+            out[j++] = ' ';
+        } else if (lo >= 0) {
+            out[j++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[j++] = s[i];
+        }
+    }
+    out[j] = '\0';
+    return out;
+}
+
+/* r->query's name=value pairs, decoded, in order ('&'-separated; a name
+ * without '=' has the value NULL). Errors: KP_ENOMEM. */
+static int split_query(httpd_req_t *r)
+{
+    const char *q = r->query;
+    size_t cap = 1;
+    for (const char *p = q; *p; p++) cap += *p == '&';
+    if (!*q) return 0;
+    if (!(r->args = calloc(2 * cap, sizeof *r->args))) return KP_ENOMEM;
+    for (const char *p = q; *p;) {
+        const char *end = strchr(p, '&');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        if (n) {
+            size_t kn = eq ? (size_t)(eq - p) : n;
+            char *k = qdecode(p, kn), *v = eq ? qdecode(eq + 1, n - kn - 1) : NULL;
+            if (!k || (eq && !v)) {
+                free(k);
+                free(v);
+                return KP_ENOMEM;
+            }
+            r->args[2 * r->nargs] = k;
+            r->args[2 * r->nargs++ + 1] = v;
+        }
+        p += n;
+        if (*p == '&') p++;
+    }
+    return 0;
+}
+
 int httpd__split_target(httpd_req_t *r)
 {
     char *t = r->target.p ? r->target.p : (char *)"";
@@ -205,7 +260,7 @@ int httpd__split_target(httpd_req_t *r)
     }
     p[j] = '\0';
     r->path = p;
-    return 0;
+    return split_query(r);
 }
 
 /* Run on_gone() or on_drain() for r with h->mu held (released around the
@@ -228,6 +283,7 @@ void httpd__tell_gone(httpd_req_t *r)
     pthread_mutex_lock(&h->mu);
     if (r->picked && !r->told && r->state != R_DONE) {
         r->told = 1;
+        httpd__pull_wake_locked(r, 0);
         callback_locked(h, r, h->cfg.on_gone);
     }
     pthread_mutex_unlock(&h->mu);
@@ -238,6 +294,7 @@ void httpd__drain_locked(httpd_t *h, httpd_req_t *r)
     if (!r->want_drain || r->unsent >= h->lim.stream_budget / 2 || r->gone || r->state == R_DONE)
         return;
     r->want_drain = 0;
+    httpd__pull_wake_locked(r, 1);
     callback_locked(h, r, h->cfg.on_drain);
 }
 
@@ -267,6 +324,7 @@ void httpd__req_detach(httpd_req_t *r)
             buf_reset(&r->out);
             r->out_off = 0;
         }
+        httpd__pull_wake_locked(r, 0);
         if (r->picked && !r->told && r->state != R_DONE) {
             r->told = 1;
             callback_locked(h, r, h->cfg.on_gone);
@@ -1145,6 +1203,21 @@ void httpd_stop(httpd_t *h)
 const char *httpd_method(const httpd_req_t *r) { return r->method; }
 const char *httpd_path(const httpd_req_t *r) { return r->path ? r->path : ""; }
 const char *httpd_query(const httpd_req_t *r) { return r->query ? r->query : ""; }
+
+const char *httpd_arg(const httpd_req_t *r, const char *name)
+{
+    for (size_t i = 0; i < r->nargs; i++)
+        if (!strcmp(r->args[2 * i], name)) return r->args[2 * i + 1];
+    return NULL;
+}
+
+size_t httpd_nargs(const httpd_req_t *r) { return r->nargs; }
+
+void httpd_arg_at(const httpd_req_t *r, size_t i, const char **name, const char **value)
+{
+    *name = r->args[2 * i];
+    *value = r->args[2 * i + 1];
+}
 
 const char *httpd_header(const httpd_req_t *r, const char *name)
 {

@@ -6,8 +6,8 @@
  * HTTP/1.1, and HTTP/2 to a client that opens with its preface (prior
  * knowledge, as curl --http2-prior-knowledge).
  *
- * Nothing uses the engine yet (libmicrohttpd serves the API).
- * Libraries (README, "The next HTTP server"): libuv (the loop), GnuTLS over
+ * It serves the API server, the node's log server and the components'
+ * health endpoints. Libraries (README, "The next HTTP server"): libuv (the loop), GnuTLS over
  * in-memory transport functions (TLS 1.2 and 1.3 only), nghttp2 (HTTP/2
  * framing, flow control and flood limits), http-parser (HTTP/1.1). It knows
  * nothing of Kubernetes: the API server, the node's log server and the
@@ -129,6 +129,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/buf.h"
+
 #define HTTPD_TARGET_MAX 8192 /* request target (path and query): 414 beyond */
 #define HTTPD_QUEUE_MAX 1024  /* requests waiting for a worker: 429 beyond */
 
@@ -198,6 +200,12 @@ void httpd_stop(httpd_t *h);
 const char *httpd_method(const httpd_req_t *r);
 const char *httpd_path(const httpd_req_t *r);   /* %-decoded, without the query */
 const char *httpd_query(const httpd_req_t *r);  /* raw, without '?'; "" if none */
+/* The query decoded ('+' a space, %XX a byte, as Go's url.ParseQuery): the
+ * first value of `name` (NULL when absent or given without '='), and every
+ * pair in order (value NULL for a bare name). */
+const char *httpd_arg(const httpd_req_t *r, const char *name);
+size_t httpd_nargs(const httpd_req_t *r);
+void httpd_arg_at(const httpd_req_t *r, size_t i, const char **name, const char **value);
 /* A header's value (names case-insensitive; repeated headers joined with
  * ", " as RFC 9110 allows), or NULL. */
 const char *httpd_header(const httpd_req_t *r, const char *name);
@@ -238,6 +246,28 @@ void httpd_stream_end(httpd_req_t *r);
  * reading): HTTP/1.1 closes the connection, HTTP/2 resets the stream
  * (RST_STREAM CANCEL). The request is gone after this. */
 void httpd_stream_abort(httpd_req_t *r);
+
+/* ---- pulled streams: a producer that may block, on a thread of its own ----
+ * httpd_stream_pull() starts a streaming reply (as httpd_stream_start) and a
+ * thread that calls next(arg, out) for each piece. next may block until it
+ * has one; it returns 0 with bytes in *out to send them, 0 with none to end
+ * the stream, or an error to end it. The thread hands each piece to the
+ * engine in parts of a quarter of the stream budget, waiting while the
+ * client is behind for up to stall_ms (0: 60 s) of no progress. The stream
+ * ends when next says so, when the client goes, or after a stall or
+ * httpd_pull_cancel(): abruptly (httpd_stream_abort) when the client was
+ * not reading, else cleanly. done(arg) runs on that thread just before the
+ * end (r is still valid then; it is gone after). on_gone and on_drain still
+ * reach the application. Errors (no thread, done not called): as
+ * httpd_stream_start, KP_ENOMEM. */
+int httpd_stream_pull(httpd_req_t *r, int status, const char *const *headers, int stall_ms,
+                      int (*next)(void *arg, buf_t *out), void (*done)(void *arg), void *arg);
+/* Give up on a pulled stream's client: a wait for it to read ends, and the
+ * stream with it. Any thread, while the stream runs (until done()). */
+void httpd_pull_cancel(httpd_req_t *r);
+/* Whether r's client has gone (its connection closed, its stream reset, or
+ * it stopped sending: on_gone's cases). Any thread, while r is held. */
+int httpd_gone(httpd_req_t *r);
 
 /* ---- counters (any thread) ---- */
 typedef struct httpd_stats {

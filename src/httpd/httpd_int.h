@@ -56,6 +56,8 @@ struct httpd_req {
     char method[16];
     buf_t target;
     char *path, *query; /* decoded path; query points into target */
+    char **args;        /* the query decoded: name, value (NULL: none) pairs */
+    size_t nargs;
     hdr_t hdrs[HTTPD_HEADERS_MAX];
     size_t nhdrs;
     buf_t body;
@@ -83,6 +85,7 @@ struct httpd_req {
     int aborted;     /* httpd_stream_abort(): close or reset, unsent bytes dropped */
     int in_ready;
     httpd_req_t *ready_next;
+    struct httpd_pull *pull; /* (mu) a pulled stream's (httpd_pull.c) */
 
     /* HTTP/2 (loop) */
     int32_t stream_id;
@@ -271,6 +274,11 @@ void httpd__h2_goaway(conn_t *c);   /* stopping: no new streams */
 int httpd__h2_timer(conn_t *c);
 /* A response head for r. Errors: KP_ENOMEM. */
 int httpd__h2_head(buf_t *b, int status, const char *const *headers, long long length);
+
+/* ---- httpd_pull.c ---- */
+/* Wake r's pulled stream, if any (h->mu held): its client read (drained),
+ * or went. */
+void httpd__pull_wake_locked(httpd_req_t *r, int drained);
 
 /* ---- httpd_tls.c ---- */
 /* Credentials from PEM, TLS 1.2 and 1.3 only. Errors: KP_EINVAL, KP_ENOMEM. */

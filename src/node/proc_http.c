@@ -15,23 +15,24 @@
  * INVARIANT: a stream holds a reference to the run's log (proc_log_t), never
  * to a pod entry, so pods can come and go under it; it reads only the file.
  *
- * Threading: libmicrohttpd's thread per connection, so a follow blocks only
- * its own thread (polling its socket, so a client that leaves ends it).
- * Plain HTTP on the configured address (127.0.0.1 by default).
+ * Threading: the HTTP engine (src/httpd): its loop and workers; a reply is
+ * a pulled stream (httpd_stream_pull) on a thread of its own, so a follow
+ * blocks only that thread, and ends when its client goes. Plain HTTP on the
+ * configured address (127.0.0.1 by default).
  */
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "httpd/httpd.h"
 #include "lib/buf.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -49,15 +50,14 @@ typedef struct lstream {
     long long limit; /* -1: none */
     long long sent;
     char since[48]; /* records older than this time are skipped ("": none) */
-    struct MHD_Connection *conn;
+    httpd_req_t *req;
     buf_t raw; /* file bytes not yet a whole record */
     buf_t out; /* formatted bytes not yet sent */
-    size_t out_off;
 } lstream_t;
 
-static void lstream_free(void *cls)
+static void lstream_free(void *arg)
 {
-    lstream_t *ls = cls;
+    lstream_t *ls = arg;
     if (ls->fd >= 0) close(ls->fd);
     proc__log_unref(ls->log);
     buf_free(&ls->raw);
@@ -108,46 +108,30 @@ static int read_more(lstream_t *ls)
     return 1;
 }
 
-static int client_gone(lstream_t *ls, int wait_ms)
+/* The next piece of the log (httpd_stream_pull's `next`): what the file
+ * has, formatted; none at the end (not following, the run's output ended,
+ * the node stopping, the client gone, or limitBytes reached). */
+static int lstream_next(void *arg, buf_t *piece)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(ls->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) {
-        usleep((useconds_t)wait_ms * 1000);
-        return 0;
-    }
-    struct pollfd pf = {.fd = ci->connect_fd, .events = POLLRDHUP};
-    int r = poll(&pf, 1, wait_ms);
-    return r > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-static ssize_t lstream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    lstream_t *ls = cls;
+    lstream_t *ls = arg;
     for (;;) {
-        if (ls->limit >= 0 && ls->sent >= ls->limit) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (ls->out_off < ls->out.len) {
-            size_t n = ls->out.len - ls->out_off;
-            if (n > max) n = max;
+        if (ls->limit >= 0 && ls->sent >= ls->limit) return 0;
+        if (ls->out.len) {
+            size_t n = ls->out.len;
             if (ls->limit >= 0 && (long long)n > ls->limit - ls->sent)
                 n = (size_t)(ls->limit - ls->sent);
-            memcpy(buf, ls->out.p + ls->out_off, n);
-            ls->out_off += n;
+            int rc = buf_append(piece, ls->out.p, n);
+            buf_reset(&ls->out);
             ls->sent += (long long)n;
-            if (ls->out_off == ls->out.len) {
-                buf_reset(&ls->out);
-                ls->out_off = 0;
-            }
-            return (ssize_t)n;
+            return rc;
         }
         int ended = atomic_load(&ls->log->ended);
         int r = read_more(ls);
-        if (r < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (r < 0) return KP_EIO;
         if (r > 0) continue;
-        if (!ls->follow || ended || atomic_load(&ls->p->stopping))
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        if (client_gone(ls, FOLLOW_WAIT_MS)) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (!ls->follow || ended || atomic_load(&ls->p->stopping) || httpd_gone(ls->req))
+            return 0;
+        usleep(FOLLOW_WAIT_MS * 1000);
     }
 }
 
@@ -196,34 +180,29 @@ static void tail_offset(int fd, long long n)
     lseek(fd, from + start, SEEK_SET);
 }
 
-static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned code, const char *fmt, ...)
+static void reply_text(httpd_req_t *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned code, const char *fmt, ...)
+static void reply_text(httpd_req_t *r, int code, const char *fmt, ...)
 {
-    char msg[1024];
+    static const char *const plain[] = {"Content-Type", "text/plain; charset=utf-8", NULL};
+    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int n = vasprintf(&msg, fmt, ap);
     va_end(ap);
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(msg), msg, MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    enum MHD_Result ok = MHD_queue_response(conn, code, r);
-    MHD_destroy_response(r);
-    return ok;
+    httpd_reply(r, code, plain, n < 0 ? NULL : msg, n < 0 ? 0 : (size_t)n);
 }
 
-static int qbool(struct MHD_Connection *conn, const char *name)
+static int qbool(httpd_req_t *r, const char *name)
 {
-    const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+    const char *v = httpd_arg(r, name);
     return v && (!strcmp(v, "1") || !strcasecmp(v, "t") || !strcasecmp(v, "true"));
 }
 
 /* A non-negative integer query value: 1 with *out, 0 when absent, -1 bad. */
-static int qint(struct MHD_Connection *conn, const char *name, long long *out)
+static int qint(httpd_req_t *r, const char *name, long long *out)
 {
-    const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+    const char *v = httpd_arg(r, name);
     if (!v) return 0;
     char *end;
     errno = 0;
@@ -233,67 +212,84 @@ static int qint(struct MHD_Connection *conn, const char *name, long long *out)
     return 1;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload,
-                                  size_t *upload_size, void **con_cls)
+/* The bearer token on the headers; a body is never read. */
+static httpd_next_t on_headers(void *arg, httpd_req_t *r, size_t *body_max)
 {
-    (void)version;
-    (void)upload;
-    node_proc_t *p = cls;
-    if (!*con_cls) {
-        *con_cls = (void *)1;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        *upload_size = 0; /* a body is ignored */
-        return MHD_YES;
-    }
+    node_proc_t *p = arg;
+    *body_max = 0;
     if (p->token) {
-        const char *h =
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        if (!h || strncasecmp(h, "Bearer ", 7) || strcmp(h + 7, p->token))
-            return reply_text(conn, 401, "Unauthorized");
+        const char *h = httpd_header(r, "Authorization");
+        if (!h || strncasecmp(h, "Bearer ", 7) || strcmp(h + 7, p->token)) {
+            reply_text(r, 401, "Unauthorized");
+            return HTTPD_REPLIED;
+        }
+        httpd_prove(r);
     }
+    const char *cl = httpd_header(r, "Content-Length");
+    if ((cl && strcmp(cl, "0")) || httpd_header(r, "Transfer-Encoding")) {
+        reply_text(r, 413, "a request body is not accepted");
+        return HTTPD_REPLIED;
+    }
+    return HTTPD_READ_BODY;
+}
+
+static void on_request(void *arg, httpd_req_t *r)
+{
+    node_proc_t *p = arg;
+    const char *url = httpd_path(r);
     char ns[64], pod[254], ctr[PROC_NAME_MAX], extra[2];
     if (strncmp(url, "/containerLogs/", 15) ||
-        sscanf(url + 15, "%63[^/]/%253[^/]/%63[^/]%1s", ns, pod, ctr, extra) != 3)
-        return reply_text(conn, 404, "404 page not found");
-    if (strcmp(method, "GET")) return reply_text(conn, 405, "method not allowed");
+        sscanf(url + 15, "%63[^/]/%253[^/]/%63[^/]%1s", ns, pod, ctr, extra) != 3) {
+        reply_text(r, 404, "404 page not found");
+        return;
+    }
+    if (strcmp(httpd_method(r), "GET")) {
+        reply_text(r, 405, "method not allowed");
+        return;
+    }
     long long tail = -1, since = 0, limit = -1;
-    if (qint(conn, "tailLines", &tail) < 0)
-        return reply_text(conn, 400, "tailLines: must be a non-negative integer");
-    if (qint(conn, "sinceSeconds", &since) < 0 ||
-        (since == 0 && MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "sinceSeconds")))
-        return reply_text(conn, 400, "sinceSeconds: must be greater than 0");
-    if (qint(conn, "limitBytes", &limit) < 0 || limit == 0)
-        return reply_text(conn, 400, "limitBytes: must be greater than 0");
-    int previous = qbool(conn, "previous");
+    if (qint(r, "tailLines", &tail) < 0) {
+        reply_text(r, 400, "tailLines: must be a non-negative integer");
+        return;
+    }
+    if (qint(r, "sinceSeconds", &since) < 0 || (since == 0 && httpd_arg(r, "sinceSeconds"))) {
+        reply_text(r, 400, "sinceSeconds: must be greater than 0");
+        return;
+    }
+    if (qint(r, "limitBytes", &limit) < 0 || limit == 0) {
+        reply_text(r, 400, "limitBytes: must be greater than 0");
+        return;
+    }
+    int previous = qbool(r, "previous");
     char key[SIM_KEY_MAX];
     snprintf(key, sizeof key, "%s/%s", ns, pod);
     const char *why = NULL;
     proc_log_t *log = proc__log_lookup(p, key, ctr, previous, &why);
     if (!log) {
-        if (!strcmp(why, "pod")) return reply_text(conn, 404, "pod %s/%s not found", ns, pod);
-        if (!strcmp(why, "previous"))
-            return reply_text(conn, 400,
-                              "previous terminated container \"%s\" in pod \"%s\" not found", ctr,
-                              pod);
-        return reply_text(conn, 404, "container \"%s\" in pod \"%s\" not found", ctr, pod);
+        if (!strcmp(why, "pod"))
+            reply_text(r, 404, "pod %s/%s not found", ns, pod);
+        else if (!strcmp(why, "previous"))
+            reply_text(r, 400, "previous terminated container \"%s\" in pod \"%s\" not found",
+                       ctr, pod);
+        else
+            reply_text(r, 404, "container \"%s\" in pod \"%s\" not found", ctr, pod);
+        return;
     }
     lstream_t *ls = calloc(1, sizeof *ls);
     if (!ls) {
         proc__log_unref(log);
-        return reply_text(conn, 500, "out of memory");
+        reply_text(r, 500, "out of memory");
+        return;
     }
     ls->p = p;
     ls->log = log;
-    ls->conn = conn;
-    ls->follow = qbool(conn, "follow") && !previous;
-    ls->timestamps = qbool(conn, "timestamps");
+    ls->req = r;
+    ls->follow = qbool(r, "follow") && !previous;
+    ls->timestamps = qbool(r, "timestamps");
     ls->limit = limit;
     buf_init(&ls->raw, 64u << 20);
     buf_init(&ls->out, 64u << 20);
-    const char *st = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "sinceTime");
+    const char *st = httpd_arg(r, "sinceTime");
     if (since > 0)
         proc__time_nano(ls->since, sizeof ls->since, clock_wall_ns() - since * 1000000000LL);
     else if (st && *st)
@@ -301,27 +297,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     ls->fd = open(log->path, O_RDONLY | O_CLOEXEC);
     if (ls->fd < 0) {
         lstream_free(ls);
-        return reply_text(conn, 404, "container \"%s\" in pod \"%s\" has no log", ctr, pod);
+        reply_text(r, 404, "container \"%s\" in pod \"%s\" has no log", ctr, pod);
+        return;
     }
     if (tail >= 0) tail_offset(ls->fd, tail);
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024,
-                                                               lstream_read, ls, lstream_free);
-    if (!r) {
+    static const char *const plain[] = {"Content-Type", "text/plain; charset=utf-8", NULL};
+    if (httpd_stream_pull(r, 200, plain, 0, lstream_next, lstream_free, ls)) {
         lstream_free(ls);
-        return MHD_NO;
+        reply_text(r, 500, "out of memory");
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    enum MHD_Result ok = MHD_queue_response(conn, 200, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[512];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    log_debug(PROC_COMPONENT, "log server: %s", msg);
 }
 
 int proc__http_start(node_proc_t *p)
@@ -331,25 +315,35 @@ int proc__http_start(node_proc_t *p)
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)p->port_cfg);
     if (inet_pton(AF_INET, p->addr, &sa.sin_addr) != 1) return KP_EINVAL;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
-    p->http = MHD_start_daemon(flags, 0, NULL, NULL, on_request, p, MHD_OPTION_EXTERNAL_LOGGER,
-                               mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                               MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_THREAD_STACK_SIZE,
-                               (size_t)(256 * 1024), MHD_OPTION_END);
-    if (!p->http) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    socklen_t len = sizeof sa;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 256) ||
+        getsockname(fd, (struct sockaddr *)&sa, &len)) {
+        if (fd >= 0) close(fd);
         log_error(PROC_COMPONENT, "log server cannot listen on %s:%d", p->addr, p->port_cfg);
         return KP_EIO;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(p->http, MHD_DAEMON_INFO_BIND_PORT);
-    p->port = info ? info->port : p->port_cfg;
+    httpd_config_t hc = {.tcp_fd = fd,
+                         .unix_fd = -1,
+                         .workers = 1,
+                         .max_workers = 16,
+                         .limits = {.max_connections = 256},
+                         .on_headers = on_headers,
+                         .on_request = on_request,
+                         .arg = p};
+    int rc = httpd_start(&hc, &p->http);
+    if (rc) {
+        log_error(PROC_COMPONENT, "log server on %s:%d: %s", p->addr, p->port_cfg, err_str(rc));
+        return rc;
+    }
+    p->port = ntohs(sa.sin_port);
     return 0;
 }
 
 void proc__http_stop(node_proc_t *p)
 {
-    if (p->http) {
-        MHD_stop_daemon(p->http);
-        p->http = NULL;
-    }
+    httpd_stop(p->http);
+    p->http = NULL;
 }

@@ -140,7 +140,7 @@ struct node_proc {
     int devnull; /* O_RDONLY /dev/null for stdin */
     pthread_t io;
     int io_running;
-    struct MHD_Daemon *http;
+    struct httpd *http;      /* the log server (proc_http.c) */
     atomic_uint_fast64_t starts, exits, start_errors, kills, probe_runs, probe_failures;
 };
 

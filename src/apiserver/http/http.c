@@ -5,19 +5,18 @@
  * instead (api_internal, server.c).
  *
  * Threading: a request's functions run on the worker that handles it (or
- * the in-process caller's thread). A streaming reply gets a thread of its
- * own (stream_run): its `next` may block until the next piece, which it
- * hands to the engine without waiting for the socket; when the client is
- * slower than the stream, the thread waits (on_drain) up to
- * API_STREAM_STALL_S, and ends the stream after that or when the client
- * goes (on_gone).
+ * the in-process caller's thread). A streaming reply is the engine's pulled
+ * stream (httpd_stream_pull): its `next` runs on a thread of its own and may
+ * block until the next piece; when the client is slower than the stream,
+ * that thread waits up to API_STREAM_STALL_S, and the stream ends after
+ * that, when the client goes, or when its producer gives up on the client
+ * (api_req_abort).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "apiserver/http/http.h"
 #include "apiserver/encode/protobuf.h"
@@ -27,71 +26,9 @@
 #include "lib/log.h"
 
 #define API_STREAM_STALL_S 60        /* a stream's client reads nothing: ended after */
-#define API_STREAM_PIECE (API_STREAM_BUDGET / 4) /* the most handed to the engine at once */
 #define API_WARNINGS_MAX 64           /* Warning headers per reply (as Kubernetes caps them) */
 
-/* ---- the query ---- */
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    c = (char)(c | 32);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* A query component decoded ('+' is a space, %XX a byte), malloc'd. */
-static char *qdecode(const char *s, size_t n)
-{
-    char *out = malloc(n + 1);
-    if (!out) return NULL;
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        int hi = s[i] == '%' && i + 2 < n ? hexval(s[i + 1]) : -1;
-        int lo = hi >= 0 ? hexval(s[i + 2]) : -1;
-        if (s[i] == '+') {
-            out[j++] = ' ';
-        } else if (lo >= 0) {
-            out[j++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            out[j++] = s[i];
-        }
-    }
-    out[j] = '\0';
-    return out;
-}
-
-int api_req_parse_query(api_req_t *r)
-{
-    if (r->internal || r->qparsed) return 0;
-    r->qparsed = 1;
-    const char *q = httpd_query(r->hr);
-    size_t cap = 1;
-    for (const char *p = q; *p; p++) cap += *p == '&';
-    if (!*q) return 0;
-    if (!(r->qnames = calloc(cap, sizeof *r->qnames)) ||
-        !(r->qvalues = calloc(cap, sizeof *r->qvalues)))
-        return KP_ENOMEM;
-    for (const char *p = q; *p;) {
-        const char *end = strchr(p, '&');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        const char *eq = memchr(p, '=', n);
-        if (n) {
-            size_t kn = eq ? (size_t)(eq - p) : n;
-            char *k = qdecode(p, kn), *v = eq ? qdecode(eq + 1, n - kn - 1) : NULL;
-            if (!k || (eq && !v)) {
-                free(k);
-                free(v);
-                return KP_ENOMEM;
-            }
-            r->qnames[r->nq] = k;
-            r->qvalues[r->nq++] = v;
-        }
-        p += n;
-        if (*p == '&') p++;
-    }
-    return 0;
-}
+/* ---- the query (decoded by the engine) ---- */
 
 const char *api_query(api_req_t *r, const char *name)
 {
@@ -100,9 +37,7 @@ const char *api_query(api_req_t *r, const char *name)
             if (!strcmp(r->internal->names[i], name)) return r->internal->values[i];
         return NULL;
     }
-    for (size_t i = 0; i < r->nq; i++)
-        if (!strcmp(r->qnames[i], name)) return r->qvalues[i];
-    return NULL;
+    return httpd_arg(r->hr, name);
 }
 
 void api_query_each(api_req_t *r, int (*fn)(void *arg, const char *name, const char *value),
@@ -113,8 +48,11 @@ void api_query_each(api_req_t *r, int (*fn)(void *arg, const char *name, const c
             if (fn(arg, r->internal->names[i], r->internal->values[i])) return;
         return;
     }
-    for (size_t i = 0; i < r->nq; i++)
-        if (fn(arg, r->qnames[i], r->qvalues[i])) return;
+    for (size_t i = 0, n = httpd_nargs(r->hr); i < n; i++) {
+        const char *name, *value;
+        httpd_arg_at(r->hr, i, &name, &value);
+        if (fn(arg, name, value)) return;
+    }
 }
 
 const char *api_header(api_req_t *r, const char *name)
@@ -293,109 +231,39 @@ int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt
     return out;
 }
 
-/* ---- streaming ---- */
+/* ---- streaming (the engine's pulled streams: a thread each) ---- */
 
-struct api_stream {
+typedef struct stream {
     api_req_t *r;
     int (*next)(void *arg, buf_t *out);
     void (*free_fn)(void *arg);
     void *arg;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int drained; /* on_drain since the last refused write */
-    int aborted; /* api_req_abort: stop waiting for the client */
-};
+} stream_t;
 
-int api_req_gone(api_req_t *r) { return __atomic_load_n(&r->gone, __ATOMIC_ACQUIRE); }
-
-void api_req_client_gone(api_req_t *r)
+static int stream_next(void *arg, buf_t *out)
 {
-    __atomic_store_n(&r->gone, 1, __ATOMIC_RELEASE);
-    api_stream_t *st = __atomic_load_n(&r->stream, __ATOMIC_ACQUIRE);
-    if (!st) return;
-    pthread_mutex_lock(&st->mu);
-    pthread_cond_broadcast(&st->cv);
-    pthread_mutex_unlock(&st->mu);
+    stream_t *st = arg;
+    return st->next(st->arg, out);
 }
+
+/* Just before the stream's end (httpd_stream_pull): the producer's state
+ * goes (a watch's watcher is closed: no api_req_abort() after this), then
+ * the stream's reference to the request. */
+static void stream_done(void *arg)
+{
+    stream_t *st = arg;
+    api_req_t *r = st->r;
+    if (st->free_fn) st->free_fn(st->arg);
+    __atomic_store_n(&r->streaming, 0, __ATOMIC_RELEASE);
+    free(st);
+    api_req_release(r);
+}
+
+int api_req_gone(api_req_t *r) { return r->hr && httpd_gone(r->hr); }
 
 void api_req_abort(api_req_t *r)
 {
-    api_stream_t *st = __atomic_load_n(&r->stream, __ATOMIC_ACQUIRE);
-    if (!st) return;
-    pthread_mutex_lock(&st->mu);
-    st->aborted = 1;
-    pthread_cond_broadcast(&st->cv);
-    pthread_mutex_unlock(&st->mu);
-}
-
-void api_req_drained(api_req_t *r)
-{
-    api_stream_t *st = __atomic_load_n(&r->stream, __ATOMIC_ACQUIRE);
-    if (!st) return;
-    pthread_mutex_lock(&st->mu);
-    st->drained = 1;
-    pthread_cond_broadcast(&st->cv);
-    pthread_mutex_unlock(&st->mu);
-}
-
-/* Hand `len` bytes to the engine, waiting while the client is behind.
- * Errors: KP_ECLOSED (gone), KP_ETIMEDOUT (stalled), KP_ENOMEM. */
-static int stream_put(api_stream_t *st, const char *p, size_t len)
-{
-    api_req_t *r = st->r;
-    while (len) {
-        size_t n = len < API_STREAM_PIECE ? len : API_STREAM_PIECE;
-        int64_t deadline = clock_mono_ns() + (int64_t)API_STREAM_STALL_S * 1000000000;
-        int rc;
-        while ((rc = httpd_stream_write(r->hr, p, n)) == KP_ETOOLARGE) {
-            pthread_mutex_lock(&st->mu);
-            while (!st->drained && !st->aborted && !api_req_gone(r) &&
-                   clock_mono_ns() < deadline) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 1;
-                pthread_cond_timedwait(&st->cv, &st->mu, &ts);
-            }
-            int drained = st->drained, aborted = st->aborted;
-            st->drained = 0;
-            pthread_mutex_unlock(&st->mu);
-            if (api_req_gone(r) || aborted) return KP_ECLOSED;
-            if (!drained && clock_mono_ns() >= deadline) return KP_ETIMEDOUT;
-        }
-        if (rc) return rc;
-        p += n;
-        len -= n;
-    }
-    return 0;
-}
-
-static void *stream_run(void *arg)
-{
-    api_stream_t *st = arg;
-    api_req_t *r = st->r;
-    log_thread_name("api-stream", NULL);
-    buf_t out;
-    buf_init(&out, 64u << 20);
-    int stuck = 0;
-    while (!api_req_gone(r)) {
-        buf_reset(&out);
-        if (st->next(st->arg, &out) || !out.len) break; /* the end, or an error: end it */
-        if ((stuck = stream_put(st, out.p, out.len) != 0)) break;  /* stalled, or aborted */
-    }
-    buf_free(&out);
-    pthread_mutex_lock(&st->mu);
-    stuck |= st->aborted; /* its producer gave up on a client that does not read */
-    pthread_mutex_unlock(&st->mu);
-    /* A client that stopped reading gets no clean end (it would never read
-     * it): its connection closes, or its HTTP/2 stream is reset. From here
-     * on no on_gone or on_drain for r. */
-    if (stuck && !api_req_gone(r))
-        httpd_stream_abort(r->hr);
-    else
-        httpd_stream_end(r->hr);
-    if (st->free_fn) st->free_fn(st->arg);
-    api_req_release(r);
-    return NULL;
+    if (r->hr && __atomic_load_n(&r->streaming, __ATOMIC_ACQUIRE)) httpd_pull_cancel(r->hr);
 }
 
 int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
@@ -412,43 +280,29 @@ int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, 
         return api_reply_status(r, 500, "InternalError", NULL,
                                 "streams are not served to in-process requests");
     }
-    api_stream_t *st = calloc(1, sizeof *st);
+    stream_t *st = calloc(1, sizeof *st);
     if (!st) {
         if (free_fn) free_fn(arg);
         return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
     }
-    *st = (api_stream_t){.r = r, .next = next, .free_fn = free_fn, .arg = arg};
-    pthread_mutex_init(&st->mu, NULL);
-    pthread_cond_init(&st->cv, NULL);
-    __atomic_store_n(&r->stream, st, __ATOMIC_RELEASE);
+    *st = (stream_t){.r = r, .next = next, .free_fn = free_fn, .arg = arg};
     heads_t h;
     heads_build(&h, r, 200, ctype, NULL);
-    int rc = httpd_stream_start(r->hr, 200, h.v);
+    __atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL); /* the stream's, until stream_done */
+    __atomic_store_n(&r->streaming, 1, __ATOMIC_RELEASE);
+    r->replied = 1;
+    r->code = 200;
+    int rc = httpd_stream_pull(r->hr, 200, h.v, API_STREAM_STALL_S * 1000, stream_next,
+                               stream_done, st);
     heads_free(&h);
     if (rc) {
-        __atomic_store_n(&r->stream, NULL, __ATOMIC_RELEASE);
-        pthread_mutex_destroy(&st->mu);
-        pthread_cond_destroy(&st->cv);
+        __atomic_store_n(&r->streaming, 0, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL);
+        r->replied = 0;
         free(st);
         if (free_fn) free_fn(arg);
         return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
     }
-    r->replied = 1;
-    r->code = 200;
-    pthread_attr_t at;
-    pthread_t t;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 256u << 10);
-    __atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL); /* the stream thread's */
-    if (pthread_create(&t, &at, stream_run, st)) {
-        /* no thread: the stream ends at once (its client watches again) */
-        httpd_stream_end(r->hr);
-        if (free_fn) free_fn(arg);
-        st->free_fn = NULL;
-        api_req_release(r);
-    }
-    pthread_attr_destroy(&at);
     return 0;
 }
 
@@ -464,18 +318,6 @@ void api_req_release(api_req_t *r)
     if (r->srv->req_done) r->srv->req_done(r); /* metrics, the view (server.c) */
     if (!r->body_borrowed) buf_free(&r->body);
     json_decref(r->warnings);
-    for (size_t i = 0; i < r->nq; i++) {
-        free(r->qnames[i]);
-        free(r->qvalues[i]);
-    }
-    free(r->qnames);
-    free(r->qvalues);
     free(r->path_buf);
-    api_stream_t *st = r->stream;
-    if (st) {
-        pthread_mutex_destroy(&st->mu);
-        pthread_cond_destroy(&st->cv);
-        free(st);
-    }
     free(r);
 }

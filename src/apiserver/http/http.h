@@ -124,8 +124,6 @@ typedef struct api_internal {
     buf_t out;           /* the reply's body */
 } api_internal_t;
 
-typedef struct api_stream api_stream_t; /* http.c */
-
 typedef struct api_req {
     apiserver_t *srv;
     httpd_req_t *hr;             /* NULL for an in-process request */
@@ -137,12 +135,8 @@ typedef struct api_req {
     buf_t body;             /* the engine's bytes (borrowed: body_borrowed), or owned */
     int body_borrowed;
     int body_too_large;     /* its Content-Length passed API_BODY_MAX: 413 */
-    char **qnames, **qvalues; /* the query, decoded on first use (http.c) */
-    size_t nq;
-    int qparsed;
-    api_stream_t *stream;   /* a streaming reply's (api_reply_stream; atomic) */
-    int gone;               /* the client went away (atomic; api_req_gone) */
-    int refs;               /* (atomic) the handler's, and a stream thread's */
+    int streaming;          /* (atomic) a streaming reply runs (api_req_abort) */
+    int refs;               /* (atomic) the handler's, and a stream's */
     int authenticated;      /* a valid bearer token came with the headers */
     int replied;
     int code;               /* HTTP status of the reply */
@@ -207,15 +201,10 @@ int api_req_gone(api_req_t *r);
  * for long (a lock held briefly). */
 void api_req_abort(api_req_t *r);
 
-/* (http.c, for server.c) The engine's side of a request: its client went
- * away (on_gone), its stream may write again (on_drain); and the release of
- * a reference (the handler's, a stream thread's): the last, once the reply
- * is complete, records the metrics and frees r. */
-void api_req_client_gone(api_req_t *r);
-void api_req_drained(api_req_t *r);
+/* (http.c, for server.c) The release of a reference to r (the handler's, a
+ * stream's): the last, once the reply is complete, ends r (req_done) and
+ * frees it. */
 void api_req_release(api_req_t *r);
-/* Decode r's query (before handling it). Errors: KP_ENOMEM. */
-int api_req_parse_query(api_req_t *r);
 
 /* (server.c) An in-process request through the normal handling of resource requests
  * (routing, strategies, admission, managedFields, the watch cache, the
