@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -58,7 +59,7 @@ typedef struct app {
     int port;
     char sock[108];
     char *dir;
-    atomic_int headers, requests, gone;
+    atomic_int headers, requests, gone, pulls_done;
     int end_on_gone;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -91,11 +92,61 @@ static void hold(app_t *a, httpd_req_t *r)
     pthread_mutex_unlock(&a->mu);
 }
 
+/* A pulled stream: "p1\n" .. "pN\n" (N from ?n=, 0: forever), then the end. */
+typedef struct puller {
+    app_t *a;
+    long n, i;
+} puller_t;
+
+static int pull_next(void *arg, buf_t *out)
+{
+    puller_t *p = arg;
+    if (p->n && p->i >= p->n) return 0;
+    if (!p->n) { /* forever: big pieces, for a client that does not read */
+        static char big[32768];
+        memset(big, 'z', sizeof big);
+        p->i++;
+        return buf_append(out, big, sizeof big);
+    }
+    return buf_printf(out, "p%ld\n", ++p->i);
+}
+
+static void pull_done(void *arg)
+{
+    puller_t *p = arg;
+    atomic_fetch_add(&p->a->pulls_done, 1);
+    free(p);
+}
+
 static void on_request(void *arg, httpd_req_t *r)
 {
     app_t *a = arg;
     atomic_fetch_add(&a->requests, 1);
     const char *path = httpd_path(r);
+    if (!strcmp(path, "/pull")) {
+        puller_t *p = calloc(1, sizeof *p);
+        p->a = a;
+        const char *n = httpd_arg(r, "n");
+        p->n = n ? strtol(n, NULL, 10) : 3;
+        assert_int_equal(httpd_stream_pull(r, 200, NULL, 300, pull_next, pull_done, p), 0);
+        return;
+    }
+    if (!strcmp(path, "/args")) {
+        buf_t b;
+        buf_init(&b, 1 << 16);
+        buf_append(&b, "", 0);
+        for (size_t i = 0; i < httpd_nargs(r); i++) {
+            const char *k, *v;
+            httpd_arg_at(r, i, &k, &v);
+            buf_printf(&b, "[%s]=%s%s%s;", k, v ? "[" : "", v ? v : "(none)", v ? "]" : "");
+        }
+        const char *b1 = httpd_arg(r, "b");
+        buf_printf(&b, "b:%s", b1 ? b1 : "NULL");
+        size_t len;
+        char *body = buf_detach(&b, &len);
+        httpd_reply(r, 200, NULL, body, len);
+        return;
+    }
     if (!strcmp(path, "/stream")) {
         assert_int_equal(httpd_stream_start(r, 200, NULL), 0);
         hold(a, r);
@@ -463,6 +514,17 @@ static void test_half_close(void **state)
     assert_non_null(strstr(b, "\r\n\r\nGET /echo h - 0"));
     close(fd);
     stop(a);
+}
+
+/* Read until the end: whether it came (a close, not a timeout of 10 s). */
+static int is_closed_after_drain(int fd)
+{
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[65536];
+    ssize_t n;
+    while ((n = recv(fd, b, sizeof b, 0)) > 0) {}
+    return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
 static int is_closed(int fd, int wait_s)
@@ -1184,6 +1246,56 @@ static void test_stream_abort(void **state)
     stop(a);
 }
 
+/* The query decoded as Go's ParseQuery: '+' a space, %XX a byte, a bare
+ * name without value, repeated names in order. */
+static void test_args(void **state)
+{
+    (void)state;
+    app_t *a = start(NULL);
+    CURL *c = curl_easy_init();
+    buf_t out;
+    buf_init(&out, 1 << 20);
+    assert_int_equal(fetch(c, a, 0, "GET", "/args?a=1+2&b=%2Fx%3D&c&b=2&=e&d=", NULL, 0, NULL, &out),
+                     200);
+    assert_string_equal(out.p, "[a]=[1 2];[b]=[/x=];[c]=(none);[b]=[2];[]=[e];[d]=[];b:/x=");
+    buf_free(&out);
+    curl_easy_cleanup(c);
+    stop(a);
+}
+
+/* A pulled stream: its pieces in order, then its end and done(); over
+ * HTTP/2 too. A client that reads nothing: the stream stalls past its
+ * stall time and ends abruptly (the connection closes), done() called. */
+static void test_pull(void **state)
+{
+    (void)state;
+    httpd_limits_t lim = {.stream_budget = 64u << 10};
+    app_t *a = start_with(&lim, 1);
+    CURL *c = curl_easy_init();
+    buf_t out;
+    buf_init(&out, 1 << 20);
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    assert_int_equal(fetch(c, a, 0, "GET", "/pull?n=5", NULL, 0, NULL, &out), 200);
+    assert_string_equal(out.p, "p1\np2\np3\np4\np5\n");
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    assert_int_equal(fetch(c, a, 0, "GET", "/pull?n=2", NULL, 0, NULL, &out), 200);
+    assert_string_equal(out.p, "p1\np2\n");
+    assert_true(wait_count(&a->pulls_done, 2));
+    curl_easy_cleanup(c);
+    buf_free(&out);
+    stop(a);
+
+    a = start_with(&lim, 0);
+    int fd = raw_connect(a);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    raw_send(fd, "GET /pull?n=0 HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_true(wait_count(&a->pulls_done, 1)); /* stalled: 300 ms without progress */
+    assert_true(is_closed_after_drain(fd));
+    close(fd);
+    stop(a);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1193,6 +1305,8 @@ int main(void)
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_budget_and_gone),
         cmocka_unit_test(test_stream_abort),
+        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_pull),
         cmocka_unit_test(test_header_timeout),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_max_unproven),
