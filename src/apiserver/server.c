@@ -110,6 +110,9 @@ static int handle(api_req_t *r)
     if (api_route_parse(r->view, r->path, &r->route))
         return api_reply_status(r, 404, "NotFound", NULL,
                                 "the server could not find the requested resource");
+    /* Now, while the query is there (the engine's request goes with the
+     * reply; the metrics are recorded after it). */
+    r->verb = api_verb_of(r);
     switch (r->route.kind) {
     case API_ROUTE_HEALTH:
     case API_ROUTE_VERSION:
@@ -149,7 +152,7 @@ static int handle(api_req_t *r)
 static void req_done(api_req_t *r)
 {
     if (r->replied)
-        api_metrics_record(r->srv->metrics, r, api_verb_of(r), r->code,
+        api_metrics_record(r->srv->metrics, r, r->verb, r->code,
                            (double)(clock_mono_ns() - r->start_ns) / 1e9);
     api_view_put(r->view);
     r->view = NULL;
@@ -165,6 +168,7 @@ static httpd_next_t on_headers(void *arg, httpd_req_t *hr, size_t *body_max)
     r->srv = arg;
     r->hr = hr;
     r->refs = 1;
+    r->verb = API_VERB_OTHER; /* until routed (handle) */
     snprintf(r->method_buf, sizeof r->method_buf, "%s", httpd_method(hr));
     r->method = r->method_buf;
     if (!(r->path_buf = strdup(httpd_path(hr)))) {

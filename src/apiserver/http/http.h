@@ -137,6 +137,7 @@ typedef struct api_req {
     int body_too_large;     /* its Content-Length passed API_BODY_MAX: 413 */
     int streaming;          /* (atomic) a streaming reply runs (api_req_abort) */
     int refs;               /* (atomic) the handler's, and a stream's */
+    int verb;               /* for the metrics: set once routed (server.c) */
     int authenticated;      /* a valid bearer token came with the headers */
     int replied;
     int code;               /* HTTP status of the reply */
