@@ -106,9 +106,11 @@
  * STREAMS (watches, logs, follow)
  *   httpd_stream_write() copies its bytes into the request's queue and
  *   never blocks. HTTP/1.1 sends them as chunks, HTTP/2 as DATA frames
- *   within the stream's flow-control window. (A stream whose client never
- *   opens its window holds up to its budget until the connection ends: a
- *   per-stream deadline is not built yet.) If the unsent bytes
+ *   within the stream's flow-control window. A client that never reads (or
+ *   never opens its window) holds up to the budget: a pulled stream ends
+ *   after its stall time (httpd_stream_pull); a producer that writes
+ *   itself ends its stream when on_drain does not come
+ *   (httpd_stream_abort). If the unsent bytes
  *   would pass stream_budget, the write is refused with KP_ETOOLARGE and
  *   nothing is queued: the producer ends the stream (Kubernetes closes a watcher that
  *   cannot keep up; the client relists). on_drain() (loop thread) tells a

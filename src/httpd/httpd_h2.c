@@ -291,7 +291,9 @@ static ssize_t provide(nghttp2_session *s, int32_t id, uint8_t *out, size_t max,
         buf_reset(&r->out);
         r->out_off = 0;
     }
-    int eof = !r->out.len && r->state == R_DONE;
+    /* An aborted stream is not ended here: drain_ready() resets it (CANCEL),
+     * as abort queued it there; until then it waits. */
+    int eof = !r->out.len && r->state == R_DONE && !r->aborted;
     if (!n && !eof) r->deferred = 1;
     httpd__drain_locked(h, r);
     pthread_mutex_unlock(&h->mu);
