@@ -36,6 +36,13 @@
  *                  the POST to that watch's reader getting the bytes ending
  *                  the event's line. p99_ms, p50_ms; delivered: pairs seen,
  *                  anything short of 100,000 fails.
+ *  api.idle.2000   2,000 TLS connections, each having made one authenticated
+ *                  GET /version (all at once, curl multi, HTTP/1.1), then
+ *                  left open and idle. conns: the server's socket fds gained
+ *                  (so every connection is counted, in any build); rss_mb:
+ *                  VmRSS gained; threads: the server's threads 12 s later
+ *                  (past the worker pool's idle shrink), threads_busy: just
+ *                  after the burst, threads_before: before it.
  *
  * Data dirs live under $KP_BENCH_DIR, else ./.bench-tmp -- never /tmp, which
  * may be a tmpfs. Each is removed after its case; a failing case prints its
@@ -46,6 +53,7 @@
  * Usage: bench_api PATH-TO-KPLANE [CASE...]  (a name or a dotted prefix)
  */
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -75,6 +83,8 @@
 #define WATCH_THREADS 4
 #define WATCH_EVENTS  100
 #define WATCH_PACE_MS 50
+#define IDLE_CONNS    2000
+#define IDLE_SETTLE_S 12
 #define BODY_MAX      (256u << 20) /* cap on a reply body */
 #define LINE_MAX_LEN  (1u << 20)   /* cap on a watch event line */
 #define SEC           1000000000LL
@@ -275,6 +285,37 @@ static double server_cpu_us(const server_t *s)
     return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* The server's thread count (/proc/PID/status Threads:). */
+static long server_threads(const server_t *s)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)s->pid);
+    FILE *f = fopen(path, "r");
+    long n = -1;
+    while (f && n < 0 && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8)) n = strtol(line + 8, NULL, 10);
+    if (f) fclose(f);
+    if (n < 0) fail(s, "no Threads in %s", path);
+    return n;
+}
+
+/* How many of the server's fds are sockets. */
+static long server_sockets(const server_t *s)
+{
+    char path[64], fd[PATH_MAX], link[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)s->pid);
+    DIR *d = opendir(path);
+    if (!d) fail(s, "%s: %s", path, strerror(errno));
+    long n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+        ssize_t len = readlink(fd, link, sizeof link - 1);
+        n += len > 7 && !strncmp(link, "socket:", 7);
+    }
+    closedir(d);
+    return n;
+}
+
 /* ---- a client: one easy handle, so one kept-alive connection ---- */
 
 typedef struct client {
@@ -284,6 +325,12 @@ typedef struct client {
     buf_t body;                /* the last reply's body */
     char err[CURL_ERROR_SIZE]; /* why no reply came */
 } client_t;
+
+static size_t on_body_discard(char *data, size_t size, size_t n, void *arg)
+{
+    (void)data, (void)arg;
+    return size * n;
+}
 
 static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
@@ -873,6 +920,63 @@ static void case_watch(const bench_env_t *env)
     server_stop(&s, 1);
 }
 
+/* ---- api.idle.2000 ---- */
+
+static void case_idle(const bench_env_t *env)
+{
+    server_t s;
+    server_start(env, &s, 1, NULL);
+    sleep_ns(2 * SEC); /* the components' start-up settles */
+    long threads0 = server_threads(&s), socks0 = server_sockets(&s);
+    double rss0 = server_rss_mb(&s);
+    char url[128];
+    snprintf(url, sizeof url, "%s/version", s.url);
+    struct curl_slist *hdrs = NULL;
+    CURL **hs = calloc(IDLE_CONNS, sizeof *hs);
+    CURLM *m = curl_multi_init();
+    if (!hs || !m) fail(&s, "out of memory");
+    /* Every transfer is added before the first runs, so each opens its own
+     * connection; the multi keeps them all open afterwards. */
+    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)IDLE_CONNS * 2);
+    for (int i = 0; i < IDLE_CONNS; i++) {
+        if (!(hs[i] = easy_new(&s, &hdrs))) fail(&s, "curl: out of memory");
+        curl_easy_setopt(hs[i], CURLOPT_URL, url);
+        curl_easy_setopt(hs[i], CURLOPT_WRITEFUNCTION, on_body_discard);
+        curl_easy_setopt(hs[i], CURLOPT_TIMEOUT, 60L);
+        curl_multi_add_handle(m, hs[i]);
+    }
+    int running = 1, left, ok = 0;
+    while (running) {
+        if (curl_multi_perform(m, &running) != CURLM_OK) fail(&s, "curl_multi_perform failed");
+        for (CURLMsg *msg; (msg = curl_multi_info_read(m, &left));) {
+            long code = 0;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+            if (msg->msg != CURLMSG_DONE || msg->data.result != CURLE_OK || code != 200)
+                fail(&s, "api.idle.2000: GET /version: HTTP %ld, %s", code,
+                     curl_easy_strerror(msg->data.result));
+            ok++;
+        }
+        if (running) curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    if (ok != IDLE_CONNS) fail(&s, "api.idle.2000: %d of %d requests answered", ok, IDLE_CONNS);
+    long busy = server_threads(&s);
+    sleep_ns(IDLE_SETTLE_S * SEC);
+    long threads = server_threads(&s), socks = server_sockets(&s);
+    double rss = server_rss_mb(&s);
+    printf("BENCH api.idle.2000 conns=%ld rss_mb=%.1f threads=%ld threads_busy=%ld "
+           "threads_before=%ld\n",
+           socks - socks0, rss - rss0, threads, busy, threads0);
+    fflush(stdout);
+    for (int i = 0; i < IDLE_CONNS; i++) {
+        curl_multi_remove_handle(m, hs[i]);
+        curl_easy_cleanup(hs[i]);
+    }
+    curl_multi_cleanup(m);
+    curl_slist_free_all(hdrs);
+    free(hs);
+    server_stop(&s, 1);
+}
+
 /* ---- main ---- */
 
 /* A case runs if no case was named, or an argument is its name or a dotted
@@ -895,7 +999,7 @@ int main(int argc, char **argv)
 {
     static bench_env_t env;
     static const char *all[] = {"server.start", "api.create.c16", "api.list.10k", "server.rss",
-                                "api.watch.1000"};
+                                "api.watch.1000", "api.idle.2000"};
     if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "Usage: bench_api PATH-TO-KPLANE [CASE...]\n");
         return 2;
@@ -924,7 +1028,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < PAYLOAD_BYTES; i++)
         env.payload[i] = (char)('a' + i % 26);
 
-    /* 1,000 watch connections here, and as many in the server (inherited). */
+    /* 2,000 idle or 1,000 watch connections here, and as many in the server (inherited). */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
@@ -958,6 +1062,7 @@ int main(int argc, char **argv)
     int list = wanted(argc, argv, "api.list.10k"), rss = wanted(argc, argv, "server.rss");
     if (list || rss) case_list(&env, list, rss);
     if (wanted(argc, argv, "api.watch.1000")) case_watch(&env);
+    if (wanted(argc, argv, "api.idle.2000")) case_idle(&env);
     curl_global_cleanup();
     if (own_base) rmdir(env.base); /* only if empty: never remove what others put there */
     return 0;

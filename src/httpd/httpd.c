@@ -500,10 +500,7 @@ void httpd__dispatch(httpd_req_t *r)
         *h->qtail = r;
         h->qtail = &r->qnext;
         h->qlen++;
-        /* a request waits and every worker is busy: one more, up to the cap */
-        if (h->idle_workers < (int)h->qlen && h->live_workers < h->cfg.max_workers)
-            worker_add_locked(h);
-        pthread_cond_signal(&h->cv);
+        httpd__worker_wake_locked(h);
     }
     pthread_mutex_unlock(&h->mu);
     if (!full) return;
@@ -515,6 +512,44 @@ void httpd__dispatch(httpd_req_t *r)
     if (!body || httpd_reply(r, 429, retry, body, sizeof busy - 1)) httpd__conn_close(r->conn);
 }
 
+void httpd__worker_wake_locked(httpd_t *h)
+{
+    /* work waits and every worker is busy: one more, up to the cap */
+    if (h->idle_workers < (int)(h->qlen + h->pqlen) && h->live_workers < h->cfg.max_workers)
+        worker_add_locked(h);
+    pthread_cond_signal(&h->cv);
+    /* the only idle worker may be the one waiting for the timers */
+    if (h->idle_workers == h->timer_waiter) pthread_cond_signal(&h->tcv);
+}
+
+/* Wait on cv (h->cv or h->tcv, with h->mu held) until `until_ns`
+ * (CLOCK_MONOTONIC; 0: no limit). Returns whether the time passed. */
+static int wait_until(httpd_t *h, pthread_cond_t *cv, int64_t until_ns)
+{
+    if (!until_ns) {
+        pthread_cond_wait(cv, &h->mu);
+        return 0;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t left = until_ns - ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+    if (left <= 0) return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* h->cv's clock */
+    ts.tv_sec += (time_t)(left / 1000000000);
+    ts.tv_nsec += (long)(left % 1000000000);
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    return pthread_cond_timedwait(cv, &h->mu, &ts) != 0;
+}
+
+/* A worker: pulled streams' steps first (short, and a watch's latency),
+ * then requests. One idle worker at a time waits for the parked streams'
+ * next wake time too (on h->tcv, so that the others sleep through it).
+ * Workers beyond cfg.workers end after 10 s without work; none ends while
+ * a pulled stream is still to end (httpd_stop waits for them). */
 static void *worker_run(void *arg)
 {
     httpd_t *h = arg;
@@ -522,19 +557,35 @@ static void *worker_run(void *arg)
     pthread_mutex_lock(&h->mu);
     for (;;) {
         int idle_out = 0;
-        while (!h->qhead && !h->stopping && !idle_out) {
-            /* a worker beyond the kept ones ends after 10 s without work */
-            h->idle_workers++;
-            if (h->live_workers > h->cfg.workers) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 10;
-                idle_out = pthread_cond_timedwait(&h->cv, &h->mu, &ts) &&
-                           !h->qhead && h->live_workers > h->cfg.workers;
-            } else {
-                pthread_cond_wait(&h->cv, &h->mu);
+        int64_t idle_until = 0, wake = 0;
+        struct httpd_pull *p = NULL;
+        while (!(p = httpd__pull_take_locked(h, &wake)) && !h->qhead && !idle_out &&
+               !(h->stopping && !h->npulls)) {
+            int spare = h->live_workers > h->cfg.workers;
+            if (spare && !idle_until) {
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                idle_until = ((int64_t)now.tv_sec + 10) * 1000000000 + now.tv_nsec;
             }
+            int64_t until = spare ? idle_until : 0;
+            int timer = wake && !h->timer_waiter;
+            if (timer && (!until || wake < until)) until = wake;
+            h->idle_workers++;
+            h->timer_waiter += timer;
+            int timed_out = wait_until(h, timer ? &h->tcv : &h->cv, until);
+            h->timer_waiter -= timer;
             h->idle_workers--;
+            idle_out = timed_out && until == idle_until && spare && !h->qhead && !h->pq_head &&
+                       h->live_workers > h->cfg.workers;
+        }
+        /* to work: another idle worker takes over the timers */
+        if ((p || h->qhead) && h->pheap_n && !h->timer_waiter && h->idle_workers)
+            pthread_cond_signal(&h->cv);
+        if (p) {
+            pthread_mutex_unlock(&h->mu);
+            httpd__pull_step(p);
+            pthread_mutex_lock(&h->mu);
+            continue;
         }
         httpd_req_t *r = h->qhead;
         if (!r) break; /* stopping or idle, and nothing queued */
@@ -1076,6 +1127,7 @@ static void free_globals(httpd_t *h)
 {
     httpd__tls_global_free(h);
     httpd__h2_global_free(h);
+    httpd__pull_free_globals(h);
 }
 
 /* An early failure: the listening sockets were the engine's, and close. */
@@ -1105,6 +1157,7 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     h->lim = cfg->limits;
     limits_fill(&h->lim);
     h->qtail = &h->qhead;
+    h->pq_tail = &h->pq_head;
     h->unproven_tail = &h->unproven;
     httpd__h1_settings(&h->settings);
     int rc = httpd__h2_global(h);
@@ -1116,6 +1169,7 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     }
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
+    pthread_cond_init(&h->tcv, NULL);
     pthread_cond_init(&h->done_cv, NULL);
     pthread_cond_init(&h->cb_cv, NULL);
     if (uv_loop_init(&h->loop)) {
@@ -1163,6 +1217,7 @@ void httpd_stop(httpd_t *h)
     pthread_mutex_lock(&h->mu);
     h->stopping = 1;
     pthread_cond_broadcast(&h->cv);
+    pthread_cond_broadcast(&h->tcv);
     pthread_mutex_unlock(&h->mu);
     uv_async_send(&h->wake);
     pthread_join(h->loop_thread, NULL);
@@ -1192,6 +1247,7 @@ void httpd_stop(httpd_t *h)
     uv_loop_close(&h->loop);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
+    pthread_cond_destroy(&h->tcv);
     pthread_cond_destroy(&h->done_cv);
     pthread_cond_destroy(&h->cb_cv);
     free_globals(h);
@@ -1246,6 +1302,8 @@ void httpd_stats(httpd_t *h, httpd_stats_t *out)
     out->requests = atomic_load(&h->s_requests);
     pthread_mutex_lock(&h->mu);
     out->queued = h->qlen;
+    out->workers = (uint64_t)h->live_workers;
+    out->streams = h->npulls;
     pthread_mutex_unlock(&h->mu);
     out->unproven = atomic_load(&h->s_unproven);
     out->evicted = atomic_load(&h->s_evicted);

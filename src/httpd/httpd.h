@@ -17,8 +17,10 @@
  *   The loop thread does all I/O: accepting, TLS, parsing, framing, timers
  *   and every write to a socket. It never blocks: no handler, no fsync, no
  *   lock held across I/O runs on it.
- *   Workers (httpd_config_t.workers) run on_request(). A handler may block
- *   (a store write's fsync, a lock); one blocked handler holds one worker.
+ *   Workers (httpd_config_t.workers kept, up to max_workers while work
+ *   waits) run on_request() and the steps of pulled streams. A handler may
+ *   block (a store write's fsync, a lock); one blocked handler holds one
+ *   worker. A pulled stream with nothing to send holds none.
  *   httpd_reply*() and httpd_stream_*() may be called from any thread on a
  *   request the caller holds: they hand the work to the loop (uv_async) and
  *   return without waiting for the socket.
@@ -249,21 +251,32 @@ void httpd_stream_end(httpd_req_t *r);
  * (RST_STREAM CANCEL). The request is gone after this. */
 void httpd_stream_abort(httpd_req_t *r);
 
-/* ---- pulled streams: a producer that may block, on a thread of its own ----
- * httpd_stream_pull() starts a streaming reply (as httpd_stream_start) and a
- * thread that calls next(arg, out) for each piece. next may block until it
- * has one; it returns 0 with bytes in *out to send them, 0 with none to end
- * the stream, or an error to end it. The thread hands each piece to the
- * engine in parts of a quarter of the stream budget, waiting while the
- * client is behind for up to stall_ms (0: 60 s) of no progress. The stream
- * ends when next says so, when the client goes, or after a stall or
- * httpd_pull_cancel(): abruptly (httpd_stream_abort) when the client was
- * not reading, else cleanly. done(arg) runs on that thread just before the
- * end (r is still valid then; it is gone after). on_gone and on_drain still
- * reach the application. Errors (no thread, done not called): as
- * httpd_stream_start, KP_ENOMEM. */
+/* ---- pulled streams: a producer asked for each piece, holding no thread
+ * while it has none ----
+ * httpd_stream_pull() starts a streaming reply (as httpd_stream_start) and
+ * calls next(arg, out, wait_ms) on the worker pool for each piece. next
+ * returns 0 with bytes in *out to send them; 0 with none, or an error, to
+ * end the stream; KP_EAGAIN with none when it has nothing yet: the stream
+ * then parks, holding no thread, until httpd_pull_kick(), or until
+ * *wait_ms milliseconds pass (next may set it; it comes as -1: no time).
+ * next should not block: a producer that blocks holds a worker meanwhile.
+ * The engine hands each piece on in parts of a quarter of the stream
+ * budget; while the client is behind, the stream parks too, for up to
+ * stall_ms (0: 60 s) of no progress. The stream ends when next says so,
+ * when the client goes, or after a stall or httpd_pull_cancel(): abruptly
+ * (httpd_stream_abort) when the client was not reading, else cleanly.
+ * done(arg) runs on a worker just before the end (r is still valid then;
+ * it is gone after). next and done never run at the same time on two
+ * threads. on_gone and on_drain still reach the application. Errors
+ * (done not called): as httpd_stream_start, KP_ENOMEM. */
 int httpd_stream_pull(httpd_req_t *r, int status, const char *const *headers, int stall_ms,
-                      int (*next)(void *arg, buf_t *out), void (*done)(void *arg), void *arg);
+                      int (*next)(void *arg, buf_t *out, int *wait_ms), void (*done)(void *arg),
+                      void *arg);
+/* A parked stream's producer has something: next runs again soon (a kick
+ * while next runs makes it run once more). Any thread, while the stream
+ * runs (until done()); it never blocks, so it may be called with the
+ * producer's own locks held. */
+void httpd_pull_kick(httpd_req_t *r);
 /* Give up on a pulled stream's client: a wait for it to read ends, and the
  * stream with it. Any thread, while the stream runs (until done()). */
 void httpd_pull_cancel(httpd_req_t *r);
@@ -279,6 +292,8 @@ typedef struct httpd_stats {
     uint64_t h2_accepted;    /* of those, became HTTP/2 */
     uint64_t requests;       /* served since start */
     uint64_t queued;         /* waiting for a worker now */
+    uint64_t workers;        /* worker threads now */
+    uint64_t streams;        /* pulled streams open now (parked ones hold no thread) */
     uint64_t unproven;       /* connections open with no authenticated request */
     uint64_t evicted;        /* unproven connections closed for newer ones */
     uint64_t refused;        /* connections refused or closed by a limit */

@@ -184,6 +184,14 @@ struct httpd {
     size_t live_reqs;  /* requests not yet freed */
     int loop_done;     /* the loop thread has ended: replies free at once */
     pthread_cond_t done_cv;
+    /* pulled streams (httpd_pull.c) */
+    struct httpd_pull *pq_head, **pq_tail; /* ready to step, for the workers */
+    size_t pqlen;
+    struct httpd_pull **pheap; /* parked with a wake time, earliest first */
+    size_t pheap_n, pheap_cap;
+    int timer_waiter;          /* an idle worker waits on tcv for the heap's top */
+    pthread_cond_t tcv;
+    size_t npulls;             /* pulled streams not yet ended */
 
     /* loop thread */
     conn_t *conns;
@@ -275,10 +283,21 @@ int httpd__h2_timer(conn_t *c);
 /* A response head for r. Errors: KP_ENOMEM. */
 int httpd__h2_head(buf_t *b, int status, const char *const *headers, long long length);
 
+/* Work is queued (h->mu held): wake an idle worker, or start one if every
+ * worker is busy and the pool is below max_workers. */
+void httpd__worker_wake_locked(httpd_t *h);
+
 /* ---- httpd_pull.c ---- */
 /* Wake r's pulled stream, if any (h->mu held): its client read (drained),
  * or went. */
 void httpd__pull_wake_locked(httpd_req_t *r, int drained);
+/* The next pulled stream to step (h->mu held; due timers first go to the
+ * queue), NULL: none; *wake_ns: the earliest wake time still waiting
+ * (CLOCK_MONOTONIC ns), 0: none. */
+struct httpd_pull *httpd__pull_take_locked(httpd_t *h, int64_t *wake_ns);
+/* Step a taken stream (a worker, no lock held). */
+void httpd__pull_step(struct httpd_pull *p);
+void httpd__pull_free_globals(httpd_t *h);
 
 /* ---- httpd_tls.c ---- */
 /* Credentials from PEM, TLS 1.2 and 1.3 only. Errors: KP_EINVAL, KP_ENOMEM. */

@@ -1,38 +1,167 @@
 /*
- * httpd_pull.c -- pulled streams (httpd_stream_pull): a producer that may
- * block (a watch waiting for its next event, a log follow waiting for more
- * output) runs on a thread of its own and hands each piece to the engine,
- * which never blocks; the thread waits while the client is behind.
+ * httpd_pull.c -- pulled streams (httpd_stream_pull): the engine asks the
+ * producer for each piece on the worker pool and hands it on, never
+ * blocking. A stream that has nothing to send (its producer said
+ * KP_EAGAIN) or whose client is behind is parked: it holds no thread, only
+ * its place in the timer heap while it waits for a time.
  *
- * The thread waits on its own condition variable with h->mu, woken by the
- * engine when the stream's unsent bytes fall below half its budget
- * (httpd__drain_locked), when the client goes (httpd__req_detach,
- * httpd__tell_gone), and by httpd_pull_cancel().
+ * A stream is in one state at a time, all under h->mu:
+ *   P_QUEUED   in the pull queue (h->pq_head), for the next free worker
+ *   P_RUNNING  a worker steps it (httpd__pull_step, without the lock)
+ *   P_PARKED   its producer has nothing now: back to the queue on
+ *              httpd_pull_kick(), when its wake time passes, when the client
+ *              goes, or on httpd_pull_cancel()
+ *   P_BEHIND   its client has not taken what it was sent: back to the queue
+ *              when the unsent bytes fall below half the budget
+ *              (httpd__drain_locked), the client goes, or stall_ms passes
+ *              (then it ends abruptly)
+ * A kick while P_RUNNING is remembered (kicked) so that a producer's
+ * KP_EAGAIN cannot lose an event that came as it answered.
+ *
+ * The timer heap holds parked streams that have a wake time, earliest
+ * first; idle workers wait until its top (httpd__pull_take_locked tells
+ * them when) and move what is due to the queue.
  */
 #include "httpd/httpd_int.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "lib/err.h"
 #include "lib/log.h"
 
+#define PULL_PIECES_PER_STEP 4 /* then the stream goes to the back of the queue */
+
+enum { P_QUEUED, P_RUNNING, P_PARKED, P_BEHIND };
+
 struct httpd_pull {
     httpd_req_t *r;
     int stall_ms;
-    int (*next)(void *arg, buf_t *out);
+    int (*next)(void *arg, buf_t *out, int *wait_ms);
     void (*done)(void *arg);
     void *arg;
-    pthread_cond_t cv; /* with h->mu */
-    int drained;       /* the unsent bytes fell below half the budget */
-    int cancelled;     /* httpd_pull_cancel() */
+    buf_t out;     /* the producer's last piece */
+    size_t off;    /* what of it the engine has taken */
+    /* (h->mu) */
+    int state;
+    int kicked;    /* httpd_pull_kick() while P_RUNNING */
+    int drained;   /* the unsent bytes fell below half the budget */
+    int stalled;   /* P_BEHIND for stall_ms */
+    int cancelled; /* httpd_pull_cancel() */
+    int64_t wake_ns;          /* in the heap: when (CLOCK_MONOTONIC) */
+    size_t heap_i;            /* its index in h->pheap; SIZE_MAX: not there */
+    struct httpd_pull *qnext; /* the pull queue */
 };
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- the timer heap (h->mu) ---- */
+
+static void heap_set(httpd_t *h, size_t i, struct httpd_pull *p)
+{
+    h->pheap[i] = p;
+    p->heap_i = i;
+}
+
+static void heap_up(httpd_t *h, size_t i)
+{
+    struct httpd_pull *p = h->pheap[i];
+    while (i) {
+        size_t up = (i - 1) / 2;
+        if (h->pheap[up]->wake_ns <= p->wake_ns) break;
+        heap_set(h, i, h->pheap[up]);
+        i = up;
+    }
+    heap_set(h, i, p);
+}
+
+static void heap_down(httpd_t *h, size_t i)
+{
+    struct httpd_pull *p = h->pheap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->pheap_n) break;
+        if (c + 1 < h->pheap_n && h->pheap[c + 1]->wake_ns < h->pheap[c]->wake_ns) c++;
+        if (p->wake_ns <= h->pheap[c]->wake_ns) break;
+        heap_set(h, i, h->pheap[c]);
+        i = c;
+    }
+    heap_set(h, i, p);
+}
+
+/* Errors: KP_ENOMEM (then the stream waits without a timer). */
+static int heap_add(httpd_t *h, struct httpd_pull *p, int64_t wake_ns)
+{
+    if (h->pheap_n == h->pheap_cap) {
+        size_t cap = h->pheap_cap ? 2 * h->pheap_cap : 64;
+        struct httpd_pull **v = realloc(h->pheap, cap * sizeof *v);
+        if (!v) return KP_ENOMEM;
+        h->pheap = v;
+        h->pheap_cap = cap;
+    }
+    p->wake_ns = wake_ns;
+    heap_set(h, h->pheap_n++, p);
+    heap_up(h, p->heap_i);
+    /* a new earliest time: the worker that waits for the top sleeps past it */
+    if (!p->heap_i) pthread_cond_signal(&h->tcv);
+    return 0;
+}
+
+static void heap_del(httpd_t *h, struct httpd_pull *p)
+{
+    size_t i = p->heap_i;
+    if (i == SIZE_MAX) return;
+    p->heap_i = SIZE_MAX;
+    struct httpd_pull *last = h->pheap[--h->pheap_n];
+    if (i == h->pheap_n) return;
+    heap_set(h, i, last);
+    heap_down(h, i);
+    heap_up(h, last->heap_i);
+}
+
+/* ---- states (h->mu) ---- */
+
+static void enqueue_locked(httpd_t *h, struct httpd_pull *p)
+{
+    heap_del(h, p);
+    p->state = P_QUEUED;
+    p->qnext = NULL;
+    *h->pq_tail = p;
+    h->pq_tail = &p->qnext;
+    h->pqlen++;
+    httpd__worker_wake_locked(h);
+}
+
+struct httpd_pull *httpd__pull_take_locked(httpd_t *h, int64_t *wake_ns)
+{
+    int64_t now = h->pheap_n ? mono_ns() : 0;
+    while (h->pheap_n && h->pheap[0]->wake_ns <= now) {
+        struct httpd_pull *p = h->pheap[0];
+        if (p->state == P_BEHIND) p->stalled = 1;
+        enqueue_locked(h, p);
+    }
+    *wake_ns = h->pheap_n ? h->pheap[0]->wake_ns : 0;
+    struct httpd_pull *p = h->pq_head;
+    if (!p) return NULL;
+    h->pq_head = p->qnext;
+    if (!h->pq_head) h->pq_tail = &h->pq_head;
+    h->pqlen--;
+    p->state = P_RUNNING;
+    return p;
+}
 
 void httpd__pull_wake_locked(httpd_req_t *r, int drained)
 {
-    if (!r->pull) return;
-    if (drained) r->pull->drained = 1;
-    pthread_cond_broadcast(&r->pull->cv);
+    struct httpd_pull *p = r->pull;
+    if (!p) return;
+    if (drained) p->drained = 1;
+    if (p->state == P_BEHIND || (!drained && p->state == P_PARKED)) enqueue_locked(r->h, p);
 }
 
 int httpd_gone(httpd_req_t *r)
@@ -46,114 +175,154 @@ int httpd_gone(httpd_req_t *r)
 void httpd_pull_cancel(httpd_req_t *r)
 {
     pthread_mutex_lock(&r->h->mu);
-    if (r->pull) {
-        r->pull->cancelled = 1;
-        pthread_cond_broadcast(&r->pull->cv);
+    struct httpd_pull *p = r->pull;
+    if (p) {
+        p->cancelled = 1;
+        if (p->state == P_PARKED || p->state == P_BEHIND) enqueue_locked(r->h, p);
     }
     pthread_mutex_unlock(&r->h->mu);
 }
 
-/* Hand `len` bytes to the engine in pieces of a quarter of the budget,
- * waiting while the client is behind. Errors: KP_ECLOSED (gone or
- * cancelled), KP_ETIMEDOUT (no progress for stall_ms), KP_ENOMEM. */
-static int put(struct httpd_pull *p, const char *data, size_t len)
+void httpd_pull_kick(httpd_req_t *r)
 {
-    httpd_req_t *r = p->r;
-    httpd_t *h = r->h;
-    size_t piece = h->lim.stream_budget / 4 ? h->lim.stream_budget / 4 : 1;
-    while (len) {
-        size_t n = len < piece ? len : piece;
-        int rc;
-        while ((rc = httpd_stream_write(r, data, n)) == KP_ETOOLARGE) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += p->stall_ms / 1000;
-            until.tv_nsec += (long)(p->stall_ms % 1000) * 1000000;
-            if (until.tv_nsec >= 1000000000) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000;
-            }
-            int timed_out = 0;
-            pthread_mutex_lock(&h->mu);
-            while (!p->drained && !p->cancelled && !r->gone && !r->told && !timed_out)
-                timed_out = pthread_cond_timedwait(&p->cv, &h->mu, &until) != 0;
-            int drained = p->drained, stop = p->cancelled || r->gone || r->told;
-            p->drained = 0;
-            pthread_mutex_unlock(&h->mu);
-            if (stop) return KP_ECLOSED;
-            if (!drained) return KP_ETIMEDOUT;
-        }
-        if (rc) return rc;
-        data += n;
-        len -= n;
-    }
-    return 0;
+    pthread_mutex_lock(&r->h->mu);
+    struct httpd_pull *p = r->pull;
+    if (p && p->state == P_RUNNING) p->kicked = 1;
+    if (p && p->state == P_PARKED) enqueue_locked(r->h, p);
+    pthread_mutex_unlock(&r->h->mu);
 }
 
-static void *pull_run(void *arg)
+/* Park p (P_PARKED for `wait_ms`, negative: until woken; or P_BEHIND for
+ * its stall time). Returns 1 instead when what it would wait for came
+ * already (a kick, a drain): step on. */
+static int park(struct httpd_pull *p, int state, int wait_ms)
 {
-    struct httpd_pull *p = arg;
+    httpd_t *h = p->r->h;
+    pthread_mutex_lock(&h->mu);
+    int again = state == P_PARKED ? p->kicked : p->drained;
+    p->kicked = p->drained = 0;
+    if (!again) {
+        p->state = state;
+        if (wait_ms >= 0) heap_add(h, p, mono_ns() + (int64_t)wait_ms * 1000000);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return again;
+}
+
+/* ---- a step (a worker, no lock held) ---- */
+
+/* The stream ends: its producer's state goes first (done), then the reply,
+ * abruptly when `stuck` (the client stopped reading, or the stream was
+ * cancelled) and the client is still there, else cleanly. */
+static void finish(struct httpd_pull *p, int stuck)
+{
     httpd_req_t *r = p->r;
     httpd_t *h = r->h;
-    log_thread_name("httpd-stream", NULL);
-    buf_t out;
-    buf_init(&out, 64u << 20);
-    int stuck = 0;
-    while (!httpd_gone(r)) {
-        buf_reset(&out);
-        if (p->next(p->arg, &out) || !out.len) break; /* the end, or an error */
-        if ((stuck = put(p, out.p, out.len) != 0)) break;
-    }
-    buf_free(&out);
     pthread_mutex_lock(&h->mu);
     stuck |= p->cancelled;
     int gone = r->gone || r->told;
+    heap_del(h, p);
     r->pull = NULL; /* no wake-ups from here on */
+    if (!--h->npulls && h->stopping) {
+        pthread_cond_broadcast(&h->cv);
+        pthread_cond_broadcast(&h->tcv);
+    }
     pthread_mutex_unlock(&h->mu);
-    p->done(p->arg); /* before the end: the request is still valid, no cancel can come later */
-    /* A client that stopped reading gets no clean end (it would never read
-     * it): its connection closes, or its HTTP/2 stream is reset. */
+    p->done(p->arg); /* the request is still valid; no cancel or kick can come later */
     if (stuck && !gone)
         httpd_stream_abort(r);
     else
         httpd_stream_end(r);
-    pthread_cond_destroy(&p->cv);
+    buf_free(&p->out);
     free(p);
-    return NULL;
+}
+
+/* Hand p's piece to the engine in parts of a quarter of the budget.
+ * Errors: KP_ETOOLARGE (the client is behind: the rest waits), as
+ * httpd_stream_write. */
+static int put(struct httpd_pull *p)
+{
+    httpd_t *h = p->r->h;
+    size_t part = h->lim.stream_budget / 4 ? h->lim.stream_budget / 4 : 1;
+    while (p->off < p->out.len) {
+        size_t n = p->out.len - p->off;
+        if (n > part) n = part;
+        int rc = httpd_stream_write(p->r, p->out.p + p->off, n);
+        if (rc) return rc;
+        p->off += n;
+    }
+    return 0;
+}
+
+void httpd__pull_step(struct httpd_pull *p)
+{
+    httpd_req_t *r = p->r;
+    httpd_t *h = r->h;
+    for (int i = 0; i < PULL_PIECES_PER_STEP; i++) {
+        pthread_mutex_lock(&h->mu);
+        int stop = p->cancelled || r->gone || r->told, stalled = p->stalled;
+        p->stalled = 0;
+        if (p->off == p->out.len) p->kicked = 0; /* the producer runs next: it sees what came */
+        pthread_mutex_unlock(&h->mu);
+        if (stop) {
+            finish(p, 0);
+            return;
+        }
+        if (p->off < p->out.len) {
+            int rc = put(p);
+            if (rc == KP_ETOOLARGE && !stalled) {
+                if (park(p, P_BEHIND, p->stall_ms)) continue; /* drained meanwhile */
+                return;
+            }
+            if (rc) {
+                finish(p, 1);
+                return;
+            }
+        }
+        buf_reset(&p->out);
+        p->off = 0;
+        int wait_ms = -1;
+        int rc = p->next(p->arg, &p->out, &wait_ms);
+        if (rc == KP_EAGAIN && !p->out.len) {
+            if (park(p, P_PARKED, wait_ms)) continue; /* kicked meanwhile */
+            return;
+        }
+        if (rc || !p->out.len) {
+            finish(p, 0);
+            return;
+        }
+    }
+    pthread_mutex_lock(&h->mu);
+    enqueue_locked(h, p); /* more to do: after the others */
+    pthread_mutex_unlock(&h->mu);
+}
+
+void httpd__pull_free_globals(httpd_t *h)
+{
+    free(h->pheap);
+    h->pheap = NULL;
+    h->pheap_n = h->pheap_cap = 0;
 }
 
 int httpd_stream_pull(httpd_req_t *r, int status, const char *const *headers, int stall_ms,
-                      int (*next)(void *arg, buf_t *out), void (*done)(void *arg), void *arg)
+                      int (*next)(void *arg, buf_t *out, int *wait_ms), void (*done)(void *arg),
+                      void *arg)
 {
     struct httpd_pull *p = calloc(1, sizeof *p);
     if (!p) return KP_ENOMEM;
     *p = (struct httpd_pull){.r = r, .stall_ms = stall_ms > 0 ? stall_ms : 60000, .next = next,
-                             .done = done, .arg = arg};
-    pthread_cond_init(&p->cv, NULL);
+                             .done = done, .arg = arg, .heap_i = SIZE_MAX};
+    buf_init(&p->out, 64u << 20);
     int rc = httpd_stream_start(r, status, headers);
     if (rc) {
-        pthread_cond_destroy(&p->cv);
         free(p);
         return rc;
     }
-    pthread_mutex_lock(&r->h->mu);
+    httpd_t *h = r->h;
+    pthread_mutex_lock(&h->mu);
     r->pull = p;
-    pthread_mutex_unlock(&r->h->mu);
-    pthread_attr_t at;
-    pthread_t t;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 256u << 10);
-    if (pthread_create(&t, &at, pull_run, p)) {
-        /* no thread: the stream ends at once (its client asks again) */
-        pthread_mutex_lock(&r->h->mu);
-        r->pull = NULL;
-        pthread_mutex_unlock(&r->h->mu);
-        done(arg);
-        httpd_stream_end(r);
-        pthread_cond_destroy(&p->cv);
-        free(p);
-    }
-    pthread_attr_destroy(&at);
+    h->npulls++;
+    enqueue_locked(h, p);
+    pthread_mutex_unlock(&h->mu);
     return 0;
 }

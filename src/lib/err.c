@@ -20,6 +20,7 @@ const char *err_str(int rc)
     case KP_EUNAVAILABLE: return "unavailable";
     case KP_ECORRUPT: return "corrupt data";
     case KP_EBUSY: return "busy";
+    case KP_EAGAIN: return "nothing yet";
     }
     return "unknown error";
 }

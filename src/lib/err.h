@@ -26,6 +26,7 @@ enum {
     KP_EUNAVAILABLE = -14, /* a backend cannot be reached */
     KP_ECORRUPT = -15,    /* stored data does not have the expected form */
     KP_EBUSY = -16,       /* the resource is in use */
+    KP_EAGAIN = -17,      /* nothing yet: ask again (a producer with nothing to send) */
 };
 
 /* Text for an rc (never NULL; static storage). */

@@ -16,8 +16,9 @@
  * to a pod entry, so pods can come and go under it; it reads only the file.
  *
  * Threading: the HTTP engine (src/httpd): its loop and workers; a reply is
- * a pulled stream (httpd_stream_pull) on a thread of its own, so a follow
- * blocks only that thread, and ends when its client goes. Plain HTTP on the
+ * a pulled stream (httpd_stream_pull): a follow with nothing new parks
+ * (no thread) and reads again after FOLLOW_WAIT_MS; it ends when its
+ * client goes. Plain HTTP on the
  * configured address (127.0.0.1 by default).
  */
 
@@ -111,7 +112,7 @@ static int read_more(lstream_t *ls)
 /* The next piece of the log (httpd_stream_pull's `next`): what the file
  * has, formatted; none at the end (not following, the run's output ended,
  * the node stopping, the client gone, or limitBytes reached). */
-static int lstream_next(void *arg, buf_t *piece)
+static int lstream_next(void *arg, buf_t *piece, int *wait_ms)
 {
     lstream_t *ls = arg;
     for (;;) {
@@ -131,7 +132,8 @@ static int lstream_next(void *arg, buf_t *piece)
         if (r > 0) continue;
         if (!ls->follow || ended || atomic_load(&ls->p->stopping) || httpd_gone(ls->req))
             return 0;
-        usleep(FOLLOW_WAIT_MS * 1000);
+        *wait_ms = FOLLOW_WAIT_MS;
+        return KP_EAGAIN;
     }
 }
 

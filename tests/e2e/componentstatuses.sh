@@ -21,6 +21,10 @@ kp_start --nodes 0
 echo "--- $(k version --client 2>/dev/null | head -1)"
 
 echo "--- kubectl get cs: every component healthy, with the Warning"
+# The server serves before its components start (as kube-apiserver does
+# before the scheduler's first health check passes): wait for them.
+healthy() { [ "$(k get cs --no-headers 2>/dev/null | grep -c ' Healthy ')" = 3 ]; }
+kp_wait_for "every component healthy" 10 healthy
 out=$(k get cs 2>&1)
 echo "$out"
 expect_eq "warning" "$(head -1 <<<"$out")" "Warning: v1 ComponentStatus is deprecated in v1.19+"
@@ -52,6 +56,8 @@ expect_eq "watch" "$(kp_curl GET '/api/v1/componentstatuses?watch=1' -o /dev/nul
 
 echo "--- --no-controllers: the controller-manager is Unhealthy"
 kp_restart --nodes 0 --no-controllers
+sched_ok() { k get cs scheduler --no-headers 2>/dev/null | grep -q ' Healthy '; }
+kp_wait_for "the scheduler healthy" 10 sched_ok
 out=$(k get cs 2>/dev/null)
 echo "$out"
 expect_match "cm unhealthy" "$out" '^controller-manager +Unhealthy +no Lease kube-system/kube-controller-manager'

@@ -92,15 +92,34 @@ static void hold(app_t *a, httpd_req_t *r)
     pthread_mutex_unlock(&a->mu);
 }
 
-/* A pulled stream: "p1\n" .. "pN\n" (N from ?n=, 0: forever), then the end. */
+/* A pulled stream: "p1\n" .. "pN\n" (N from ?n=, 0: forever), then the end.
+ * Parked (/park): "k1\n".. as the test makes pieces available (avail, then
+ * httpd_pull_kick), the end when avail is -1; with ?tick=MS, a "t\n" once
+ * MS pass with nothing kicked (the engine's timer). */
 typedef struct puller {
     app_t *a;
     long n, i;
+    int park, tick_ms, armed;
+    atomic_long avail;
 } puller_t;
 
-static int pull_next(void *arg, buf_t *out)
+static int pull_next(void *arg, buf_t *out, int *wait_ms)
 {
     puller_t *p = arg;
+    if (p->park) {
+        long avail = atomic_load(&p->avail);
+        if (avail < 0) return 0;
+        if (p->i < avail) return buf_printf(out, "k%ld\n", ++p->i);
+        if (p->armed) {
+            p->armed = 0;
+            return buf_append(out, "t\n", 2);
+        }
+        if (p->tick_ms) {
+            p->armed = 1;
+            *wait_ms = p->tick_ms;
+        }
+        return KP_EAGAIN;
+    }
     if (p->n && p->i >= p->n) return 0;
     if (!p->n) { /* forever: big pieces, for a client that does not read */
         static char big[32768];
@@ -123,11 +142,15 @@ static void on_request(void *arg, httpd_req_t *r)
     app_t *a = arg;
     atomic_fetch_add(&a->requests, 1);
     const char *path = httpd_path(r);
-    if (!strcmp(path, "/pull")) {
+    if (!strcmp(path, "/pull") || !strcmp(path, "/park")) {
         puller_t *p = calloc(1, sizeof *p);
         p->a = a;
-        const char *n = httpd_arg(r, "n");
+        const char *n = httpd_arg(r, "n"), *tick = httpd_arg(r, "tick");
         p->n = n ? strtol(n, NULL, 10) : 3;
+        p->park = !strcmp(path, "/park");
+        p->tick_ms = tick ? (int)strtol(tick, NULL, 10) : 0;
+        httpd_set_data(r, p);
+        if (p->park) hold(a, r); /* before its first step: the test may kick it at once */
         assert_int_equal(httpd_stream_pull(r, 200, NULL, 300, pull_next, pull_done, p), 0);
         return;
     }
@@ -1296,6 +1319,98 @@ static void test_pull(void **state)
     stop(a);
 }
 
+static int all_closed(h2cli_t *c, void *arg)
+{
+    int n = *(int *)arg;
+    for (int i = 0; i < n; i++)
+        if (!c->st[i].closed) return 0;
+    return 1;
+}
+
+static int st_has_body(h2cli_t *c, void *arg)
+{
+    (void)c;
+    return ((h2st_t *)arg)->body.len > 0;
+}
+
+static int all_have(h2cli_t *c, void *arg)
+{
+    const char *want = arg;
+    for (int i = 0; i < c->nst; i++)
+        if (!c->st[i].body.p || !strstr(c->st[i].body.p, want)) return 0;
+    return 1;
+}
+
+/* Parked pulled streams hold no thread: 200 of them on one HTTP/2
+ * connection, on an engine of 2 workers, all stay open, each gets its piece
+ * when kicked, and all end cleanly; a parked stream's timer wakes it. */
+static void test_pull_parked(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    app_t *a = start_with(NULL, 1);
+    h2cli_t *c = calloc(1, sizeof *c);
+    assert_int_equal(cli_open(a, c, NULL, 65535), 0);
+    for (int i = 0; i < N; i++) assert_non_null(cli_req(c, "GET", "/park", NULL, NULL, 0));
+    httpd_req_t *rs[N];
+    cli_send(c);
+    for (int i = 0; i < N; i++) {
+        cli_pump(c, 20, NULL, NULL);
+        rs[i] = wait_held(a);
+    }
+    cli_pump(c, 300, NULL, NULL);
+    httpd_stats_t st;
+    httpd_stats(a->h, &st);
+    assert_int_equal(st.streams, N);
+    assert_true(st.workers <= 2);
+    for (int i = 0; i < N; i++) {
+        puller_t *p = httpd_data(rs[i]);
+        atomic_store(&p->avail, 1);
+        httpd_pull_kick(rs[i]);
+    }
+    cli_pump(c, 10000, all_have, "k1\n");
+    assert_true(all_have(c, "k1\n"));
+    for (int i = 0; i < N; i++) {
+        puller_t *p = httpd_data(rs[i]);
+        atomic_store(&p->avail, 2);
+        httpd_pull_kick(rs[i]);
+        httpd_pull_kick(rs[i]); /* twice: one piece all the same */
+    }
+    cli_pump(c, 10000, all_have, "k2\n");
+    for (int i = 0; i < N; i++) {
+        assert_string_equal(c->st[i].body.p, "k1\nk2\n");
+        assert_false(c->st[i].closed);
+    }
+    for (int i = 0; i < N; i++) {
+        puller_t *p = httpd_data(rs[i]);
+        atomic_store(&p->avail, -1);
+        httpd_pull_kick(rs[i]);
+    }
+    int n = N;
+    cli_pump(c, 10000, all_closed, &n);
+    for (int i = 0; i < N; i++) {
+        assert_true(c->st[i].closed);
+        assert_int_equal(c->st[i].err, 0);
+        assert_int_equal(c->st[i].status, 200);
+    }
+    assert_true(wait_count(&a->pulls_done, N));
+
+    /* the timer: nothing kicked, "t" after 100 ms */
+    h2st_t *t = cli_req(c, "GET", "/park?tick=100", NULL, NULL, 0);
+    cli_pump(c, 5000, st_has_body, t);
+    assert_non_null(t->body.p);
+    assert_memory_equal(t->body.p, "t\n", 2);
+    httpd_req_t *tr = wait_held(a);
+    puller_t *tp = httpd_data(tr);
+    atomic_store(&tp->avail, -1);
+    httpd_pull_kick(tr);
+    cli_pump(c, 5000, st_closed, t);
+    assert_true(t->closed);
+    cli_close_all(c);
+    free(c);
+    stop(a);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1307,6 +1422,7 @@ int main(void)
         cmocka_unit_test(test_stream_abort),
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_pull),
+        cmocka_unit_test(test_pull_parked),
         cmocka_unit_test(test_header_timeout),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_max_unproven),

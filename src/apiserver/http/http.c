@@ -6,10 +6,10 @@
  *
  * Threading: a request's functions run on the worker that handles it (or
  * the in-process caller's thread). A streaming reply is the engine's pulled
- * stream (httpd_stream_pull): its `next` runs on a thread of its own and may
- * block until the next piece; when the client is slower than the stream,
- * that thread waits up to API_STREAM_STALL_S, and the stream ends after
- * that, when the client goes, or when its producer gives up on the client
+ * stream (httpd_stream_pull): its `next` runs on a worker for each piece,
+ * and a stream with nothing to send, or whose client is behind, waits
+ * without a thread. A client behind for API_STREAM_STALL_S ends it, as do
+ * the client going and its producer giving up on the client
  * (api_req_abort).
  */
 #include <stdarg.h>
@@ -231,19 +231,19 @@ int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt
     return out;
 }
 
-/* ---- streaming (the engine's pulled streams: a thread each) ---- */
+/* ---- streaming (the engine's pulled streams) ---- */
 
 typedef struct stream {
     api_req_t *r;
-    int (*next)(void *arg, buf_t *out);
+    int (*next)(void *arg, buf_t *out, int *wait_ms);
     void (*free_fn)(void *arg);
     void *arg;
 } stream_t;
 
-static int stream_next(void *arg, buf_t *out)
+static int stream_next(void *arg, buf_t *out, int *wait_ms)
 {
     stream_t *st = arg;
-    return st->next(st->arg, out);
+    return st->next(st->arg, out, wait_ms);
 }
 
 /* Just before the stream's end (httpd_stream_pull): the producer's state
@@ -266,14 +266,20 @@ void api_req_abort(api_req_t *r)
     if (r->hr && __atomic_load_n(&r->streaming, __ATOMIC_ACQUIRE)) httpd_pull_cancel(r->hr);
 }
 
-int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
+void api_req_kick(api_req_t *r)
+{
+    if (r->hr && __atomic_load_n(&r->streaming, __ATOMIC_ACQUIRE)) httpd_pull_kick(r->hr);
+}
+
+int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out, int *wait_ms), void *arg,
                      void (*free_fn)(void *arg))
 {
     return api_reply_stream_as(r, "application/json", next, arg, free_fn);
 }
 
-int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, buf_t *out),
-                        void *arg, void (*free_fn)(void *arg))
+int api_reply_stream_as(api_req_t *r, const char *ctype,
+                        int (*next)(void *arg, buf_t *out, int *wait_ms), void *arg,
+                        void (*free_fn)(void *arg))
 {
     if (r->internal) {
         if (free_fn) free_fn(arg);

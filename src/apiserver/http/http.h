@@ -184,19 +184,26 @@ int api_reply_error(api_req_t *r, int rc, const json_t *details, const char *fmt
 /* A Status with an explicit HTTP code and reason. */
 int api_reply_status(api_req_t *r, int code, const char *reason, const json_t *details,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* A chunked streaming reply: `next` is called (on the connection's thread, may
- * block) to produce the next piece into `out`; returning 0 with out->len == 0
- * ends the stream. `free_fn` releases `arg` when the connection is done. */
-int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out), void *arg,
+/* A streaming reply, the engine's pulled stream (httpd_stream_pull): `next`
+ * is called on a worker for each piece into `out`: 0 with bytes sends them,
+ * 0 with none (or an error) ends the stream, KP_EAGAIN with none parks it
+ * (no thread held) until api_req_kick(), or until *wait_ms (comes as -1:
+ * none) ms pass. `next` should not block. `free_fn` releases `arg` just
+ * before the stream ends. */
+int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out, int *wait_ms), void *arg,
                      void (*free_fn)(void *arg));
 /* The same with another Content-Type (a protobuf watch). */
-int api_reply_stream_as(api_req_t *r, const char *ctype, int (*next)(void *arg, buf_t *out),
-                        void *arg, void (*free_fn)(void *arg));
+int api_reply_stream_as(api_req_t *r, const char *ctype,
+                        int (*next)(void *arg, buf_t *out, int *wait_ms), void *arg,
+                        void (*free_fn)(void *arg));
 /* Whether r came in on the Unix socket (the in-process components). */
 int api_req_local(api_req_t *r);
-/* Whether r's client has gone away (closed, reset its stream); a stream's
- * `next` looks while it waits for more. Any thread. */
+/* Whether r's client has gone away (closed, reset its stream). Any thread.
+ * (A parked stream whose client goes ends without asking.) */
 int api_req_gone(api_req_t *r);
+/* r's parked stream has more: its `next` runs again. Any thread, until
+ * `free_fn`; never blocks (a lock held briefly). */
+void api_req_kick(api_req_t *r);
 /* End r's stream if it waits for a client that does not read (its producer
  * gave up on it: a watcher whose queue filled). Any thread; never blocks
  * for long (a lock held briefly). */

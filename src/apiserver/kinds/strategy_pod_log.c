@@ -22,7 +22,8 @@
  * answers when the kubelet cannot be dialled.
  *
  * follow=true streams the node's chunked reply through as it comes (until
- * the container exits, or either side goes); otherwise the reply is read
+ * the container exits, or either side goes), looking every FOLLOW_POLL_MS
+ * while the node sends nothing (no thread waits meanwhile); otherwise the reply is read
  * whole (capped at LOG_BODY_MAX) and passed on as text/plain.
  */
 #include <curl/curl.h>
@@ -41,6 +42,7 @@
 #define LOG_CONNECT_MS 3000
 #define LOG_TIMEOUT_MS 60000
 #define LOG_NAMES_MAX  1024
+#define FOLLOW_POLL_MS 50 /* a follow with nothing new looks again after this */
 
 /* "[a b]": the names of the containers in list `which`. */
 static void names_of(const json_t *pod, const char *which, char *out, size_t n)
@@ -160,7 +162,10 @@ static void follow_free(void *arg)
     free(fl);
 }
 
-static int follow_next(void *arg, buf_t *out)
+/* The node's bytes as they come. The node's connection is curl's, not the
+ * engine's: with nothing yet, the stream parks and looks again after
+ * FOLLOW_POLL_MS. */
+static int follow_next(void *arg, buf_t *out, int *wait_ms)
 {
     follow_t *fl = arg;
     for (;;) {
@@ -180,7 +185,10 @@ static int follow_next(void *arg, buf_t *out)
             continue;
         }
         if (client_gone(fl)) return KP_ECLOSED; /* ends the stream; the node sees us go */
-        if (!fl->f.body.len) curl_multi_poll(fl->m, NULL, 0, 500, NULL);
+        if (!fl->f.body.len) {
+            *wait_ms = FOLLOW_POLL_MS;
+            return KP_EAGAIN;
+        }
     }
 }
 

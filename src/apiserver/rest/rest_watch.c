@@ -9,17 +9,19 @@
  * falls behind its backlog (WATCH_BACKLOG events or cfg.watch_queue_bytes of
  * JSON queued), or when the server stops.
  *
- * A client that stops reading: the stream's thread waits (http.c) while the
- * engine holds its budget of unsent bytes, and the watch cache ends the
- * watcher itself when its queue is full or at the deadline (plus
- * WATCH_GRACE_MS, so that a reading client gets its clean end from
- * watch_next() first); the stream then ends and the client watches again,
- * as from Kubernetes' cacheWatcher dropped for unresponsiveness.
+ * No thread waits for a watch. watch_next() takes what the watcher has
+ * queued without waiting; with nothing, the stream parks (http.c) until
+ * the cache queues the next event (on_ready: api_req_kick) or the next
+ * bookmark or the deadline is due. A client that goes (its connection
+ * closed, or its HTTP/2 stream reset) ends its parked stream at once, as
+ * Kubernetes ends a watch when its request's context is cancelled.
  *
- * A quiet watch waits for events on its stream's thread; watch_next() looks
- * every PEER_CHECK_MS whether the client has gone (api_req_gone: its
- * connection closed, or its HTTP/2 stream reset) and ends the stream then,
- * as Kubernetes ends a watch when its request's context is cancelled.
+ * A client that stops reading: its stream parks while the engine holds its
+ * budget of unsent bytes, and the watch cache ends the watcher itself when
+ * its queue is full or at the deadline (plus WATCH_GRACE_MS, so that a
+ * reading client gets its clean end from watch_next() first); the stream
+ * then ends and the client watches again, as from Kubernetes' cacheWatcher
+ * dropped for unresponsiveness.
  *
  * Open watches count against cfg.max_watches, or cfg.max_watches_local for
  * the Unix socket of the in-process components.
@@ -28,6 +30,7 @@
  * of one row, the first with the column definitions. Those are rendered per
  * watcher: only the plain JSON is encoded once for all.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,10 +50,10 @@
 #define WATCH_MAX_SECONDS 1800
 #define BOOKMARK_EVERY_MS 10000
 #define WATCH_GRACE_MS 2000
-/* Synthetic ADDED events go out in slices of about this many bytes: a
- * client that does not read holds one slice in its stream's buffer. */
+/* Events go out in pieces of about this many bytes at most (the synthetic
+ * ADDED events of a snapshot; live events as many as are queued): a client
+ * that does not read holds one piece in its stream's buffer. */
 #define WATCH_SLICE (64u << 10)
-#define PEER_CHECK_MS 1000 /* how often a quiet watch looks for its client gone */
 
 typedef struct watch_stream {
     apiserver_t *srv;
@@ -138,7 +141,7 @@ static const char *event_type(const watch_stream_t *ws, const wc_event_t *ev)
     return NULL;
 }
 
-static int watch_next(void *arg, buf_t *out)
+static int watch_next(void *arg, buf_t *out, int *wait_ms)
 {
     watch_stream_t *ws = arg;
     if (ws->error) {
@@ -167,18 +170,19 @@ static int watch_next(void *arg, buf_t *out)
 
     for (;;) {
         int64_t now = clock_mono_ns();
-        if (now >= ws->deadline_ns) return KP_ETIMEDOUT;
+        if (now >= ws->deadline_ns) return out->len ? 0 : KP_ETIMEDOUT;
         if (!ws->bookmark_ns) ws->bookmark_ns = now + (int64_t)BOOKMARK_EVERY_MS * 1000000;
-        int64_t until = ws->deadline_ns;
-        if (ws->bookmarks && ws->bookmark_ns < until) until = ws->bookmark_ns;
-        int64_t wait_ms = (until - now) / 1000000 + 1;
-        if (wait_ms > PEER_CHECK_MS) wait_ms = PEER_CHECK_MS;
         wc_event_t ev;
-        int rc = wc_watcher_next(ws->w, (int)wait_ms, &ev);
-        if (rc == KP_ETIMEDOUT) {
-            if (api_req_gone(ws->req)) return KP_ECLOSED;
-            now = clock_mono_ns();
-            if (!ws->bookmarks || now >= ws->deadline_ns || now < ws->bookmark_ns) continue;
+        int rc = wc_watcher_next(ws->w, 0, &ev);
+        if (rc == KP_ETIMEDOUT) { /* nothing queued */
+            if (out->len) return 0; /* the events taken so far */
+            if (!ws->bookmarks || now < ws->bookmark_ns) {
+                int64_t until = ws->deadline_ns;
+                if (ws->bookmarks && ws->bookmark_ns < until) until = ws->bookmark_ns;
+                int64_t ms = (until - now) / 1000000 + 1;
+                *wait_ms = ms > INT32_MAX ? INT32_MAX : (int)ms;
+                return KP_EAGAIN; /* parked until on_ready, or then */
+            }
             ws->bookmark_ns = 0;
             char bm[256];
             int n = snprintf(bm, sizeof bm,
@@ -189,14 +193,14 @@ static int watch_next(void *arg, buf_t *out)
                                                                              : wc_revision(ws->wc)));
             return emit_ws(ws, out, "BOOKMARK", bm, (size_t)n);
         }
-        if (rc) return rc; /* closed, or fell behind: end the stream */
+        if (rc) return out->len ? 0 : rc; /* closed, or fell behind: end the stream */
         ws->last_rev = ev.rev;
         ws->bookmark_ns = 0; /* an event resets the quiet period */
         const char *type = event_type(ws, &ev);
         if (type) rc = emit_obj(ws, out, type, ev.obj);
         wc_event_clear(&ev);
         if (rc) return rc;
-        if (type) return 0;
+        if (out->len >= WATCH_SLICE) return 0; /* more next time */
     }
 }
 
@@ -209,7 +213,18 @@ static int watch_next(void *arg, buf_t *out)
 static void watch_end(void *arg)
 {
     watch_stream_t *ws = arg;
-    if (ws->w && wc_watcher_end_code(ws->w) != KP_ECLOSED) api_req_abort(ws->req);
+    if (ws->w && wc_watcher_end_code(ws->w) != KP_ECLOSED)
+        api_req_abort(ws->req);
+    else
+        api_req_kick(ws->req);
+}
+
+/* The cache queued an event for a watcher with none (on_ready, the cache's
+ * lock held): its parked stream takes it. */
+static void watch_ready(void *arg)
+{
+    watch_stream_t *ws = arg;
+    api_req_kick(ws->req);
 }
 
 static void watch_count(apiserver_t *s, int local, int delta)
@@ -304,7 +319,9 @@ int rest_watch(api_req_t *r)
                           .backlog_bytes = s->cfg.watch_queue_bytes,
                           .deadline_ns = ws->deadline_ns + (int64_t)WATCH_GRACE_MS * 1000000,
                           .on_end = watch_end,
-                          .on_end_arg = ws};
+                          .on_end_arg = ws,
+                          .on_ready = watch_ready,
+                          .on_ready_arg = ws};
     rc = wc_watch(ws->wc, prefix, after, &wo, &ws->w);
     if (rc == KP_ECOMPACTED) {
         /* Kubernetes names the oldest revision a watch may start from. */

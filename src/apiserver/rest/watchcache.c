@@ -150,6 +150,8 @@ struct wc_watcher {
     int64_t deadline_ns; /* 0: none */
     void (*on_end)(void *arg);
     void *on_end_arg;
+    void (*on_ready)(void *arg);
+    void *on_ready_arg;
     int told;          /* on_end was called, or must not be (cancelled by its owner) */
     int end;           /* 0, or the error next() returns once q is empty */
     int cancelled;
@@ -836,6 +838,7 @@ static void deliver(wc_watcher_t *w, const wc_event_t *ev)
         return;
     }
     pthread_cond_signal(&w->cv);
+    if (w->qn == 1 && w->on_ready) w->on_ready(w->on_ready_arg);
 }
 
 /* ---- lifetime ---- */
@@ -1304,6 +1307,8 @@ int wc_watch(wc_t *wc, const char *key_prefix, int64_t after_rev, const wc_watch
         w->deadline_ns = opts->deadline_ns;
         w->on_end = opts->on_end;
         w->on_end_arg = opts->on_end_arg;
+        w->on_ready = opts->on_ready;
+        w->on_ready_arg = opts->on_ready_arg;
     }
 
     /* A revision the store has not reached is not worth waiting for. The

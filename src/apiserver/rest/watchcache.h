@@ -210,6 +210,13 @@ typedef struct wc_watch_opts {
      * held: it must not block or call into the cache. NULL: none. */
     void (*on_end)(void *arg);
     void *on_end_arg;
+    /* Called when an event is queued for the watcher while its queue was
+     * empty, so that an owner that polls (wc_watcher_next() with timeout 0)
+     * need not wait on a thread. Same rules as on_end (a cache thread, the
+     * cache's lock held; it must not block or call into the cache). NULL:
+     * none. */
+    void (*on_ready)(void *arg);
+    void *on_ready_arg;
 } wc_watch_opts_t;
 
 /* The code a watcher was ended with (KP_ETOOLARGE: its queue was full,
