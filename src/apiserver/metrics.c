@@ -195,8 +195,16 @@ int api_serve_metrics(api_req_t *r)
         rc = buf_printf(&b,
                  "# HELP kplane_http_requests_queued Requests waiting for a worker.\n"
                  "# TYPE kplane_http_requests_queued gauge\n"
-                 "kplane_http_requests_queued %llu\n",
-                 (unsigned long long)hs.queued);
+                 "kplane_http_requests_queued %llu\n"
+                 "# HELP kplane_http_workers Worker threads of the HTTP engine now.\n"
+                 "# TYPE kplane_http_workers gauge\n"
+                 "kplane_http_workers %llu\n"
+                 "# HELP kplane_http_streams Streaming replies open now (watches, log "
+                 "follows); a parked one holds no thread.\n"
+                 "# TYPE kplane_http_streams gauge\n"
+                 "kplane_http_streams %llu\n",
+                 (unsigned long long)hs.queued, (unsigned long long)hs.workers,
+                 (unsigned long long)hs.streams);
     pthread_mutex_lock(&r->srv->metrics_mu);
     char *extra = NULL;
     if (!rc && r->srv->metrics_fn && !r->srv->metrics_fn(r->srv->metrics_arg, &extra) && extra)

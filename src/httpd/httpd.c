@@ -514,9 +514,13 @@ void httpd__dispatch(httpd_req_t *r)
 
 void httpd__worker_wake_locked(httpd_t *h)
 {
-    /* work waits and every worker is busy: one more, up to the cap */
-    if (h->idle_workers < (int)(h->qlen + h->pqlen) && h->live_workers < h->cfg.max_workers)
-        worker_add_locked(h);
+    /* Requests wait and every worker is busy: one more each (a handler may
+     * block), up to the cap. Pulled streams' steps do not block: a burst of
+     * them (one write kicking a thousand watches) gets HTTPD_PULL_SPARE
+     * workers beyond the kept ones at most. */
+    int more = h->idle_workers < (int)h->qlen ||
+               (!h->idle_workers && h->pqlen && h->live_workers < h->cfg.workers + HTTPD_PULL_SPARE);
+    if (more && h->live_workers < h->cfg.max_workers) worker_add_locked(h);
     pthread_cond_signal(&h->cv);
     /* the only idle worker may be the one waiting for the timers */
     if (h->idle_workers == h->timer_waiter) pthread_cond_signal(&h->tcv);

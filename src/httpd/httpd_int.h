@@ -39,6 +39,7 @@
 #define HTTPD_WRITE_HIGH (256u << 10) /* bytes in flight to a socket: stop producing */
 #define HTTPD_DRAIN_BYTES (256u << 10) /* after a refusal, as Go's net/http */
 #define HTTPD_DRAIN_MS 1000
+#define HTTPD_PULL_SPARE 4         /* workers beyond the kept ones for pulled streams' bursts */
 #define HTTPD_H2_STREAM_WINDOW (256u << 10) /* kube-apiserver's upload buffer per stream */
 
 typedef struct conn conn_t;

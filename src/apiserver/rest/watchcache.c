@@ -58,8 +58,10 @@
  *     it becomes the store watch's revision, which also counts the revisions
  *     of writes outside the prefix (the watch reports progress past them).
  *  6. Slow watchers never block. A watcher's queue holds at most `backlog`
- *     live events and `backlog_bytes` of their JSON (plus whatever its replay
- *     put there; a single live event may exceed the bytes alone). apply()
+ *     live events and `backlog_bytes` of their JSON besides the first live
+ *     one (the one its owner takes next, which may be of any size: an owner
+ *     woken by on_ready takes it as soon as it runs), plus whatever its
+ *     replay put there. apply()
  *     only enqueues; a watcher it cannot enqueue to is ended with
  *     KP_ETOOLARGE and keeps its queue, which it drains before seeing the
  *     error. qbytes and replay_bytes are the sums of q_cost() over the queue
@@ -822,8 +824,9 @@ static void deliver(wc_watcher_t *w, const wc_event_t *ev)
 {
     if (w->end || w->cancelled || !key_matches(ev->obj->key, w->prefix, w->plen)) return;
     size_t live = w->qn - w->replay_left;
+    size_t head = live ? q_cost(&w->q[(w->qhead + w->replay_left) % w->qcap]) : 0;
     if (live >= w->backlog ||
-        (live && w->qbytes - w->replay_bytes + q_cost(ev) > w->backlog_bytes)) {
+        (live && w->qbytes - w->replay_bytes - head + q_cost(ev) > w->backlog_bytes)) {
         log_debug("watchcache", "watcher on %s ended at revision %" PRId64 ": too slow (%zu "
                   "events, %zu bytes queued)", w->prefix, ev->rev, live,
                   w->qbytes - w->replay_bytes);
