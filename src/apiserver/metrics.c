@@ -4,6 +4,7 @@
  *   apiserver_request_total{verb,resource,code}             counter
  *   apiserver_request_duration_seconds{verb,resource}       histogram
  *   apiserver_registered_watchers                           gauge
+ *   kplane_watch_cache_history_bytes{group,version,resource} gauge
  *   apiserver_storage_revision                              gauge
  *
  * Counters live in fixed arrays indexed by (resource, verb[, code]), so
@@ -20,6 +21,7 @@
 
 #include "apiserver/http/http.h"
 #include "apiserver/rest/rest.h"
+#include "apiserver/rest/watchcache.h"
 #include "apiserver/apiserver_int.h"
 #include "lib/buf.h"
 #include "httpd/httpd.h"
@@ -159,6 +161,20 @@ int api_serve_metrics(api_req_t *r)
                  "kplane_store_commits_total %llu\n",
                  watches, (long long)st.revision, (long long)st.compact_revision,
                  (unsigned long long)st.writes, (unsigned long long)st.commits);
+    /* Where the watch caches' memory goes: each resource's history. */
+    if (!rc)
+        rc = buf_printf(&b,
+                 "# HELP kplane_watch_cache_history_bytes Memory of a resource's watch cache "
+                 "history (object versions it keeps, estimated; bounded by --watch-cache-bytes).\n"
+                 "# TYPE kplane_watch_cache_history_bytes gauge\n");
+    for (size_t i = 0, n = api_registry_count(); !rc && r->srv->caches && i < n; i++) {
+        const api_resource_t *res = api_registry_at(i);
+        size_t bytes = 0;
+        if (r->srv->caches[i]) wc_history_usage(r->srv->caches[i], &bytes, NULL);
+        rc = buf_printf(&b, "kplane_watch_cache_history_bytes{group=\"%s\",version=\"%s\","
+                            "resource=\"%s\"} %zu\n",
+                        res->group, res->version, res->resource, bytes);
+    }
     httpd_stats_t hs = {0};
     if (r->srv->httpd) httpd_stats(r->srv->httpd, &hs);
     if (!rc)

@@ -87,6 +87,18 @@ def open_watches():
     raise RuntimeError("no apiserver_registered_watchers in /metrics")
 
 
+def cache_mb():
+    """The configmaps watch cache's history (kplane_watch_cache_history_bytes), MB."""
+    c = conn()
+    st, data = request(c, "GET", "/metrics")
+    c.close()
+    key = 'kplane_watch_cache_history_bytes{group="",version="v1",resource="configmaps"} '
+    for line in data.decode().splitlines():
+        if line.startswith(key):
+            return int(line.split()[-1]) / 1048576.0
+    return float("nan")
+
+
 class Probe(threading.Thread):
     """An authenticated GET on a fresh connection every 0.25 s."""
 
@@ -309,8 +321,25 @@ def stuck_round(names, payload, rate_base, rss0, tag):
     if tag == "(i)" and STRICT:
         check(rate >= 0.8 * rate_base, "%s writers kept their rate within 20%%" % tag)
     probe.finish(tag)
-    time.sleep(1)  # connection threads finish after the sockets close
-    return rss_mb()
+    return settled_rss(tag)
+
+
+def settled_rss(tag):
+    """The server's memory once the allocator has given back what it gives
+    back (jemalloc decays freed pages over about 10 s): sampled every second
+    until RssAnon has not fallen by 1% for 3 s, 20 s at most."""
+    t = time.monotonic()
+    last, calm = rss_mb(), 0
+    while calm < 5 and time.monotonic() - t < 30:
+        time.sleep(1)
+        r = rss_mb()
+        calm = calm + 1 if r["RssAnon"] >= 0.99 * last["RssAnon"] else 0
+        last = r
+    last["cache"] = cache_mb()
+    print("  %s: RSS settled after %.0f s: %.0f MB (anon %.0f; the configmaps watch cache's "
+          "history %.0f MB)" % (tag, time.monotonic() - t, last["VmRSS"], last["RssAnon"],
+                                last["cache"]))
+    return last
 
 
 def attack_slow_watchers():
@@ -320,7 +349,7 @@ def attack_slow_watchers():
     names = ["cm-%05d" % i for i in range(WRITES)]
     rate_create = write_all("attack", names, payload, create=True)
     rate_base = write_all("attack", names[:BASE_WRITES], payload + "a", create=False)
-    rss_setup = rss_mb()
+    rss_setup = settled_rss("setup")
     print("  setup: %d creates at %.0f/s; without watchers %d updates at %.0f/s; RSS %.0f MB"
           " (anon %.0f, file %.0f)" % (WRITES, rate_create, BASE_WRITES, rate_base,
                                        rss_setup["VmRSS"], rss_setup["RssAnon"],
@@ -330,8 +359,7 @@ def attack_slow_watchers():
     # and the store's pages) is the writes', not the attack's; the start the
     # attack is measured from is after them.
     rate_control = write_all("attack", names, payload + "0", create=False)
-    time.sleep(1)
-    rss0 = rss_mb()
+    rss0 = settled_rss("control")
     print("  control: the same %d updates without watchers at %.0f/s; RSS %.0f MB (%+.1f%%;"
           " anon %.0f, file %.0f)" % (WRITES, rate_control, rss0["VmRSS"],
                                      (rss0["VmRSS"] / rss_setup["VmRSS"] - 1) * 100,
