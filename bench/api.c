@@ -255,18 +255,26 @@ static void server_stop(server_t *s, int remove)
     if (remove) nftw(s->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* VmRSS of the server in MiB. */
-static double server_rss_mb(const server_t *s)
+/* A number field of the server's /proc/PID/status ("VmRSS:" in kB,
+ * "Threads:"). */
+static long server_status(const server_t *s, const char *field)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)s->pid);
     FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f && kb < 0 && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6)) kb = strtol(line + 6, NULL, 10);
+    size_t len = strlen(field);
+    long v = -1;
+    while (f && v < 0 && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, len)) v = strtol(line + len, NULL, 10);
     if (f) fclose(f);
-    if (kb < 0) fail(s, "no VmRSS in %s", path);
-    return (double)kb / 1024.0;
+    if (v < 0) fail(s, "no %s in %s", field, path);
+    return v;
+}
+
+/* VmRSS of the server in MiB. */
+static double server_rss_mb(const server_t *s)
+{
+    return (double)server_status(s, "VmRSS:") / 1024.0;
 }
 
 /* CPU time the server has used so far (user + system), in microseconds. */
@@ -285,18 +293,10 @@ static double server_cpu_us(const server_t *s)
     return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* The server's thread count (/proc/PID/status Threads:). */
+/* The server's thread count. */
 static long server_threads(const server_t *s)
 {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)s->pid);
-    FILE *f = fopen(path, "r");
-    long n = -1;
-    while (f && n < 0 && fgets(line, sizeof line, f))
-        if (!strncmp(line, "Threads:", 8)) n = strtol(line + 8, NULL, 10);
-    if (f) fclose(f);
-    if (n < 0) fail(s, "no Threads in %s", path);
-    return n;
+    return server_status(s, "Threads:");
 }
 
 /* How many of the server's fds are sockets. */

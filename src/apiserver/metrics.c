@@ -14,6 +14,7 @@
  */
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,13 @@ static const char *slot_name(size_t slot, char *buf, size_t n)
     if (*res->group) snprintf(buf, n, "%s.%s", res->resource, res->group);
     else snprintf(buf, n, "%s", res->resource);
     return buf;
+}
+
+/* One unlabelled gauge, with its HELP and TYPE lines. */
+static int gauge(buf_t *b, const char *name, const char *help, uint64_t value)
+{
+    return buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name,
+                      (unsigned long long)value);
 }
 
 int api_serve_metrics(api_req_t *r)
@@ -207,20 +215,12 @@ int api_serve_metrics(api_req_t *r)
                  "# TYPE kplane_http2_connections_total counter\n"
                  "kplane_http2_connections_total %llu\n",
                  (unsigned long long)hs.accepted, (unsigned long long)hs.h2_accepted);
+    if (!rc) rc = gauge(&b, "kplane_http_requests_queued", "Requests waiting for a worker.", hs.queued);
+    if (!rc) rc = gauge(&b, "kplane_http_workers", "Worker threads of the HTTP engine now.", hs.workers);
     if (!rc)
-        rc = buf_printf(&b,
-                 "# HELP kplane_http_requests_queued Requests waiting for a worker.\n"
-                 "# TYPE kplane_http_requests_queued gauge\n"
-                 "kplane_http_requests_queued %llu\n"
-                 "# HELP kplane_http_workers Worker threads of the HTTP engine now.\n"
-                 "# TYPE kplane_http_workers gauge\n"
-                 "kplane_http_workers %llu\n"
-                 "# HELP kplane_http_streams Streaming replies open now (watches, log "
-                 "follows); a parked one holds no thread.\n"
-                 "# TYPE kplane_http_streams gauge\n"
-                 "kplane_http_streams %llu\n",
-                 (unsigned long long)hs.queued, (unsigned long long)hs.workers,
-                 (unsigned long long)hs.streams);
+        rc = gauge(&b, "kplane_http_streams",
+                   "Streaming replies open now (watches, log follows); a parked one holds no thread.",
+                   hs.streams);
     pthread_mutex_lock(&r->srv->metrics_mu);
     char *extra = NULL;
     if (!rc && r->srv->metrics_fn && !r->srv->metrics_fn(r->srv->metrics_arg, &extra) && extra)

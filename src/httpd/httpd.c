@@ -582,8 +582,8 @@ static void *worker_run(void *arg)
             idle_out = timed_out && until == idle_until && spare && !h->qhead && !h->pq_head &&
                        h->live_workers > h->cfg.workers;
         }
-        /* to work: another idle worker takes over the timers */
-        if ((p || h->qhead) && h->pheap_n && !h->timer_waiter && h->idle_workers)
+        /* to work, or to end: another idle worker takes over the timers */
+        if ((p || h->qhead || idle_out) && h->pheap_n && !h->timer_waiter && h->idle_workers)
             pthread_cond_signal(&h->cv);
         if (p) {
             pthread_mutex_unlock(&h->mu);
