@@ -11,6 +11,14 @@
  *   converge.10k     10,000 replicas on 200 nodes
  *   controllers.idle API requests per minute an idle controller manager
  *                    (its own process) makes once its caches are synced
+ *   sched.5k         10,000 pending pods (100m CPU each) bound on 5,000
+ *                    simulated nodes by a `kplane scheduler` started once
+ *                    they all exist (the server runs no scheduler or
+ *                    controllers): pods_per_s from its first bind to its
+ *                    last (Kubernetes' scheduler_perf threshold for this
+ *                    case: 680); seconds from its start to the last bind;
+ *                    the scheduler's CPU seconds and RSS, the server's CPU
+ *                    seconds meanwhile and RSS after
  *
  * Each case starts a fresh `kplane server` (tests/client/kpserver.c) with
  * its data under $KP_BENCH_DIR, else ./.bench-tmp (never /tmp, which may be
@@ -60,6 +68,27 @@ static double cpu_seconds(pid_t pid)
     if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
         return -1;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* VmRSS of process pid in MiB; -1 when unreadable. */
+static double rss_mb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && kb < 0 && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = strtol(line + 6, NULL, 10);
+    if (f) fclose(f);
+    return kb < 0 ? -1 : (double)kb / 1024.0;
+}
+
+/* The kplane binary: KP_KPLANE_BIN's (scripts/bench-compare drives another
+ * build) or this build's. */
+static const char *kplane_bin(void)
+{
+    const char *bin = getenv("KP_KPLANE_BIN");
+    return bin && *bin ? bin : KPLANE_BIN;
 }
 
 static kc_client_t *client_for(const kpserver_t *s, json_t **storage)
@@ -201,7 +230,7 @@ static void idle(void)
     pid_t pid = fork();
     if (pid == 0) {
         if (!freopen("/dev/null", "w", stdout)) _exit(127);
-        execl(KPLANE_BIN, KPLANE_BIN, "controller-manager", "--kubeconfig", s.kubeconfig,
+        execl(kplane_bin(), kplane_bin(), "controller-manager", "--kubeconfig", s.kubeconfig,
               "--metrics-listen", listen, (char *)NULL);
         _exit(127);
     }
@@ -221,6 +250,84 @@ static void idle(void)
     if (a < 0 || b < 0) die("scraping the controller manager's metrics", KP_EUNAVAILABLE);
     printf("BENCH controllers.idle requests_per_min=%.1f window_s=%.0f\n", (b - a) * 60 / dt, dt);
     fflush(stdout);
+}
+
+static void sched(const char *name, int pods, int nodes)
+{
+    char nflag[16];
+    snprintf(nflag, sizeof nflag, "%d", nodes);
+    const char *const extra[] = {"--nodes", nflag, "--no-scheduler", "--no-controllers", NULL};
+    kpserver_t s;
+    kpserver_start(&s, extra);
+    json_t *storage;
+    kc_client_t *c = client_for(&s, &storage);
+    wait_nodes(c, nodes);
+
+    json_t *pod = json_pack(
+        "{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:[{s:s, s:s, s:{s:{s:s}}}]}}", "apiVersion", "v1",
+        "kind", "Pod", "metadata", "name", "", "labels", "app", "sched", "spec", "containers",
+        "name", "app", "image", "registry.k8s.io/pause:3.9", "resources", "requests", "cpu",
+        "100m");
+    json_t *meta = json_object_get(pod, "metadata");
+    for (int i = 0; i < pods; i++) {
+        json_object_set_new(meta, "name", json_sprintf("sched-%d", i));
+        int rc = kc_create(c, &kc_pods, "default", pod, NULL, NULL);
+        if (rc) die("create a pod", rc);
+    }
+    json_decref(pod);
+    json_t *list;
+    int rc = kc_list(c, &kc_pods, "default", "labelSelector=app%3Dsched", &list);
+    if (rc) die("list pods", rc);
+    char rv[32];
+    snprintf(
+        rv, sizeof rv, "%s",
+        json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
+    json_decref(list);
+    kc_watch_t *w;
+    if ((rc = kc_watch_open(c, &kc_pods, "default", "labelSelector=app%3Dsched", rv, 0, &w)))
+        die("watch pods", rc);
+
+    double t0 = now_s(), cpu0 = cpu_seconds(s.pid);
+    pid_t pid = fork();
+    if (pid < 0) die("fork", KP_ENOMEM);
+    char log[900];
+    snprintf(log, sizeof log, "%s/scheduler.log", s.dir); /* kept where a failure keeps the dir */
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen(log, "w", stderr)) _exit(127);
+        execl(kplane_bin(), kplane_bin(), "scheduler", "--kubeconfig", s.kubeconfig,
+              (char *)NULL);
+        _exit(127);
+    }
+    json_t *bound = json_object();
+    double t_first = 0, t_last = 0;
+    while ((int)json_object_size(bound) < pods) {
+        kc_event_type_t type;
+        json_t *p;
+        if ((rc = kc_watch_next(w, 120000, &type, &p))) die("watching pods bind", rc);
+        const char *pn = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+        const char *node =
+            json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
+        if (type != KC_BOOKMARK && pn && node && *node && !json_object_get(bound, pn)) {
+            json_object_set_new(bound, pn, json_true());
+            t_last = now_s() - t0;
+            if (!t_first) t_first = t_last;
+        }
+        json_decref(p);
+    }
+    double sched_cpu = cpu_seconds(pid), sched_rss = rss_mb(pid);
+    double server_cpu = cpu_seconds(s.pid) - cpu0, server_rss = rss_mb(s.pid);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    json_decref(bound);
+    kc_watch_close(w);
+    printf("BENCH %s pods_per_s=%.0f seconds=%.2f first_bind_s=%.2f sched_cpu_s=%.2f "
+           "sched_rss_mb=%.1f server_cpu_s=%.2f server_rss_mb=%.1f pods=%d nodes=%d\n",
+           name, t_last > t_first ? (pods - 1) / (t_last - t_first) : 0.0, t_last, t_first,
+           sched_cpu, sched_rss, server_cpu, server_rss, pods, nodes);
+    fflush(stdout);
+    kc_client_free(c);
+    json_decref(storage);
+    kpserver_stop(&s);
 }
 
 static int wanted(int argc, char **argv, const char *name)
@@ -243,5 +350,6 @@ int main(int argc, char **argv)
     if (wanted(argc, argv, "converge.1k")) converge("converge.1k", 1000, 50);
     if (wanted(argc, argv, "converge.10k")) converge("converge.10k", 10000, 200);
     if (wanted(argc, argv, "controllers.idle")) idle();
+    if (wanted(argc, argv, "sched.5k")) sched("sched.5k", 10000, 5000);
     return 0;
 }
