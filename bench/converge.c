@@ -9,6 +9,9 @@
  *                    server used meanwhile: steadier than seconds on a
  *                    shared machine, so the figure to compare changes by
  *   converge.10k     10,000 replicas on 200 nodes
+ *   converge.100k    100,000 replicas on 1,000 nodes (KWOK's published
+ *                    scale), with the server's RSS at the end; run only when
+ *                    named (minutes, and gigabytes)
  *   controllers.idle API requests per minute an idle controller manager
  *                    (its own process) makes once its caches are synced
  *   sched.5k         10,000 pending pods (100m CPU each) bound on 5,000
@@ -24,7 +27,7 @@
  * its data under $KP_BENCH_DIR, else ./.bench-tmp (never /tmp, which may be
  * a tmpfs where fsync costs nothing), and prints one line:
  * BENCH <case> <metric>=<value> ...
- * Usage: bench_converge [CASE...] (default: all).
+ * Usage: bench_converge [CASE...] (default: all but converge.100k).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -195,8 +198,9 @@ static void converge(const char *name, int replicas, int nodes)
     json_decref(seen);
     json_decref(bound);
     kc_watch_close(w);
-    printf("BENCH %s seconds=%.2f created_s=%.2f bound_s=%.2f cpu_s=%.2f replicas=%d nodes=%d\n",
-           name, secs, t_created, t_bound, cpu, replicas, nodes);
+    printf("BENCH %s seconds=%.2f created_s=%.2f bound_s=%.2f cpu_s=%.2f rss_mb=%.1f "
+           "replicas=%d nodes=%d\n",
+           name, secs, t_created, t_bound, cpu, rss_mb(s.pid), replicas, nodes);
     fflush(stdout);
     kc_client_free(c);
     json_decref(storage);
@@ -349,6 +353,7 @@ int main(int argc, char **argv)
     setenv("TMPDIR", dir, 1); /* where kpserver_start makes data dirs */
     if (wanted(argc, argv, "converge.1k")) converge("converge.1k", 1000, 50);
     if (wanted(argc, argv, "converge.10k")) converge("converge.10k", 10000, 200);
+    if (argc > 1 && wanted(argc, argv, "converge.100k")) converge("converge.100k", 100000, 1000);
     if (wanted(argc, argv, "controllers.idle")) idle();
     if (wanted(argc, argv, "sched.5k")) sched("sched.5k", 10000, 5000);
     return 0;

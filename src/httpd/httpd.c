@@ -1,7 +1,9 @@
 /*
  * httpd.c -- the engine of httpd.h: requests, the worker pool, hand-back,
  * connections and the API. The protocols live in httpd_h1.c (HTTP/1.1) and
- * httpd_h2.c (HTTP/2), TLS in httpd_tls.c; httpd_int.h says what they share.
+ * httpd_h2.c (HTTP/2), TLS in httpd_tls.c, pulled streams in httpd_pull.c
+ * (their steps run on the same workers as the handlers); httpd_int.h says
+ * what they share.
  *
  * A CONNECTION'S BYTES
  *   read (libuv) -> TLS (if the listener has a certificate: decrypt,

@@ -283,7 +283,8 @@ void httpd__pull_step(struct httpd_pull *p)
         p->off = 0;
         int wait_ms = -1;
         int rc = p->next(p->arg, &p->out, &wait_ms);
-        if (rc == KP_EAGAIN && !p->out.len) {
+        if (rc == KP_EAGAIN && p->out.len) rc = 0; /* its bytes first; it is asked again after */
+        if (rc == KP_EAGAIN) {
             if (park(p, P_PARKED, wait_ms)) continue; /* kicked meanwhile */
             return;
         }
