@@ -215,11 +215,14 @@ int api_serve_metrics(api_req_t *r)
                  "# TYPE kplane_http2_connections_total counter\n"
                  "kplane_http2_connections_total %llu\n",
                  (unsigned long long)hs.accepted, (unsigned long long)hs.h2_accepted);
-    if (!rc) rc = gauge(&b, "kplane_http_requests_queued", "Requests waiting for a worker.", hs.queued);
-    if (!rc) rc = gauge(&b, "kplane_http_workers", "Worker threads of the HTTP engine now.", hs.workers);
+    if (!rc)
+        rc = gauge(&b, "kplane_http_requests_queued", "Requests waiting for a worker.", hs.queued);
+    if (!rc)
+        rc = gauge(&b, "kplane_http_workers", "Worker threads of the HTTP engine now.", hs.workers);
     if (!rc)
         rc = gauge(&b, "kplane_http_streams",
-                   "Streaming replies open now (watches, log follows); a parked one holds no thread.",
+                   "Streaming replies open now (watches, log follows); a parked one holds no "
+                   "thread.",
                    hs.streams);
     pthread_mutex_lock(&r->srv->metrics_mu);
     char *extra = NULL;

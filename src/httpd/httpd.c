@@ -520,8 +520,8 @@ void httpd__worker_wake_locked(httpd_t *h)
      * block), up to the cap. Pulled streams' steps do not block: a burst of
      * them (one write kicking a thousand watches) gets HTTPD_PULL_SPARE
      * workers beyond the kept ones at most. */
-    int more = h->idle_workers < (int)h->qlen ||
-               (!h->idle_workers && h->pqlen && h->live_workers < h->cfg.workers + HTTPD_PULL_SPARE);
+    int pull_room = h->live_workers < h->cfg.workers + HTTPD_PULL_SPARE;
+    int more = h->idle_workers < (int)h->qlen || (!h->idle_workers && h->pqlen && pull_room);
     if (more && h->live_workers < h->cfg.max_workers) worker_add_locked(h);
     pthread_cond_signal(&h->cv);
     /* the only idle worker may be the one waiting for the timers */

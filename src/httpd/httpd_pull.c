@@ -41,14 +41,14 @@ struct httpd_pull {
     int (*next)(void *arg, buf_t *out, int *wait_ms);
     void (*done)(void *arg);
     void *arg;
-    buf_t out;     /* the producer's last piece */
-    size_t off;    /* what of it the engine has taken */
+    buf_t out;  /* the producer's last piece */
+    size_t off; /* what of it the engine has taken */
     /* (h->mu) */
     int state;
-    int kicked;    /* httpd_pull_kick() while P_RUNNING */
-    int drained;   /* the unsent bytes fell below half the budget */
-    int stalled;   /* P_BEHIND for stall_ms */
-    int cancelled; /* httpd_pull_cancel() */
+    int kicked;               /* httpd_pull_kick() while P_RUNNING */
+    int drained;              /* the unsent bytes fell below half the budget */
+    int stalled;              /* P_BEHIND for stall_ms */
+    int cancelled;            /* httpd_pull_cancel() */
     int64_t wake_ns;          /* in the heap: when (CLOCK_MONOTONIC) */
     size_t heap_i;            /* its index in h->pheap; SIZE_MAX: not there */
     struct httpd_pull *qnext; /* the pull queue */
@@ -311,8 +311,12 @@ int httpd_stream_pull(httpd_req_t *r, int status, const char *const *headers, in
 {
     struct httpd_pull *p = calloc(1, sizeof *p);
     if (!p) return KP_ENOMEM;
-    *p = (struct httpd_pull){.r = r, .stall_ms = stall_ms > 0 ? stall_ms : 60000, .next = next,
-                             .done = done, .arg = arg, .heap_i = SIZE_MAX};
+    *p = (struct httpd_pull){.r = r,
+                             .stall_ms = stall_ms > 0 ? stall_ms : 60000,
+                             .next = next,
+                             .done = done,
+                             .arg = arg,
+                             .heap_i = SIZE_MAX};
     buf_init(&p->out, 64u << 20);
     int rc = httpd_stream_start(r, status, headers);
     if (rc) {

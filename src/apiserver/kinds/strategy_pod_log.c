@@ -23,8 +23,8 @@
  *
  * follow=true streams the node's chunked reply through as it comes (until
  * the container exits, or either side goes), looking every FOLLOW_POLL_MS
- * while the node sends nothing (no thread waits meanwhile); otherwise the reply is read
- * whole (capped at LOG_BODY_MAX) and passed on as text/plain.
+ * while the node sends nothing (no thread waits meanwhile); otherwise the
+ * reply is read whole (capped at LOG_BODY_MAX) and passed on as text/plain.
  */
 #include <curl/curl.h>
 #include <stdio.h>
