@@ -131,6 +131,23 @@ static void wait_nodes(kc_client_t *c, int n)
     die("nodes never became Ready", KP_ETIMEDOUT);
 }
 
+/* A watch on the default namespace's pods matching `query`, from a list's
+ * resourceVersion: what exists now is not replayed. */
+static kc_watch_t *watch_pods(kc_client_t *c, const char *query)
+{
+    json_t *list;
+    int rc = kc_list(c, &kc_pods, "default", query, &list);
+    if (rc) die("list pods", rc);
+    char rv[32];
+    snprintf(
+        rv, sizeof rv, "%s",
+        json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
+    json_decref(list);
+    kc_watch_t *w;
+    if ((rc = kc_watch_open(c, &kc_pods, "default", query, rv, 0, &w))) die("watch pods", rc);
+    return w;
+}
+
 static void converge(const char *name, int replicas, int nodes)
 {
     char nflag[16];
@@ -142,17 +159,8 @@ static void converge(const char *name, int replicas, int nodes)
     kc_client_t *c = client_for(&s, &storage);
     wait_nodes(c, nodes);
 
-    json_t *list;
-    int rc = kc_list(c, &kc_pods, "default", "labelSelector=app%3Dbench", &list);
-    if (rc) die("list pods", rc);
-    char rv[32];
-    snprintf(
-        rv, sizeof rv, "%s",
-        json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
-    json_decref(list);
-    kc_watch_t *w;
-    if ((rc = kc_watch_open(c, &kc_pods, "default", "labelSelector=app%3Dbench", rv, 0, &w)))
-        die("watch pods", rc);
+    kc_watch_t *w = watch_pods(c, "labelSelector=app%3Dbench");
+    int rc;
 
     json_t *d =
         json_pack("{s:s, s:s, s:{s:s}, s:{s:i, s:{s:{s:s}}, s:{s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}",
@@ -279,17 +287,8 @@ static void sched(const char *name, int pods, int nodes)
         if (rc) die("create a pod", rc);
     }
     json_decref(pod);
-    json_t *list;
-    int rc = kc_list(c, &kc_pods, "default", "labelSelector=app%3Dsched", &list);
-    if (rc) die("list pods", rc);
-    char rv[32];
-    snprintf(
-        rv, sizeof rv, "%s",
-        json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
-    json_decref(list);
-    kc_watch_t *w;
-    if ((rc = kc_watch_open(c, &kc_pods, "default", "labelSelector=app%3Dsched", rv, 0, &w)))
-        die("watch pods", rc);
+    kc_watch_t *w = watch_pods(c, "labelSelector=app%3Dsched");
+    int rc;
 
     double t0 = now_s(), cpu0 = cpu_seconds(s.pid);
     pid_t pid = fork();
