@@ -14,7 +14,7 @@
  *   dirty       the key must be (re)processed: it is in the FIFO, or it is
  *               processing and goes to the FIFO at done();
  *   processing  a worker holds it (between get and done);
- *   heap_idx    >= 0 while delayed: a min-heap on ready_ns;
+ *   delay       in q->delayed while delayed: a min-heap on its time;
  *   failures    rate-limited adds since the last forget.
  *
  * Invariants (queue_check() asserts the O(1) ones on entry of each call):
@@ -23,12 +23,12 @@
  *     once, and a processing key is never queued: one worker per key.
  *  2. An entry exists iff dirty || processing || delayed || failures > 0;
  *     entry_release() frees it the moment none holds.
- *  3. ndirty + nheap <= max_len (when max_len > 0). Only add and add_after
+ *  3. ndirty + delayed.n <= max_len (when max_len > 0). Only add and add_after
  *     grow the sum, and they check it first; promote() moves a key from the
  *     heap to dirty, which never grows it.
  *  4. Delayed keys are promoted lazily: every call that looks at the FIFO
  *     first moves the keys whose time has come (promote()), and get() sleeps
- *     no later than the earliest ready_ns. No timer thread.
+ *     no later than the earliest delayed time. No timer thread.
  *  5. After shutdown no key enters the queue from outside (add* fail with
  *     KP_ECLOSED) and the heap is empty; done() may still queue a dirty key,
  *     so get() drains everything before it reports KP_ECLOSED.
@@ -52,11 +52,13 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/heap.h"
 
 #define Q_BASE_MS_DEFAULT 5
 #define Q_MAX_MS_DEFAULT  1000000
@@ -68,8 +70,7 @@
 typedef struct qent {
     struct qent *hnext; /* hash chain */
     struct qent *qnext; /* FIFO link while queued */
-    int64_t ready_ns;   /* while delayed */
-    long heap_idx;      /* -1: not delayed */
+    kp_heap_node_t delay; /* in q->delayed while delayed; its key: when ready */
     int failures;
     bool dirty, processing;
     uint64_t hash;
@@ -91,8 +92,7 @@ struct kc_queue {
     qent_t *head, *tail; /* the FIFO */
     size_t depth;
 
-    qent_t **heap; /* delayed keys, earliest first */
-    size_t nheap, heapcap;
+    kp_heap_t delayed; /* delayed keys, earliest first */
 
     size_t ndirty, nprocessing;
 
@@ -108,14 +108,14 @@ struct kc_queue {
 #ifndef NDEBUG
 static bool queue_check(const kc_queue_t *q)
 {
-    if (q->depth > q->ndirty || q->nheap > q->heapcap) return false;
+    if (q->depth > q->ndirty || q->delayed.n > q->delayed.cap) return false;
     if ((q->depth == 0) != (q->head == NULL) || (q->head == NULL) != (q->tail == NULL))
         return false;
-    if (q->max_len && q->ndirty + q->nheap > q->max_len) return false;
-    if (q->shutdown && q->nheap) return false;
-    if (q->nheap && q->heap[0]->heap_idx != 0) return false;
-    for (size_t i = 1; i < q->nheap && i < 3; i++)
-        if (q->heap[i]->ready_ns < q->heap[0]->ready_ns) return false;
+    if (q->max_len && q->ndirty + q->delayed.n > q->max_len) return false;
+    if (q->shutdown && q->delayed.n) return false;
+    if (q->delayed.n && q->delayed.v[0]->idx != 0) return false;
+    for (size_t i = 1; i < q->delayed.n && i < 3; i++)
+        if (q->delayed.v[i]->key < q->delayed.v[0]->key) return false;
     return q->nents >= q->ndirty && q->nents >= q->nprocessing;
 }
 #endif
@@ -169,7 +169,7 @@ static qent_t *entry_get(kc_queue_t *q, const char *key, size_t len)
     if (!(e = calloc(1, sizeof *e + len + 1))) return NULL;
     e->hash = h;
     e->len = len;
-    e->heap_idx = -1;
+    kp_heap_node_init(&e->delay);
     memcpy(e->key, key, len);
     if (q->nents >= q->nbuckets) map_grow(q);
     qent_t **slot = &q->buckets[h & (q->nbuckets - 1)];
@@ -182,7 +182,7 @@ static qent_t *entry_get(kc_queue_t *q, const char *key, size_t len)
 /* Invariant 2: free e once nothing holds it. */
 static void entry_release(kc_queue_t *q, qent_t *e)
 {
-    if (e->dirty || e->processing || e->heap_idx >= 0 || e->failures > 0) return;
+    if (e->dirty || e->processing || kp_heap_has(&e->delay) || e->failures > 0) return;
     qent_t **p = &q->buckets[e->hash & (q->nbuckets - 1)];
     while (*p != e)
         p = &(*p)->hnext;
@@ -227,63 +227,16 @@ static int mark_dirty(kc_queue_t *q, qent_t *e)
     return 1;
 }
 
-/* ---- the delay heap ---- */
+/* ---- the delay heap (lib/heap.h) ---- */
 
-static void heap_set(kc_queue_t *q, size_t i, qent_t *e)
+static qent_t *of_delay(kp_heap_node_t *n)
 {
-    q->heap[i] = e;
-    e->heap_idx = (long)i;
-}
-
-static void heap_up(kc_queue_t *q, size_t i)
-{
-    qent_t *e = q->heap[i];
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (q->heap[parent]->ready_ns <= e->ready_ns) break;
-        heap_set(q, i, q->heap[parent]);
-        i = parent;
-    }
-    heap_set(q, i, e);
-}
-
-static void heap_down(kc_queue_t *q, size_t i)
-{
-    qent_t *e = q->heap[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= q->nheap) break;
-        if (c + 1 < q->nheap && q->heap[c + 1]->ready_ns < q->heap[c]->ready_ns) c++;
-        if (e->ready_ns <= q->heap[c]->ready_ns) break;
-        heap_set(q, i, q->heap[c]);
-        i = c;
-    }
-    heap_set(q, i, e);
-}
-
-static int heap_push(kc_queue_t *q, qent_t *e)
-{
-    if (q->nheap == q->heapcap) {
-        size_t cap = q->heapcap ? q->heapcap * 2 : 16;
-        qent_t **h = realloc(q->heap, cap * sizeof *h);
-        if (!h) return KP_ENOMEM;
-        q->heap = h;
-        q->heapcap = cap;
-    }
-    heap_set(q, q->nheap++, e);
-    heap_up(q, q->nheap - 1);
-    return 0;
+    return (qent_t *)((char *)n - offsetof(qent_t, delay));
 }
 
 static qent_t *heap_pop(kc_queue_t *q)
 {
-    qent_t *top = q->heap[0];
-    top->heap_idx = -1;
-    if (--q->nheap > 0) {
-        heap_set(q, 0, q->heap[q->nheap]);
-        heap_down(q, 0);
-    }
-    return top;
+    return of_delay(kp_heap_pop(&q->delayed));
 }
 
 /* Invariant 4: queue every delayed key whose time has come. Returns how many
@@ -291,7 +244,7 @@ static qent_t *heap_pop(kc_queue_t *q)
 static int promote(kc_queue_t *q, int64_t now)
 {
     int queued = 0;
-    while (q->nheap && q->heap[0]->ready_ns <= now) {
+    while (q->delayed.n && kp_heap_top(&q->delayed)->key <= now) {
         qent_t *e = heap_pop(q);
         queued += mark_dirty(q, e);
         entry_release(q, e); /* a no-op: e is dirty now */
@@ -368,25 +321,21 @@ static int add_delayed_locked(kc_queue_t *q, const char *key, int64_t delay_ns)
     qent_t *e = entry_get(q, key, len);
     if (!e) return KP_ENOMEM;
     int64_t when = clock_mono_ns() + delay_ns;
-    if (e->heap_idx >= 0) { /* delayed already: keep the earlier time */
-        if (when < e->ready_ns) {
-            e->ready_ns = when;
-            heap_up(q, (size_t)e->heap_idx);
-        }
+    if (kp_heap_has(&e->delay)) { /* delayed already: keep the earlier time */
+        if (when < e->delay.key) kp_heap_set_key(&q->delayed, &e->delay, when);
     } else {
-        if (q->max_len && q->ndirty + q->nheap >= q->max_len) {
+        if (q->max_len && q->ndirty + q->delayed.n >= q->max_len) {
             entry_release(q, e);
             return KP_ETOOLARGE;
         }
-        e->ready_ns = when;
-        if (heap_push(q, e)) {
+        if (kp_heap_add(&q->delayed, &e->delay, when)) {
             entry_release(q, e);
             return KP_ENOMEM;
         }
     }
     /* A new earliest time: every waiter recomputes its sleep, since any one
      * of them may leave on its own deadline before the key is ready. */
-    if (e->heap_idx == 0) pthread_cond_broadcast(&q->cv);
+    if (e->delay.idx == 0) pthread_cond_broadcast(&q->cv);
     return 0;
 }
 
@@ -397,7 +346,7 @@ static int add_now_locked(kc_queue_t *q, const char *key)
     qent_t *e = entry_get(q, key, len);
     if (!e) return KP_ENOMEM;
     if (e->dirty) return 0;
-    if (q->max_len && q->ndirty + q->nheap >= q->max_len) {
+    if (q->max_len && q->ndirty + q->delayed.n >= q->max_len) {
         entry_release(q, e);
         return KP_ETOOLARGE;
     }
@@ -447,7 +396,7 @@ int kc_queue_add_rate_limited(kc_queue_t *q, const char *key)
         goto out;
     }
     /* Refuse before counting anything: a full queue is not a retry. */
-    if (e->heap_idx < 0 && q->max_len && q->ndirty + q->nheap >= q->max_len) {
+    if (!kp_heap_has(&e->delay) && q->max_len && q->ndirty + q->delayed.n >= q->max_len) {
         entry_release(q, e);
         rc = KP_ETOOLARGE;
         goto out;
@@ -527,7 +476,8 @@ int kc_queue_get(kc_queue_t *q, char *buf, size_t n, int timeout_ms)
             break;
         }
         int64_t wake = deadline;
-        if (q->nheap && q->heap[0]->ready_ns < wake) wake = q->heap[0]->ready_ns;
+        if (q->delayed.n && kp_heap_top(&q->delayed)->key < wake)
+            wake = kp_heap_top(&q->delayed)->key;
         if (wake == INT64_MAX) {
             pthread_cond_wait(&q->cv, &q->mu);
         } else {
@@ -564,7 +514,7 @@ void kc_queue_shutdown(kc_queue_t *q)
     pthread_mutex_lock(&q->mu);
     assert(queue_check(q));
     q->shutdown = true;
-    while (q->nheap)
+    while (q->delayed.n)
         entry_release(q, heap_pop(q)); /* invariant 5 */
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
@@ -582,7 +532,7 @@ void kc_queue_free(kc_queue_t *q)
         }
     }
     free(q->buckets);
-    free(q->heap);
+    kp_heap_free(&q->delayed);
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
     free(q);
@@ -593,7 +543,7 @@ void kc_queue_stats(kc_queue_t *q, kc_queue_stats_t *out)
     pthread_mutex_lock(&q->mu);
     if (promote(q, clock_mono_ns())) pthread_cond_broadcast(&q->cv);
     out->depth = q->depth;
-    out->delayed = q->nheap;
+    out->delayed = q->delayed.n;
     out->processing = q->nprocessing;
     out->adds = q->adds;
     out->retries = q->retries;

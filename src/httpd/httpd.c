@@ -585,7 +585,7 @@ static void *worker_run(void *arg)
                        h->live_workers > h->cfg.workers;
         }
         /* to work, or to end: another idle worker takes over the timers */
-        if ((p || h->qhead || idle_out) && h->pheap_n && !h->timer_waiter && h->idle_workers)
+        if ((p || h->qhead || idle_out) && h->ptimers.n && !h->timer_waiter && h->idle_workers)
             pthread_cond_signal(&h->cv);
         if (p) {
             pthread_mutex_unlock(&h->mu);

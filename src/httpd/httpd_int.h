@@ -32,6 +32,7 @@
 
 #include "httpd/httpd.h"
 #include "lib/buf.h"
+#include "lib/heap.h"
 
 #define HTTPD_HEADERS_MAX 128      /* header fields per request: 431 beyond */
 #define HTTPD_READ_CHUNK 65536     /* one read from a socket */
@@ -188,8 +189,7 @@ struct httpd {
     /* pulled streams (httpd_pull.c) */
     struct httpd_pull *pq_head, **pq_tail; /* ready to step, for the workers */
     size_t pqlen;
-    struct httpd_pull **pheap; /* parked with a wake time, earliest first */
-    size_t pheap_n, pheap_cap;
+    kp_heap_t ptimers;         /* parked with a wake time, earliest first */
     int timer_waiter;          /* an idle worker waits on tcv for the heap's top */
     pthread_cond_t tcv;
     size_t npulls;             /* pulled streams not yet ended */

@@ -24,11 +24,13 @@
  */
 #include "httpd/httpd_int.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "lib/err.h"
+#include "lib/heap.h"
 #include "lib/log.h"
 
 #define PULL_PIECES_PER_STEP 4 /* then the stream goes to the back of the queue */
@@ -49,8 +51,7 @@ struct httpd_pull {
     int drained;              /* the unsent bytes fell below half the budget */
     int stalled;              /* P_BEHIND for stall_ms */
     int cancelled;            /* httpd_pull_cancel() */
-    int64_t wake_ns;          /* in the heap: when (CLOCK_MONOTONIC) */
-    size_t heap_i;            /* its index in h->pheap; SIZE_MAX: not there */
+    kp_heap_node_t timer;     /* in h->ptimers: when (CLOCK_MONOTONIC ns) */
     struct httpd_pull *qnext; /* the pull queue */
 };
 
@@ -61,75 +62,27 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* ---- the timer heap (h->mu) ---- */
+/* ---- the timer heap (h->ptimers, h->mu) ---- */
 
-static void heap_set(httpd_t *h, size_t i, struct httpd_pull *p)
+static struct httpd_pull *of_node(kp_heap_node_t *n)
 {
-    h->pheap[i] = p;
-    p->heap_i = i;
-}
-
-static void heap_up(httpd_t *h, size_t i)
-{
-    struct httpd_pull *p = h->pheap[i];
-    while (i) {
-        size_t up = (i - 1) / 2;
-        if (h->pheap[up]->wake_ns <= p->wake_ns) break;
-        heap_set(h, i, h->pheap[up]);
-        i = up;
-    }
-    heap_set(h, i, p);
-}
-
-static void heap_down(httpd_t *h, size_t i)
-{
-    struct httpd_pull *p = h->pheap[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->pheap_n) break;
-        if (c + 1 < h->pheap_n && h->pheap[c + 1]->wake_ns < h->pheap[c]->wake_ns) c++;
-        if (p->wake_ns <= h->pheap[c]->wake_ns) break;
-        heap_set(h, i, h->pheap[c]);
-        i = c;
-    }
-    heap_set(h, i, p);
+    return (struct httpd_pull *)((char *)n - offsetof(struct httpd_pull, timer));
 }
 
 /* Errors: KP_ENOMEM (then the stream waits without a timer). */
 static int heap_add(httpd_t *h, struct httpd_pull *p, int64_t wake_ns)
 {
-    if (h->pheap_n == h->pheap_cap) {
-        size_t cap = h->pheap_cap ? 2 * h->pheap_cap : 64;
-        struct httpd_pull **v = realloc(h->pheap, cap * sizeof *v);
-        if (!v) return KP_ENOMEM;
-        h->pheap = v;
-        h->pheap_cap = cap;
-    }
-    p->wake_ns = wake_ns;
-    heap_set(h, h->pheap_n++, p);
-    heap_up(h, p->heap_i);
+    int rc = kp_heap_add(&h->ptimers, &p->timer, wake_ns);
     /* a new earliest time: the worker that waits for the top sleeps past it */
-    if (!p->heap_i) pthread_cond_signal(&h->tcv);
-    return 0;
-}
-
-static void heap_del(httpd_t *h, struct httpd_pull *p)
-{
-    size_t i = p->heap_i;
-    if (i == SIZE_MAX) return;
-    p->heap_i = SIZE_MAX;
-    struct httpd_pull *last = h->pheap[--h->pheap_n];
-    if (i == h->pheap_n) return;
-    heap_set(h, i, last);
-    heap_down(h, i);
-    heap_up(h, last->heap_i);
+    if (!rc && kp_heap_top(&h->ptimers) == &p->timer) pthread_cond_signal(&h->tcv);
+    return rc;
 }
 
 /* ---- states (h->mu) ---- */
 
 static void enqueue_locked(httpd_t *h, struct httpd_pull *p)
 {
-    heap_del(h, p);
+    kp_heap_del(&h->ptimers, &p->timer);
     p->state = P_QUEUED;
     p->qnext = NULL;
     *h->pq_tail = p;
@@ -140,13 +93,14 @@ static void enqueue_locked(httpd_t *h, struct httpd_pull *p)
 
 struct httpd_pull *httpd__pull_take_locked(httpd_t *h, int64_t *wake_ns)
 {
-    int64_t now = h->pheap_n ? mono_ns() : 0;
-    while (h->pheap_n && h->pheap[0]->wake_ns <= now) {
-        struct httpd_pull *p = h->pheap[0];
+    kp_heap_node_t *top = kp_heap_top(&h->ptimers);
+    int64_t now = top ? mono_ns() : 0;
+    for (; top && top->key <= now; top = kp_heap_top(&h->ptimers)) {
+        struct httpd_pull *p = of_node(top);
         if (p->state == P_BEHIND) p->stalled = 1;
-        enqueue_locked(h, p);
+        enqueue_locked(h, p); /* out of the heap */
     }
-    *wake_ns = h->pheap_n ? h->pheap[0]->wake_ns : 0;
+    *wake_ns = top ? top->key : 0;
     struct httpd_pull *p = h->pq_head;
     if (!p) return NULL;
     h->pq_head = p->qnext;
@@ -221,7 +175,7 @@ static void finish(struct httpd_pull *p, int stuck)
     pthread_mutex_lock(&h->mu);
     stuck |= p->cancelled;
     int gone = r->gone || r->told;
-    heap_del(h, p);
+    kp_heap_del(&h->ptimers, &p->timer);
     r->pull = NULL; /* no wake-ups from here on */
     if (!--h->npulls && h->stopping) {
         pthread_cond_broadcast(&h->cv);
@@ -298,12 +252,7 @@ void httpd__pull_step(struct httpd_pull *p)
     pthread_mutex_unlock(&h->mu);
 }
 
-void httpd__pull_free_globals(httpd_t *h)
-{
-    free(h->pheap);
-    h->pheap = NULL;
-    h->pheap_n = h->pheap_cap = 0;
-}
+void httpd__pull_free_globals(httpd_t *h) { kp_heap_free(&h->ptimers); }
 
 int httpd_stream_pull(httpd_req_t *r, int status, const char *const *headers, int stall_ms,
                       int (*next)(void *arg, buf_t *out, int *wait_ms), void (*done)(void *arg),
@@ -315,8 +264,8 @@ int httpd_stream_pull(httpd_req_t *r, int status, const char *const *headers, in
                              .stall_ms = stall_ms > 0 ? stall_ms : 60000,
                              .next = next,
                              .done = done,
-                             .arg = arg,
-                             .heap_i = SIZE_MAX};
+                             .arg = arg};
+    kp_heap_node_init(&p->timer);
     buf_init(&p->out, 64u << 20);
     int rc = httpd_stream_start(r, status, headers);
     if (rc) {

@@ -13,6 +13,7 @@
 
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "lib/heap.h"
 #include "testutil.h"
 
 static void test_buf_grows_and_caps(void **state)
@@ -71,6 +72,53 @@ static void test_err_str(void **state)
     assert_string_equal(err_str(-9999), "unknown error");
 }
 
+/* The heap against a brute-force model: random adds, moves and removals
+ * from the middle, then pops in key order; every node knows its place. */
+static void test_heap_against_model(void **state)
+{
+    (void)state;
+    enum { N = 500 };
+    kp_heap_node_t nodes[N];
+    int in[N] = {0};
+    kp_heap_t h = {0};
+    unsigned seed = 7;
+    for (int i = 0; i < N; i++) kp_heap_node_init(&nodes[i]);
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        int i = (int)((seed >> 8) % N), op = (int)((seed >> 20) % 3);
+        int64_t key = (int64_t)((seed >> 4) % 1000);
+        if (!in[i]) {
+            assert_int_equal(kp_heap_add(&h, &nodes[i], key), 0);
+            in[i] = 1;
+        } else if (op == 0) {
+            kp_heap_del(&h, &nodes[i]);
+            assert_false(kp_heap_has(&nodes[i]));
+            in[i] = 0;
+        } else {
+            kp_heap_set_key(&h, &nodes[i], key);
+        }
+        int64_t min = INT64_MAX;
+        size_t n = 0;
+        for (int k = 0; k < N; k++) {
+            if (!in[k]) continue;
+            n++;
+            if (nodes[k].key < min) min = nodes[k].key;
+            assert_ptr_equal(h.v[nodes[k].idx], &nodes[k]);
+        }
+        assert_int_equal(h.n, n);
+        if (n) assert_int_equal(kp_heap_top(&h)->key, min);
+    }
+    int64_t last = INT64_MIN;
+    for (kp_heap_node_t *e; (e = kp_heap_pop(&h));) {
+        assert_true(e->key >= last);
+        assert_false(kp_heap_has(e));
+        last = e->key;
+    }
+    assert_null(kp_heap_top(&h));
+    kp_heap_del(&h, &nodes[0]); /* not in it: nothing */
+    kp_heap_free(&h);
+}
+
 static void test_buf_append_file(void **state)
 {
     (void)state;
@@ -107,6 +155,7 @@ int main(void)
         cmocka_unit_test(test_buf_reserve_and_detach),
         cmocka_unit_test(test_buf_append_file),
         cmocka_unit_test(test_err_str),
+        cmocka_unit_test(test_heap_against_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
