@@ -373,7 +373,8 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         /* A version served from another's keys keeps its own cache of them,
          * converted (so its objects are encoded once, as every cache's). */
         const api_resource_t *res = api_registry_at(i);
-        wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes};
+        wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes,
+                           .fields = res->field_selectors};
         if (api_served_differs(res)) wcc.convert = api_as_served, wcc.convert_arg = (void *)res;
         if ((rc = wc_open(cfg->store, prefix, &wcc, &s->caches[i]))) {
             log_error("apiserver", "watch cache for %s: %s", prefix, err_str(rc));

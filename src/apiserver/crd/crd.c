@@ -602,12 +602,12 @@ static void sync_all(crd_ctl_t *c)
     size_t cap = 8, n = 0;
     api_dyn_t **dyn = calloc(cap, sizeof *dyn);
     char **keys = calloc(cap, sizeof *keys);
-    const json_t **crds = calloc(l->count + 1, sizeof *crds);
+    json_t **crds = calloc(l->count + 1, sizeof *crds); /* parsed, ours */
     naming_t *names = calloc(l->count + 1, sizeof *names);
-    int changed = 0;
-    for (size_t i = 0; crds && i < l->count; i++)
-        crds[i] = l->objs[i]->doc;
-    for (size_t i = 0; dyn && keys && crds && names && i < l->count; i++) {
+    int changed = 0, parsed = 1;
+    for (size_t i = 0; crds && parsed && i < l->count; i++)
+        parsed = !wc_obj_copy(l->objs[i], &crds[i]);
+    for (size_t i = 0; dyn && keys && crds && parsed && names && i < l->count; i++) {
         const json_t *crd = crds[i];
         const char *name = l->objs[i]->name;
         if (json_object_get(json_object_get(crd, "metadata"), "deletionTimestamp")) {
@@ -621,17 +621,20 @@ static void sync_all(crd_ctl_t *c)
                 crd_rewrite(c, name, "", drop_finalizer, NULL);
             continue;
         }
-        decide_names(crds, names, l->count, i);
+        decide_names((const json_t *const *)crds, names, l->count, i);
         if (!names[i].condition) continue; /* out of memory: the next pass decides */
         if (names[i].serve) serve_crd(c, crd, name, &dyn, &keys, &n, &cap, &changed);
         if (status_stale(crd, &names[i])) crd_rewrite(c, name, "status", set_status, &names[i]);
     }
+    int whole = crds && parsed && names; /* else the pass saw nothing: keep what is served */
     for (size_t i = 0; names && i < l->count; i++)
         naming_clear(&names[i]);
     free(names);
+    for (size_t i = 0; crds && i < l->count; i++)
+        json_decref(crds[i]);
     free(crds);
     wc_list_free(l);
-    if (!dyn || !keys) {
+    if (!dyn || !keys || !whole) {
         for (size_t i = 0; i < n; i++) {
             api_dyn_unref(dyn[i]);
             free(keys[i]);

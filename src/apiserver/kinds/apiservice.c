@@ -242,21 +242,21 @@ static void sync_all(as_ctl_t *c)
     }
     /* What exists: fix status, drop automanaged CRD ones no longer served. */
     for (size_t i = 0; i < l->count; i++) {
-        const json_t *as = l->objs[i]->doc;
+        json_t *as;
+        if (wc_obj_copy(l->objs[i], &as)) continue; /* the next pass */
         const json_t *spec = json_object_get(as, "spec");
         const char *managed =
             api_json_str(json_object_get(json_object_get(as, "metadata"), "labels"), AS_LABEL);
         if (!strcmp(managed, "true") && !json_is_object(json_object_get(spec, "service")) &&
             !served(v, api_json_str(spec, "group"), api_json_str(spec, "version"))) {
             write_back(c, l->objs[i]->name, NULL, l->objs[i]->rev);
+            json_decref(as);
             continue;
         }
-        json_t *cond = available_condition(c, as), *next = NULL;
-        /* Copied (a parse of its managedFields) only when it must change. */
-        if (cond && !says_available(as, cond) && !wc_obj_copy(l->objs[i], &next) &&
-            set_available(next, cond))
-            write_back(c, l->objs[i]->name, next, l->objs[i]->rev);
-        json_decref(next);
+        json_t *cond = available_condition(c, as);
+        if (cond && !says_available(as, cond) && set_available(as, cond))
+            write_back(c, l->objs[i]->name, as, l->objs[i]->rev);
+        json_decref(as);
         json_decref(cond);
     }
     /* What is missing: one per served group-version (the view lists the

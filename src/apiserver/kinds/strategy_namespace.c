@@ -216,9 +216,10 @@ int api_namespace_admit_create(api_req_t *r, const char *name)
         api_reply_error(r, rc, NULL, "reading namespace: %s", err_str(rc));
         return -1;
     }
-    const json_t *doc = cached ? cached->doc : ns;
+    /* status.phase is a namespace's selectable field: the cache keeps it. */
     const char *phase =
-        json_string_value(json_object_get(json_object_get(doc, "status"), "phase"));
+        cached ? wc_obj_field(cached, "status.phase")
+               : json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
     int terminating = phase && !strcmp(phase, "Terminating");
     wc_obj_unref(cached);
     json_decref(ns);

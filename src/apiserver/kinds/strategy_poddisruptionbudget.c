@@ -140,16 +140,19 @@ static int matching_budgets(api_req_t *r, const json_t *pod, wc_t *cache, char n
     const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
     int n = 0;
     for (size_t i = 0; i < l->count && n < 2; i++) {
-        const json_t *sel = json_object_get(json_object_get(l->objs[i]->doc, "spec"), "selector");
+        json_t *pdb;
+        if ((rc = wc_obj_copy(l->objs[i], &pdb))) break;
+        const json_t *sel = json_object_get(json_object_get(pdb, "spec"), "selector");
         sel_label_t *ls = NULL;
         char err[64];
-        if (!json_is_object(sel) || sel_label_from_json(sel, &ls, err, sizeof err)) continue;
-        if (!sel_label_empty(ls) && sel_label_match(ls, labels))
+        if (json_is_object(sel) && !sel_label_from_json(sel, &ls, err, sizeof err) &&
+            !sel_label_empty(ls) && sel_label_match(ls, labels))
             snprintf(names[n++], 256, "%s", l->objs[i]->name);
         sel_label_free(ls);
+        json_decref(pdb);
     }
     wc_list_free(l);
-    return n;
+    return rc ? rc : n;
 }
 
 /* One try of checkAndDecrement on budget `name`, read fresh from the store:
@@ -239,16 +242,19 @@ int api_pdb_admit_eviction(api_req_t *r, const json_t *pod)
         snprintf(key, sizeof key, "/registry/policy/poddisruptionbudgets/%s/%s", r->route.ns,
                  names[0]);
         const wc_obj_t *o = NULL;
-        if (!wc_get(r->view->caches[idx], key, &o)) {
-            const json_t *st = json_object_get(o->doc, "status");
+        json_t *pdb = NULL;
+        int free_pass = 0;
+        if (!wc_get(r->view->caches[idx], key, &o) && !wc_obj_copy(o, &pdb)) {
+            const json_t *st = json_object_get(pdb, "status");
             const char *policy =
-                api_json_str(json_object_get(o->doc, "spec"), "unhealthyPodEvictionPolicy");
+                api_json_str(json_object_get(pdb, "spec"), "unhealthyPodEvictionPolicy");
             json_int_t cur = json_integer_value(json_object_get(st, "currentHealthy"));
             json_int_t want = json_integer_value(json_object_get(st, "desiredHealthy"));
-            int free_pass = !strcmp(policy, "AlwaysAllow") || (cur >= want && want > 0);
-            wc_obj_unref(o);
-            if (free_pass) return 0;
+            free_pass = !strcmp(policy, "AlwaysAllow") || (cur >= want && want > 0);
+            json_decref(pdb);
         }
+        wc_obj_unref(o);
+        if (free_pass) return 0;
     }
     const char *pod_name = api_json_str(json_object_get(pod, "metadata"), "name");
     for (int i = 0; i < PDB_RETRIES; i++) {

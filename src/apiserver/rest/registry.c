@@ -78,7 +78,8 @@ int api_dyn_new(apiserver_t *s, const api_resource_t *res, json_t *owner, api_dy
     d->owner = json_incref(owner);
     char prefix[STORE_KEY_MAX + 1];
     int rc = api_key_prefix(&d->res, prefix, sizeof prefix);
-    wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes};
+    wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes,
+                       .fields = d->res.field_selectors};
     if (api_served_differs(&d->res)) wcc.convert = api_as_served, wcc.convert_arg = &d->res;
     if (!rc) rc = wc_open(s->cfg.store, prefix, &wcc, &d->cache);
     if (rc) {

@@ -285,11 +285,10 @@ int rest_filter_match(const rest_filter_t *f, const json_t *obj)
 int rest_table_add(json_t *t, const api_resource_t *res, const wc_obj_t *o, int include,
                    int64_t now_s)
 {
-    if (include == API_TABLE_NONE) return api_table_add_row(t, res, o->doc, include, now_s);
-    json_t *view;
-    int rc = wc_obj_view(o, &view);
-    if (!rc) rc = api_table_add_row(t, res, view, (api_table_include_t)include, now_s);
-    json_decref(view);
+    json_t *doc;
+    int rc = wc_obj_copy(o, &doc);
+    if (!rc) rc = api_table_add_row(t, res, doc, (api_table_include_t)include, now_s);
+    json_decref(doc);
     return rc;
 }
 
@@ -660,7 +659,7 @@ static int do_list(api_req_t *r)
     int more = 0;
     for (size_t i = 0; i < l->count && !rc; i++) {
         const wc_obj_t *o = l->objs[i];
-        if (!rest_filter_match(&f, o->doc)) continue;
+        if (!wc_obj_match(o, f.labels, f.fields)) continue;
         if (lim && s.count == (size_t)lim) {
             more = 1;
             break;

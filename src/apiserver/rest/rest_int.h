@@ -141,15 +141,13 @@ json_t *rest_merge_for_write_owned(api_req_t *r, const json_t *cur, json_t *in);
 typedef json_t *(*rest_make_fn)(api_req_t *r, const json_t *cur, void *arg,
                                 int64_t *precondition);
 /* Reply for the written (or unchanged) object `obj` at `rev`. `obj` is
- * borrowed and read-only: it may be a version the watch cache publishes
- * (watchcache.h), so the reply must neither modify it nor json_incref any
- * value in it (copy what it keeps). */
+ * borrowed and read-only; a resource stored in another version may pass it
+ * in the stored one (the reply reads what both versions share). */
 typedef int (*rest_reply_fn)(api_req_t *r, const json_t *obj, int64_t rev);
 /* Read the route's object, make the new one, compare-and-swap; retried on a
  * conflict unless the client gave a resourceVersion. `reply` NULL: the object
  * (a written one as the watch cache encodes it). The written object goes to
- * the watch cache (wc_offer()): values of `arg` that make() put into it may
- * only be json_decref'ed by the caller afterwards, never modified. */
+ * the watch cache (wc_offer()), which reads it during the call only. */
 int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn reply);
 void rest_merge_patch(json_t *target, const json_t *patch);
 /* The body of a PATCH as a JSON object, or a 415/400 reply (*patch NULL). */

@@ -128,8 +128,8 @@ static int emit_obj(watch_stream_t *ws, buf_t *out, const char *type, const wc_o
 /* Which event, if any, a change is for a watcher with this filter. */
 static const char *event_type(const watch_stream_t *ws, const wc_event_t *ev)
 {
-    int now = rest_filter_match(&ws->filter, ev->obj->doc);
-    int before = ev->prev && rest_filter_match(&ws->filter, ev->prev->doc);
+    int now = wc_obj_match(ev->obj, ws->filter.labels, ws->filter.fields);
+    int before = ev->prev && wc_obj_match(ev->prev, ws->filter.labels, ws->filter.fields);
     switch (ev->type) {
     case WC_ADDED: return now ? "ADDED" : NULL;
     case WC_DELETED: return now || before ? "DELETED" : NULL;
@@ -158,7 +158,8 @@ static int watch_next(void *arg, buf_t *out, int *wait_ms)
     if (ws->initial) {
         while (ws->next_initial < ws->initial->count && out->len < WATCH_SLICE) {
             const wc_obj_t *o = ws->initial->objs[ws->next_initial++];
-            if (rest_filter_match(&ws->filter, o->doc) && emit_obj(ws, out, "ADDED", o))
+            if (wc_obj_match(o, ws->filter.labels, ws->filter.fields) &&
+                emit_obj(ws, out, "ADDED", o))
                 return KP_ENOMEM;
         }
         if (ws->next_initial == ws->initial->count) {

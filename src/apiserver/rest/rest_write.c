@@ -64,10 +64,12 @@ static int reply_written(api_req_t *r, int code, const char *key, json_t *obj, i
                          char *text, rest_reply_fn reply)
 {
     const wc_obj_t *v;
+    if (reply) json_incref(obj); /* the cache reads it only during wc_offer() */
     int rc = wc_offer(rest_cache(r), key, rev, obj, text, strlen(text), &v);
     free(text);
-    if (rc) return api_reply_error(r, rc, NULL, "encoding the object: %s", err_str(rc));
-    rc = reply ? reply(r, v->doc, rev) : reply_version(r, code, v);
+    if (!rc) rc = reply ? reply(r, obj, rev) : reply_version(r, code, v);
+    else rc = api_reply_error(r, rc, NULL, "encoding the object: %s", err_str(rc));
+    if (reply) json_decref(obj);
     wc_obj_unref(v);
     return rc;
 }
@@ -872,20 +874,15 @@ static int must_mark(api_req_t *r, const json_t *cur, const rest_delete_opts_t *
     return 0;
 }
 
-/* What a delete leaves: the object's last state and its revision. A mark
- * written now is the watch cache's version (obj); otherwise it is parsed
- * (doc). One of the two is set; gone_clear() drops it. */
+/* What a delete leaves: the object's last state (doc) and its revision. A
+ * mark written now is also the watch cache's version (obj), which the reply
+ * sends as it is. gone_clear() drops both. */
 typedef struct gone {
     json_t *doc;
-    const wc_obj_t *obj;
+    const wc_obj_t *obj; /* NULL: nothing written but a delete */
     int64_t rev;
     int purging; /* KP_ECONFLICT: finalizing, and the kind refuses a second delete */
 } gone_t;
-
-static const json_t *gone_doc(const gone_t *g)
-{
-    return g->obj ? g->obj->doc : g->doc;
-}
 
 static void gone_clear(gone_t *g)
 {
@@ -968,9 +965,11 @@ static int delete_one(api_req_t *r, const char *name, const rest_delete_opts_t *
             return rc;
         }
         gone->rev = rev;
-        if (mark) { /* steals cur */
-            rc = wc_offer(rest_cache(r), key, rev, cur, text, strlen(text), &gone->obj);
+        if (mark) { /* the cache reads cur only during wc_offer() */
+            rc = wc_offer(rest_cache(r), key, rev, json_incref(cur), text, strlen(text),
+                          &gone->obj);
             free(text);
+            gone->doc = cur;
             return rc;
         }
         deleted_hook(r, cur);
@@ -1029,7 +1028,7 @@ int rest_delete_route(api_req_t *r, const rest_delete_opts_t *opts, int (*reply)
     }
     /* Still there (finalizers), or a kind that answers with what it
      * deleted: the object; otherwise a Status. */
-    const json_t *doc = gone_doc(&gone);
+    const json_t *doc = gone.doc;
     if (json_object_get(json_object_get(doc, "metadata"), "deletionTimestamp") ||
         (st && st->delete_returns_object)) {
         if (gone.obj)
@@ -1068,7 +1067,7 @@ int rest_delete_collection(api_req_t *r)
     memcpy(saved_ns, r->route.ns, sizeof saved_ns);
     for (size_t i = 0; i < l->count && !rc; i++) {
         const wc_obj_t *obj = l->objs[i];
-        if (!rest_filter_match(&f, obj->doc)) continue;
+        if (!wc_obj_match(obj, f.labels, f.fields)) continue;
         snprintf(r->route.ns, sizeof r->route.ns, "%s", obj->ns);
         gone_t gone = {0};
         rc = delete_one(r, obj->name, &o, &gone);

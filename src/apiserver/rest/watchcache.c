@@ -40,16 +40,9 @@
  *     (parsed), or in wc_offer() from the writer's doc, which prepare() then
  *     takes instead of parsing (invariant 8). It is never modified after it is
  *     published; the map, the ring, watcher queues, lists, offers and callers
- *     share it by reference count. Its json is the whole version; its doc is
- *     that version without metadata.managedFields, deleted after encoding
- *     (wc_obj_copy() and wc_obj_view() parse them back from json). The doc
- *     is read by many threads and so must never be modified; readers may
- *     take references to its values for trees they never modify either
- *     (wc_obj_view, table rows), and a writer that offered a doc sharing
- *     values with its own trees may json_decref those: jansson 2.14 counts
- *     atomically. Reads, json_dumps and json_deep_copy leave a value
- *     untouched in jansson 2.14 (loop checks use a side table), so they may
- *     run on it concurrently.
+ *     share it by reference count. Its json is the whole version; the texts
+ *     selectors read (sel_build()) are taken from the doc it was built from,
+ *     which is then freed: no parsed tree outlives obj_new().
  *  4. The map mirrors the store at rev: for each key under the prefix that
  *     exists at rev, exactly one node whose obj->rev is the key's mod_rev.
  *     A store event that contradicts it (an update with no object, an object
@@ -109,6 +102,7 @@
 #include <string.h>
 
 #include "apiserver/schema/object.h"
+#include "apiserver/schema/selector.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -127,10 +121,12 @@
 typedef struct wc__obj {
     wc_obj_t pub;
     atomic_long refs;
-    json_t *doc;
     char *json;   /* from json_dumps */
     size_t mem;   /* what this version holds in memory, estimated (obj_mem) */
-    char str[];   /* key, ns, name, each NUL-terminated */
+    const char *const *paths; /* wc_config_t.fields (borrowed), or NULL */
+    const char *sel;          /* in str: the selectors' texts (sel_build()) */
+    size_t sel_len;
+    char str[];   /* key, ns, name, each NUL-terminated; then sel */
 } wc__obj_t;
 
 typedef struct wc__node {
@@ -194,6 +190,7 @@ struct wc {
 
     json_t *(*convert)(void *arg, json_t *stored); /* wc_config_t's; read-only */
     void *convert_arg;
+    const char *const *fields; /* wc_config_t's; read-only */
 };
 
 /* ---- objects ---- */
@@ -209,7 +206,6 @@ void wc_obj_unref(const wc_obj_t *o)
     if (!o) return;
     wc__obj_t *x = (wc__obj_t *)o;
     if (atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel) != 1) return;
-    json_decref(x->doc);
     free(x->json);
     free(x);
 }
@@ -367,98 +363,129 @@ static char *splice_rv(const char *text, size_t len, int has_rv, const char *rv,
     return splice(text, len, mb + 1, mb + 1, with, (size_t)n, out_len);
 }
 
-/* The managedFields of the object encoded in o->json, parsed (a new
- * reference in *out), or *out NULL when it has none. */
-static int obj_managed(const wc_obj_t *o, json_t **out)
-{
-    const char *end = o->json + o->json_len, *mb, *me, *vb, *ve;
-    *out = NULL;
-    if (find_member(o->json, end, "metadata", NULL, &mb, &me) ||
-        find_member(mb, me, "managedFields", NULL, &vb, &ve))
-        return 0;
-    json_error_t jerr;
-    if (!(*out = json_loadb(vb, (size_t)(ve - vb), 0, &jerr)))
-        return json_error_code(&jerr) == json_error_out_of_memory ? KP_ENOMEM : KP_ECORRUPT;
-    return 0;
-}
-
 int wc_obj_copy(const wc_obj_t *o, json_t **out)
 {
-    json_t *mf;
+    json_error_t jerr;
+    *out = json_loadb(o->json, o->json_len, 0, &jerr);
+    if (json_is_object(*out)) return 0;
+    json_decref(*out);
     *out = NULL;
-    int rc = obj_managed(o, &mf);
-    if (rc) return rc;
-    json_t *doc = json_deep_copy(o->doc);
-    if (!doc || (mf && json_object_set_new(json_object_get(doc, "metadata"), "managedFields", mf))) {
-        if (!doc) json_decref(mf);
-        json_decref(doc);
-        return KP_ENOMEM;
-    }
-    *out = doc;
-    return 0;
+    return json_error_code(&jerr) == json_error_out_of_memory ? KP_ENOMEM : KP_ECORRUPT;
 }
 
-int wc_obj_view(const wc_obj_t *o, json_t **out)
-{
-    json_t *mf;
-    *out = NULL;
-    int rc = obj_managed(o, &mf);
-    if (rc) return rc;
-    if (!mf) {
-        *out = json_incref((json_t *)o->doc);
-        return 0;
-    }
-    json_t *top = api_json_shallow_copy(o->doc);
-    json_t *meta = api_json_shallow_copy(json_object_get(o->doc, "metadata"));
-    if (!top || !meta || json_object_set_new(meta, "managedFields", mf) ||
-        json_object_set_new(top, "metadata", meta)) {
-        if (!meta) json_decref(mf);
-        json_decref(top);
-        return KP_ENOMEM;
-    }
-    *out = top;
-    return 0;
-}
+/* ---- what selectors read ---- */
 
-/* Memory a parsed JSON value holds, estimated from jansson 2.14's layout
- * (its structs, hashtable pairs and buckets, string copies) plus malloc's
- * overhead per block. The history's budget counts it: a 1 MiB string costs
- * its JSON text and its parsed copy, a tree of small fields far more than
- * its text. */
-static size_t doc_mem(const json_t *v)
+/* The texts a version keeps for selectors, built from its doc into `out`
+ * (NULL: only measured); the size in bytes. One string per path of `paths`
+ * (sel_field_text()), then per label a tag ('s': a string value, 'x':
+ * present but no string), its key and its value, then a final '\0' tag. */
+static size_t sel_build(const json_t *doc, const char *const *paths, char *out)
 {
     size_t n = 0;
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        const char *k;
-        json_t *x;
-        n = 96 + 16 * json_object_size(v);
-        json_object_foreach((json_t *)v, k, x) n += 64 + strlen(k) + doc_mem(x);
-        return n;
+    for (const char *const *p = paths; p && *p; p++) {
+        char buf[64];
+        const char *t = sel_field_text(doc, *p, buf, sizeof buf);
+        size_t len = strlen(t) + 1;
+        if (out) memcpy(out + n, t, len);
+        n += len;
     }
-    case JSON_ARRAY: {
-        size_t i;
-        json_t *x;
-        n = 48 + 8 * json_array_size(v);
-        json_array_foreach(v, i, x) n += doc_mem(x);
-        return n;
+    const char *k;
+    const json_t *v;
+    json_t *labels = json_object_get(json_object_get(doc, "metadata"), "labels");
+    json_object_foreach(labels, k, v) {
+        /* Go reads a null label value as "" (sel_label_match()). */
+        const char *t = json_is_null(v) ? "" : json_string_value(v);
+        size_t kl = strlen(k) + 1, tl = t ? strlen(t) + 1 : 1;
+        if (out) {
+            out[n] = t ? 's' : 'x';
+            memcpy(out + n + 1, k, kl);
+            memcpy(out + n + 1 + kl, t ? t : "", tl);
+        }
+        n += 1 + kl + tl;
     }
-    case JSON_STRING: return 48 + json_string_length(v);
-    case JSON_INTEGER:
-    case JSON_REAL: return 32;
-    default: return 0; /* true, false and null are shared singletons */
+    if (out) out[n] = '\0';
+    return n + 1;
+}
+
+/* The labels part of a version's texts. */
+static const char *sel_labels(const wc__obj_t *x)
+{
+    const char *p = x->sel;
+    for (const char *const *f = x->paths; f && *f; f++) p += strlen(p) + 1;
+    return p;
+}
+
+/* sel_get_fn on a version's labels. */
+static const char *sel_label(const void *arg, const char *key)
+{
+    for (const char *p = sel_labels(arg); *p;) {
+        const char *k = p + 1, *v = k + strlen(k) + 1;
+        if (!strcmp(k, key)) return *p == 's' ? v : SEL_NOT_STRING;
+        p = v + strlen(v) + 1;
     }
+    return NULL;
+}
+
+const char *wc_obj_field(const wc_obj_t *o, const char *field)
+{
+    const wc__obj_t *x = (const wc__obj_t *)o;
+    if (!strcmp(field, "metadata.name")) return o->name;
+    if (!strcmp(field, "metadata.namespace")) return o->ns;
+    const char *p = x->sel;
+    for (const char *const *f = x->paths; f && *f; f++, p += strlen(p) + 1)
+        if (!strcmp(*f, field)) return p;
+    return NULL;
+}
+
+static const char *sel_field(const void *arg, const char *field)
+{
+    return wc_obj_field(arg, field);
+}
+
+int wc_obj_match(const wc_obj_t *o, const sel_label_t *labels, const sel_field_t *fields)
+{
+    return sel_label_match_get(labels, sel_label, o) && sel_field_match_get(fields, sel_field, o);
+}
+
+/* A new version of `key` named `ns`, `name`, with `json` (taken: freed on
+ * every path) and the selectors' texts `sel` (copied; sel_build(), built
+ * for `paths`); *out, or KP_ENOMEM. */
+static int obj_make(const char *key, size_t key_len, const char *ns, const char *name,
+                    int64_t rev, char *json, size_t json_len, const char *const *paths,
+                    const char *sel, size_t sel_len, const wc_obj_t **out)
+{
+    size_t nslen = strlen(ns), namelen = strlen(name);
+    size_t strs = key_len + nslen + namelen + 3;
+    wc__obj_t *o = json ? malloc(sizeof *o + strs + sel_len) : NULL;
+    if (!o) {
+        free(json);
+        return KP_ENOMEM;
+    }
+    char *p = o->str;
+    memcpy(p, key, key_len);
+    p[key_len] = '\0';
+    memcpy(p + key_len + 1, ns, nslen + 1);
+    memcpy(p + key_len + 1 + nslen + 1, name, namelen + 1);
+    memcpy(p + strs, sel, sel_len);
+    atomic_init(&o->refs, 1);
+    o->json = json;
+    o->paths = paths;
+    o->sel = p + strs;
+    o->sel_len = sel_len;
+    o->mem = sizeof *o + strs + sel_len + json_len + 1 + 32;
+    o->pub = (wc_obj_t){.rev = rev, .key = p, .ns = p + key_len + 1,
+                        .name = p + key_len + 1 + nslen + 1, .json = json, .json_len = json_len};
+    *out = &o->pub;
+    return 0;
 }
 
 /* Publish `doc` (owned; consumed on every path) as the version `rev` of
- * `key`: set metadata.resourceVersion, encode once (invariant 3), and keep
- * doc without its managedFields (wc_obj_t). `stored` (may be NULL) is doc's
- * encoding, holding no resourceVersion (as stored) or, when `stored_rv`, an
- * older one; when given, the version's encoding is spliced from it. With
- * `stored_rv` (a published version's json, which doc may lack the
- * managedFields of) only the splice will do: failing it is KP_ENOMEM. */
-static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev, const char *stored,
-                   size_t stored_len, int stored_rv, const wc_obj_t **out)
+ * `key`: set metadata.resourceVersion, encode once (invariant 3), keep what
+ * selectors read of it (`paths`: wc_config_t.fields), free the rest.
+ * `stored` (may be NULL) is doc's encoding, holding no resourceVersion (as
+ * stored); when given, the version's encoding is spliced from it. */
+static int obj_new(const char *const *paths, const char *key, size_t key_len, json_t *doc,
+                   int64_t rev, const char *stored, size_t stored_len, const wc_obj_t **out)
 {
     int rc = KP_ENOMEM;
     char *json = NULL;
@@ -471,42 +498,43 @@ static int obj_new(const char *key, size_t key_len, json_t *doc, int64_t rev, co
     } else if (!json_is_object(meta)) {
         rc = KP_ECORRUPT;
         goto fail;
-    } else if (!stored_rv && json_object_get(meta, "resourceVersion")) {
+    } else if (json_object_get(meta, "resourceVersion")) {
         stored = NULL; /* its text would hold a second one */
     }
     char rv[24];
     snprintf(rv, sizeof rv, "%" PRId64, rev);
     if (json_object_set_new(meta, "resourceVersion", json_string(rv))) goto fail;
-    if (stored) json = splice_rv(stored, stored_len, stored_rv, rv, &json_len);
-    if (!json && stored_rv) goto fail; /* a version's own encoding always splices */
+    if (stored) json = splice_rv(stored, stored_len, 0, rv, &json_len);
     if (!json) {
         if (!(json = json_dumps(doc, JSON_COMPACT))) goto fail;
         json_len = strlen(json);
     }
-    json_object_del(meta, "managedFields");
-
-    const char *ns = meta_str(meta, "namespace"), *name = meta_str(meta, "name");
-    size_t nslen = strlen(ns), namelen = strlen(name);
-    wc__obj_t *o = malloc(sizeof *o + key_len + nslen + namelen + 3);
-    if (!o) goto fail;
-    char *p = o->str;
-    memcpy(p, key, key_len);
-    p[key_len] = '\0';
-    memcpy(p + key_len + 1, ns, nslen + 1);
-    memcpy(p + key_len + 1 + nslen + 1, name, namelen + 1);
-    atomic_init(&o->refs, 1);
-    o->doc = doc;
-    o->json = json;
-    o->mem = sizeof *o + key_len + nslen + namelen + 3 + json_len + 1 + 32 + doc_mem(doc);
-    o->pub = (wc_obj_t){.rev = rev, .key = p, .ns = p + key_len + 1,
-                        .name = p + key_len + 1 + nslen + 1, .doc = doc, .json = json,
-                        .json_len = json_len};
-    *out = &o->pub;
-    return 0;
+    size_t sel_len = sel_build(doc, paths, NULL);
+    char small[512], *sel = sel_len <= sizeof small ? small : malloc(sel_len);
+    if (!sel) goto fail;
+    sel_build(doc, paths, sel);
+    rc = obj_make(key, key_len, meta_str(meta, "namespace"), meta_str(meta, "name"), rev, json,
+                  json_len, paths, sel, sel_len, out);
+    if (sel != small) free(sel);
+    json_decref(doc);
+    return rc;
 fail:
     free(json);
     json_decref(doc);
     return rc;
+}
+
+/* The version `o` again at revision `rev` (a delete's last state): its
+ * encoding with the resourceVersion replaced, its fields shared. */
+static int obj_at(const wc_obj_t *o, int64_t rev, const wc_obj_t **out)
+{
+    char rv[24];
+    size_t len = 0;
+    snprintf(rv, sizeof rv, "%" PRId64, rev);
+    char *json = splice_rv(o->json, o->json_len, 1, rv, &len);
+    const wc__obj_t *x = (const wc__obj_t *)o;
+    return obj_make(o->key, strlen(o->key), o->ns, o->name, rev, json, len, x->paths, x->sel,
+                    x->sel_len, out);
 }
 
 /* What the cache keeps of the stored object `doc` (consumed): converted to
@@ -532,7 +560,8 @@ static int obj_parse(const wc_t *wc, const store_kv_t *kv, const wc_obj_t **out)
     }
     const char *stored = kv->value;
     if (!(doc = as_served(wc, doc, &stored))) return KP_ENOMEM;
-    return obj_new(kv->key, kv->key_len, doc, kv->mod_rev, stored, kv->value_len, 0, out);
+    return obj_new(wc->fields, kv->key, kv->key_len, doc, kv->mod_rev, stored, kv->value_len,
+                   out);
 }
 
 /* ---- offers (invariant 8) ---- */
@@ -619,6 +648,14 @@ static const wc_obj_t *offers_take(wc_t *wc, const char *key, int64_t rev)
     return found;
 }
 
+size_t wc_offers_waiting(wc_t *wc)
+{
+    pthread_mutex_lock(&wc->omu);
+    size_t n = wc->offers_n;
+    pthread_mutex_unlock(&wc->omu);
+    return n;
+}
+
 /* Drop every offer and refuse any later one: the cache failed or closes. */
 static void offers_clear(wc_t *wc)
 {
@@ -643,7 +680,8 @@ int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const char *st
         return KP_EINVAL;
     }
     if (!(doc = as_served(wc, doc, &stored))) return KP_ENOMEM;
-    int rc = obj_new(key, strlen(key), doc, rev, stored, stored_len, 0, out); /* outside every lock */
+    /* outside every lock */
+    int rc = obj_new(wc ? wc->fields : NULL, key, strlen(key), doc, rev, stored, stored_len, out);
     if (!rc && wc) offers_keep(wc, *out);
     return rc;
 }
@@ -927,13 +965,7 @@ static int prepare(wc_t *wc, const store_event_t *sev, wc_event_t *ev)
     if (!n) return KP_ECORRUPT;
     ev->type = WC_DELETED;
     ev->prev = n->obj;
-    /* The doc as kept (no managedFields: obj_new would drop them again);
-     * the encoding, managedFields and all, is the last state's with its
-     * resourceVersion replaced. */
-    json_t *doc = json_deep_copy(n->obj->doc);
-    if (!doc) return KP_ENOMEM;
-    return obj_new(n->obj->key, strlen(n->obj->key), doc, ev->rev, n->obj->json, n->obj->json_len,
-                   1, &ev->obj);
+    return obj_at(n->obj, ev->rev, &ev->obj);
 }
 
 /* Apply a prepared event: map, ring, watchers and rev in one lock hold. */
@@ -1098,6 +1130,7 @@ int wc_open(store_t *store, const char *prefix, const wc_config_t *cfg, wc_t **o
     wc->ring_budget = history_bytes;
     wc->convert = cfg ? cfg->convert : NULL;
     wc->convert_arg = cfg ? cfg->convert_arg : NULL;
+    wc->fields = cfg ? cfg->fields : NULL;
     if (pthread_mutex_init(&wc->mu, NULL)) {
         free(wc);
         return KP_ENOMEM;

@@ -8,6 +8,12 @@
  * the writer's reply: the writer of a version offers its object (wc_offer), or
  * else the cache parses the stored value.
  *
+ * Memory: a version is kept as its encoding and, for selectors, the few
+ * texts they read (wc_obj_match()), never as a parsed tree: parsed by
+ * jansson, an object costs five to ten times its JSON, and a tree of even
+ * its selectable fields alone cost 2 KB a pod. Readers that need the whole
+ * object parse it (wc_obj_copy()).
+ *
  * Stored values are object JSON without metadata.resourceVersion; the cache
  * sets it to the version's mod_revision (as a decimal string) before encoding.
  * A DELETED event carries the object's last state with resourceVersion set to
@@ -44,38 +50,37 @@
 typedef struct store store_t;
 typedef struct wc wc_t;
 typedef struct wc_watcher wc_watcher_t;
+typedef struct sel_label sel_label_t;
+typedef struct sel_field sel_field_t;
 
 /* One object version. Immutable once published; shared by reference count.
- * Borrowed pointers into it live as long as the reference the caller holds.
- *
- * `doc` is the object parsed, for selectors, tables and strategies, without
- * metadata.managedFields: parsed, that list is most of an object's memory
- * (a pod's field sets cost three times its other fields), and only writes
- * and tables need it, so only `json` keeps it; wc_obj_copy() and
- * wc_obj_view() give the whole object. */
+ * Borrowed pointers into it live as long as the reference the caller holds. */
 typedef struct wc_obj {
     int64_t rev;          /* resourceVersion of this version */
     const char *key;      /* store key, NUL-terminated */
     const char *ns;       /* metadata.namespace, "" when cluster-scoped */
     const char *name;     /* metadata.name */
-    const json_t *doc;    /* the object but managedFields, read-only (never modify it) */
     const char *json;     /* the whole object encoded once, compact, NUL-terminated */
     size_t json_len;
 } wc_obj_t;
+
+/* 1 if the version satisfies both selectors (NULL: any), as
+ * sel_label_match() and sel_field_match() would on the whole object; the
+ * fields must be among those the cache keeps (metadata.name,
+ * metadata.namespace, wc_config_t.fields), any other matches nothing. */
+int wc_obj_match(const wc_obj_t *o, const sel_label_t *labels, const sel_field_t *fields);
+
+/* The text of a kept field (as sel_field_text() reads it), NULL for a field
+ * the cache does not keep. Borrowed from o. */
+const char *wc_obj_field(const wc_obj_t *o, const char *field);
 
 /* Take and drop a reference. NULL is a no-op for both. */
 const wc_obj_t *wc_obj_ref(const wc_obj_t *o);
 void wc_obj_unref(const wc_obj_t *o);
 
-/* The whole object, managedFields included (parsed from `json`), as a deep
- * copy the caller owns and may change. Errors: KP_ENOMEM; KP_ECORRUPT. */
+/* The whole object, managedFields included, parsed from `json`: a new tree
+ * the caller owns and may change. Errors: KP_ENOMEM; KP_ECORRUPT. */
 int wc_obj_copy(const wc_obj_t *o, json_t **out);
-
-/* The whole object for reading only: a new object whose members, and whose
- * metadata's, are shared with o->doc, plus the parsed managedFields. The
- * caller owns the returned reference, must not modify anything in it, and
- * must hold `o` while using it. Cheaper than wc_obj_copy(). Errors as there. */
-int wc_obj_view(const wc_obj_t *o, json_t **out);
 
 typedef enum wc_event_type { WC_ADDED = 1, WC_MODIFIED = 2, WC_DELETED = 3 } wc_event_type_t;
 
@@ -103,6 +108,11 @@ typedef struct wc_config {
      * NULL: objects are kept as stored. */
     json_t *(*convert)(void *arg, json_t *stored);
     void *convert_arg; /* borrowed; it must outlive the cache */
+    /* Field selectors' names (e.g. "spec.nodeName") that lists and watches
+     * may filter on beyond metadata.name and metadata.namespace: each
+     * version keeps their texts (wc_obj_match()). NULL-terminated,
+     * borrowed (it must outlive the cache); NULL: none. */
+    const char *const *fields;
 } wc_config_t;
 
 #define WC_HISTORY_BYTES ((size_t)64 << 20) /* history per resource, default */
@@ -138,21 +148,22 @@ int64_t wc_oldest(wc_t *wc);
  * and its event count; either may be NULL. */
 void wc_history_usage(wc_t *wc, size_t *bytes, size_t *events);
 
+/* Offers (wc_offer()) kept and waiting for their event now. */
+size_t wc_offers_waiting(wc_t *wc);
+
 /* Offer the version `rev` of `key` that the caller has just written: call it
  * right after a store create or update of `key` committed at `rev`, so that
  * the cache publishes this object for the store event of (key, rev) instead
  * of parsing and encoding the stored value again.
  *
- * `doc` is stolen on every path. It must be the object exactly as stored
- * (for a converting cache, in the stored version; the cache converts it):
- * json_dumps(doc, JSON_COMPACT) gave the stored bytes (so without
- * metadata.resourceVersion), and nothing has changed it since. From this call
- * on it is read by other threads: the caller must not modify it or any value
- * in it, nor json_incref them; references the caller still holds to values
- * inside it (shared with json_object_set) may only be dropped. `stored`
- * (borrowed; NULL: none) are those stored bytes, `stored_len` long: the
- * version's encoding is then spliced from them (resourceVersion inserted)
- * instead of encoding doc a second time.
+ * `doc` is stolen on every path; the cache reads it during the call only
+ * (and may change it: it sets metadata.resourceVersion). It must be the
+ * object exactly as stored (for a converting cache, in the stored version;
+ * the cache converts it): json_dumps(doc, JSON_COMPACT) gave the stored
+ * bytes (so without metadata.resourceVersion), and nothing has changed it
+ * since. `stored` (borrowed; NULL: none) are those stored bytes,
+ * `stored_len` long: the version's encoding is then spliced from them
+ * (resourceVersion inserted) instead of encoding doc a second time.
  *
  * On 0, *out holds a reference (drop it with wc_obj_unref()) to the version
  * built from it as the cache builds every version: metadata.resourceVersion
@@ -162,7 +173,8 @@ void wc_history_usage(wc_t *wc, size_t *bytes, size_t *events);
  * the event first and parsed the stored value), when the cache has failed, or
  * when 4096 offers are waiting; a kept one is dropped when the cache takes it
  * or passes `rev` without its event (a key outside the prefix), and by
- * wc_close(). `wc` NULL only builds the version.
+ * wc_close(). `wc` NULL only builds the version (it keeps no fields but
+ * metadata's).
  * Errors (*out NULL, doc freed): KP_EINVAL (key NULL, doc not an object),
  * KP_ECORRUPT (doc's metadata is not an object), KP_ENOMEM. */
 int wc_offer(wc_t *wc, const char *key, int64_t rev, json_t *doc, const char *stored,

@@ -983,16 +983,31 @@ static bool has_value(const req_t *r, const char *v)
     return false;
 }
 
+const char SEL_NOT_STRING[] = "";
+
+/* A label of the object `arg` (a labels object, or NULL). */
+static const char *json_label(const void *arg, const char *key)
+{
+    const json_t *jv = arg ? json_object_get(arg, key) : NULL;
+    /* Go decodes a null label value as "". A value of another JSON type
+     * (not a valid object) is present but equal to no string. */
+    if (!jv) return NULL;
+    if (json_is_null(jv)) return "";
+    return json_is_string(jv) ? json_string_value(jv) : SEL_NOT_STRING;
+}
+
 int sel_label_match(const sel_label_t *s, const json_t *labels)
 {
+    return sel_label_match_get(s, json_label, json_is_object(labels) ? labels : NULL);
+}
+
+int sel_label_match_get(const sel_label_t *s, sel_get_fn get, const void *arg)
+{
     if (!s) return 1;
-    if (labels && !json_is_object(labels)) labels = NULL;
     for (size_t i = 0; i < s->n; i++) {
         const req_t *r = &s->reqs[i];
-        const json_t *jv = labels ? json_object_get(labels, r->key) : NULL;
-        /* Go decodes a null label value as "". A value of another JSON type
-         * (not a valid object) is present but equal to no string. */
-        const char *v = !jv ? NULL : json_is_null(jv) ? "" : json_string_value(jv);
+        const char *jv = get(arg, r->key); /* NULL: absent */
+        const char *v = jv == SEL_NOT_STRING ? NULL : jv;
         int64_t num;
         switch (r->op) {
         case OP_IN:
@@ -1208,7 +1223,7 @@ int sel_field_check(const sel_field_t *s, const char *const *supported, char *er
 }
 
 /* The text Kubernetes compares for `field` of obj; buf holds number text. */
-static const char *field_text(const json_t *obj, const char *field, char *buf, size_t buflen)
+const char *sel_field_text(const json_t *obj, const char *field, char *buf, size_t buflen)
 {
     const char *path = field;
     if (strcmp(field, "source") == 0) path = "source.component"; /* Event: Source.Component */
@@ -1246,8 +1261,17 @@ int sel_field_match(const sel_field_t *s, const json_t *obj)
 {
     for (size_t i = 0; s && i < s->n; i++) {
         char buf[64];
-        const char *v = field_text(obj, s->t[i].field, buf, sizeof buf);
+        const char *v = sel_field_text(obj, s->t[i].field, buf, sizeof buf);
         if ((strcmp(v, s->t[i].value) == 0) == (s->t[i].neg != 0)) return 0;
+    }
+    return 1;
+}
+
+int sel_field_match_get(const sel_field_t *s, sel_get_fn get, const void *arg)
+{
+    for (size_t i = 0; s && i < s->n; i++) {
+        const char *v = get(arg, s->t[i].field);
+        if (!v || (strcmp(v, s->t[i].value) == 0) == (s->t[i].neg != 0)) return 0;
     }
     return 1;
 }

@@ -52,6 +52,13 @@ int sel_label_from_json(const json_t *label_selector, sel_label_t **out, char *e
  * int64. A NULL selector matches everything. */
 int sel_label_match(const sel_label_t *s, const json_t *labels);
 
+/* The same on labels kept elsewhere: get(arg, key) is the label's value,
+ * NULL when the object has no such label, or SEL_NOT_STRING for a value
+ * that is present but no string (it equals no value). */
+extern const char SEL_NOT_STRING[];
+typedef const char *(*sel_get_fn)(const void *arg, const char *key);
+int sel_label_match_get(const sel_label_t *s, sel_get_fn get, const void *arg);
+
 /* 1 if the selector has no requirements (selects everything; NULL too). */
 int sel_label_empty(const sel_label_t *s);
 
@@ -89,6 +96,15 @@ int sel_field_check(const sel_field_t *s, const char *const *supported, char *er
  * a missing spec.unschedulable or spec.hostNetwork reads "false", and
  * `source` reads source.component (Events). A NULL selector matches all. */
 int sel_field_match(const sel_field_t *s, const json_t *obj);
+
+/* A field's text in `obj` as sel_field_match() reads it: borrowed from obj,
+ * or written to buf (numbers). */
+const char *sel_field_text(const json_t *obj, const char *field, char *buf, size_t buflen);
+
+/* sel_field_match() on fields kept elsewhere: get(arg, field) is the
+ * field's text as sel_field_text() gives it, NULL for a field the caller
+ * does not keep (which matches no term). */
+int sel_field_match_get(const sel_field_t *s, sel_get_fn get, const void *arg);
 
 /* 1 if the selector has no terms (selects everything; NULL too). */
 int sel_field_empty(const sel_field_t *s);

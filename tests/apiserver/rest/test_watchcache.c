@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "apiserver/rest/watchcache.h"
+#include "apiserver/schema/selector.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "store/store.h"
@@ -110,7 +111,8 @@ static int64_t store_rev(store_t *s)
     return st.revision;
 }
 
-/* o is version `rev`, carries it in doc and json, and json encodes doc. */
+/* o is version `rev`, carries it in its json, and wc_obj_copy() parses
+ * that json whole; its names and kept fields are the json's. */
 static void check_obj(const wc_obj_t *o, const char *key, int64_t rev)
 {
     assert_non_null(o);
@@ -118,28 +120,33 @@ static void check_obj(const wc_obj_t *o, const char *key, int64_t rev)
     assert_int_equal(o->rev, rev);
     char rv[32];
     snprintf(rv, sizeof rv, "%" PRId64, rev);
-    json_t *meta = json_object_get(o->doc, "metadata");
-    assert_string_equal(json_string_value(json_object_get(meta, "resourceVersion")), rv);
     assert_int_equal(o->json_len, strlen(o->json));
-    json_t *back = json_loads(o->json, 0, NULL), *whole, *view;
+    json_t *back = json_loads(o->json, 0, NULL), *whole;
     assert_non_null(back);
-    /* The whole object, managedFields too, from copy and view alike... */
+    json_t *meta = json_object_get(back, "metadata");
+    assert_string_equal(json_string_value(json_object_get(meta, "resourceVersion")), rv);
     assert_int_equal(wc_obj_copy(o, &whole), 0);
-    assert_int_equal(wc_obj_view(o, &view), 0);
     assert_true(json_equal(back, whole));
-    assert_true(json_equal(back, view));
     json_decref(whole);
-    json_decref(view);
-    /* ...of which doc keeps all but the managedFields. */
-    json_object_del(json_object_get(back, "metadata"), "managedFields");
-    assert_true(json_equal(back, (json_t *)o->doc));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    assert_string_equal(o->ns, ns ? ns : "");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    assert_string_equal(o->name, name ? name : "");
+    assert_string_equal(wc_obj_field(o, "metadata.name"), o->name);
     json_decref(back);
     assert_null(strchr(o->json, '\n'));
 }
 
-static const char *data_v(const wc_obj_t *o)
+/* data.v of o (a ConfigMap), copied into a buffer of the caller's. */
+#define data_v(o) data_v_in((o), (char[64]){0})
+static const char *data_v_in(const wc_obj_t *o, char *buf)
 {
-    return json_string_value(json_object_get(json_object_get(o->doc, "data"), "v"));
+    json_t *doc;
+    assert_int_equal(wc_obj_copy(o, &doc), 0);
+    const char *v = json_string_value(json_object_get(json_object_get(doc, "data"), "v"));
+    snprintf(buf, 64, "%s", v ? v : "");
+    json_decref(doc);
+    return buf;
 }
 
 static void next_ok(wc_watcher_t *w, wc_event_t *ev)
@@ -765,16 +772,12 @@ static char *json_from_store(fixture_t *f, const char *key)
     return json;
 }
 
-/* Poll until only the test's own reference to `doc` is left (the cache
- * dropped its offer), up to 5 s. The tests below keep a reference of their
- * own to an offered doc only to see when the cache lets go: wc_offer() forbids
- * it, but these docs are never published (too late, refused, or not taken). */
-static void wait_only_ours(const json_t *doc)
+/* Poll until the cache keeps no offer (it dropped or took them), up to 5 s. */
+static void wait_no_offers(wc_t *wc)
 {
-    /* Atomic: the cache's thread drops its reference meanwhile (TSan). */
-    for (int i = 0; i < 500 && __atomic_load_n(&doc->refcount, __ATOMIC_ACQUIRE) != 1; i++)
+    for (int i = 0; i < 500 && wc_offers_waiting(wc); i++)
         usleep(10000);
-    assert_int_equal(__atomic_load_n(&doc->refcount, __ATOMIC_ACQUIRE), 1);
+    assert_int_equal(wc_offers_waiting(wc), 0);
 }
 
 static void test_offer_published(void **state)
@@ -883,7 +886,7 @@ static void test_convert(void **state)
     wc_event_t ev;
     next_ok(w, &ev);
     assert_non_null(strstr(ev.obj->json, "\"served\":{\"v\":\"2\"}"));
-    assert_non_null(json_object_get(ev.obj->doc, "served"));
+    check_obj(ev.obj, PFX "ns/followed", ev.rev);
     wc_event_clear(&ev);
 
     /* An offer is given in the stored form and kept converted. */
@@ -942,9 +945,76 @@ static void test_offer_spliced(void **state)
     wc_obj_unref(v);
 }
 
-/* A version's doc has no managedFields, its json and copies have them; a
- * DELETED event's object keeps them. Decoys: a nested metadata and an
- * annotation named managedFields are nobody's managedFields. */
+/* What selectors read of a version (wc_obj_match()) is what they read of
+ * the whole object (sel_label_match(), sel_field_match()), for the fields
+ * the cache keeps; others match nothing. A DELETED version keeps the same. */
+static void test_obj_selectors(void **state)
+{
+    fixture_t *f = *state;
+    static const char *const kept[] = {"spec.nodeName", "spec.hostNetwork", "status.replicas",
+                                       "source", NULL};
+    wc_config_t cfg = {.fields = kept};
+    assert_int_equal(wc_open(f->s, PFX, &cfg, &f->wc), 0);
+    wc_watcher_t *w;
+    assert_int_equal(wc_watch(f->wc, PFX, -1, NULL, &w), 0);
+    const char *js = "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"labels\":"
+                     "{\"app\":\"web\",\"n\":\"12\",\"nul\":null,\"odd\":7}},"
+                     "\"spec\":{\"nodeName\":\"n1\"},\"status\":{\"replicas\":3},"
+                     "\"source\":{\"component\":\"kubelet\"}}";
+    int64_t rev = 0, gone_rev = 0;
+    assert_int_equal(store_create(f->s, PFX "ns/p", js, strlen(js), &rev), 0);
+    assert_int_equal(store_delete(f->s, PFX "ns/p", 0, &gone_rev), 0);
+    wc_event_t add, gone;
+    next_ok(w, &add);
+    next_ok(w, &gone);
+    json_t *doc = json_loads(js, 0, NULL);
+    const json_t *labels = json_object_get(json_object_get(doc, "metadata"), "labels");
+    static const char *const label_sels[] = {
+        "", "app=web", "app!=web", "app in (web,db)", "app notin (web)", "app", "!app",
+        "missing", "!missing", "missing!=x", "n>11", "n<12", "nul=", "nul", "odd", "odd!=7",
+        "odd=7", "!odd", "app=web,n>100"};
+    static const char *const field_sels[] = {
+        "", "metadata.name=p", "metadata.name!=p", "metadata.namespace=ns", "spec.nodeName=n1",
+        "spec.nodeName=", "spec.hostNetwork=false", "spec.hostNetwork!=false",
+        "status.replicas=3", "status.replicas!=3", "source=kubelet", "source!=kubelet",
+        "metadata.name=p,spec.nodeName=n2"};
+    const wc_obj_t *objs[] = {add.obj, gone.obj};
+    for (int o = 0; o < 2; o++) {
+        for (size_t i = 0; i < sizeof label_sels / sizeof *label_sels; i++) {
+            sel_label_t *ls;
+            char err[256];
+            assert_int_equal(sel_label_parse(label_sels[i], &ls, err, sizeof err), 0);
+            if (wc_obj_match(objs[o], ls, NULL) != sel_label_match(ls, labels))
+                fail_msg("labels %s: the cache says %d", label_sels[i],
+                         !sel_label_match(ls, labels));
+            sel_label_free(ls);
+        }
+        for (size_t i = 0; i < sizeof field_sels / sizeof *field_sels; i++) {
+            sel_field_t *fs;
+            char err[256];
+            assert_int_equal(sel_field_parse(field_sels[i], &fs, err, sizeof err), 0);
+            if (wc_obj_match(objs[o], NULL, fs) != sel_field_match(fs, doc))
+                fail_msg("fields %s: the cache says %d", field_sels[i], !sel_field_match(fs, doc));
+            sel_field_free(fs);
+        }
+        assert_string_equal(wc_obj_field(objs[o], "spec.nodeName"), "n1");
+        assert_string_equal(wc_obj_field(objs[o], "metadata.namespace"), "ns");
+        assert_null(wc_obj_field(objs[o], "spec.other"));
+        sel_field_t *fs;
+        char err[256];
+        assert_int_equal(sel_field_parse("spec.other=", &fs, err, sizeof err), 0);
+        assert_false(wc_obj_match(objs[o], NULL, fs)); /* not kept: matches nothing */
+        sel_field_free(fs);
+    }
+    json_decref(doc);
+    wc_event_clear(&add);
+    wc_event_clear(&gone);
+    wc_watcher_close(w);
+}
+
+/* A version's json and copies have its managedFields; a DELETED event's
+ * object keeps them. Decoys: a nested metadata and an annotation named
+ * managedFields are nobody's managedFields. */
 static void test_managed_fields(void **state)
 {
     fixture_t *f = *state;
@@ -967,16 +1037,15 @@ static void test_managed_fields(void **state)
     for (int i = 0; i < 2; i++) {
         const wc_obj_t *o = objs[i];
         check_obj(o, PFX "ns/m", i ? r2 : r1);
-        json_t *meta = json_object_get(o->doc, "metadata");
-        assert_null(json_object_get(meta, "managedFields"));
+        json_t *whole;
+        assert_int_equal(wc_obj_copy(o, &whole), 0);
+        json_t *meta = json_object_get(whole, "metadata");
         assert_string_equal(json_string_value(json_object_get(
                                 json_object_get(meta, "annotations"), "managedFields")),
                             "x");
-        assert_non_null(json_object_get(json_object_get(json_object_get(o->doc, "spec"),
+        assert_non_null(json_object_get(json_object_get(json_object_get(whole, "spec"),
                                                         "metadata"),
                                         "managedFields"));
-        json_t *whole;
-        assert_int_equal(wc_obj_copy(o, &whole), 0);
         json_t *mf = json_object_get(json_object_get(whole, "metadata"), "managedFields");
         assert_string_equal(json_string_value(json_object_get(json_array_get(mf, 0), "manager")),
                             "kubectl");
@@ -1013,7 +1082,8 @@ static void test_offer_too_late(void **state)
     assert_ptr_not_equal(mine, cached);
     assert_string_equal(mine->json, cached->json); /* the same bytes anyway */
     wc_obj_unref(mine);
-    assert_int_equal(doc->refcount, 1); /* dropped at once: the cache kept nothing */
+    assert_int_equal(doc->refcount, 1); /* read during the call only */
+    assert_int_equal(wc_offers_waiting(f->wc), 0); /* dropped at once */
     const wc_obj_t *again;
     assert_int_equal(wc_get(f->wc, key, &again), 0);
     assert_ptr_equal(again, cached); /* the cache's own version stays */
@@ -1025,12 +1095,12 @@ static void test_offer_too_late(void **state)
     assert_int_equal(wc_wait(f->wc, rev2, 5000), 0);
     assert_int_equal(wc_offer(f->wc, key, rev, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
-    assert_int_equal(doc->refcount, 1);
+    assert_int_equal(wc_offers_waiting(f->wc), 0);
     wc_t *late;
     assert_int_equal(wc_open(f->s, PFX, NULL, &late), 0);
     assert_int_equal(wc_offer(late, key, rev2, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
-    assert_int_equal(doc->refcount, 1);
+    assert_int_equal(wc_offers_waiting(late), 0);
     wc_close(late);
     json_decref(doc);
 }
@@ -1046,11 +1116,12 @@ static void test_offer_never_taken(void **state)
     int64_t want = store_rev(f->s) + 1;
     assert_int_equal(wc_offer(f->wc, PFX "ns/a", want, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
-    assert_int_equal(doc->refcount, 2); /* kept */
+    assert_int_equal(doc->refcount, 1); /* read during the call only */
+    assert_int_equal(wc_offers_waiting(f->wc), 1); /* kept */
     int64_t rev;
     assert_int_equal(store_create(f->s, "/registry/secrets/ns/s", "{}", 2, &rev), 0);
     assert_int_equal(rev, want);
-    wait_only_ours(doc);
+    wait_no_offers(f->wc);
 
     want = store_rev(f->s) + 1;
     assert_int_equal(wc_offer(f->wc, PFX "ns/a", want, json_incref(doc), NULL, 0, &mine), 0);
@@ -1062,12 +1133,12 @@ static void test_offer_never_taken(void **state)
     assert_string_equal(data_v(b), "stored"); /* parsed: the offer was not b's */
     wc_obj_unref(b);
     assert_int_equal(wc_get(f->wc, PFX "ns/a", &b), KP_ENOTFOUND);
-    wait_only_ours(doc);
+    wait_no_offers(f->wc);
 
     /* Its event never comes: wc_close() frees it (and ASan would see a leak). */
     assert_int_equal(wc_offer(f->wc, PFX "ns/a", want + 1000, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
-    assert_int_equal(doc->refcount, 2);
+    assert_int_equal(wc_offers_waiting(f->wc), 1);
     for (int i = 0; i < 3; i++) { /* and some that nobody else references */
         assert_int_equal(
             wc_offer(f->wc, PFX "ns/c", want + 2000 + i, cm_doc("ns", "c", "x"), NULL, 0, &mine), 0);
@@ -1075,7 +1146,6 @@ static void test_offer_never_taken(void **state)
     }
     wc_close(f->wc);
     f->wc = NULL;
-    assert_int_equal(doc->refcount, 1);
     json_decref(doc);
 }
 
@@ -1092,7 +1162,7 @@ static void test_offer_bounded_and_failed(void **state)
     }
     assert_int_equal(wc_offer(f->wc, PFX "ns/a", far - 1, json_incref(doc), NULL, 0, &mine), 0);
     wc_obj_unref(mine);
-    assert_int_equal(doc->refcount, 1); /* the table is full: refused */
+    assert_int_equal(wc_offers_waiting(f->wc), 4096); /* the table is full: refused */
 
     /* A failed cache keeps none (and frees what it had). */
     int64_t bad;
@@ -1101,7 +1171,7 @@ static void test_offer_bounded_and_failed(void **state)
     assert_int_equal(wc_offer(f->wc, PFX "ns/a", far + 5000, json_incref(doc), NULL, 0, &mine), 0);
     check_obj(mine, PFX "ns/a", far + 5000); /* the writer still gets its version */
     wc_obj_unref(mine);
-    assert_int_equal(doc->refcount, 1);
+    assert_int_equal(wc_offers_waiting(f->wc), 0); /* and the failed cache kept none */
 
     /* Bad arguments; no cache: the version is only built. */
     assert_int_equal(wc_offer(f->wc, NULL, 1, json_incref(doc), NULL, 0, &mine), KP_EINVAL);
@@ -1115,7 +1185,7 @@ static void test_offer_bounded_and_failed(void **state)
     assert_string_equal(mine->ns, "ns");
     assert_string_equal(mine->name, "a");
     wc_obj_unref(mine);
-    assert_int_equal(doc->refcount, 1);
+    assert_int_equal(doc->refcount, 1); /* read during the call only */
     json_decref(doc);
 }
 
@@ -1217,8 +1287,8 @@ static void test_history_bytes(void **state)
     assert_int_equal(wc_oldest(f->wc), r0);
 
     /* Twelve versions of a 20 KB object: an event costs its version and the
-     * one before (each about twice 20 KB, text and parsed), so the budget
-     * holds a few of the newest; the oldest went first. */
+     * one before (each its 20 KB text), so the budget holds a few of the
+     * newest; the oldest went first. */
     int64_t r[12];
     for (int i = 0; i < 12; i++) r[i] = put_big(f->s, "ns", "big", 20000, (char)('a' + i));
     assert_int_equal(wc_wait(f->wc, r[11], 5000), 0);
@@ -1251,7 +1321,10 @@ static void test_history_bytes(void **state)
      * with it their memory (ASan's leak check at exit sees the rest). */
     int64_t rd = del(f->s, "ns", "big");
     int64_t rs = 0;
-    for (int i = 0; i < 200; i++) rs = put(f->s, "ns", "small", "v");
+    for (int i = 0; i < 5000 && wc_oldest(f->wc) < rd; i++) {
+        rs = put(f->s, "ns", "small", "v");
+        if (i % 100 == 99) assert_int_equal(wc_wait(f->wc, rs, 5000), 0);
+    }
     assert_int_equal(wc_wait(f->wc, rs, 5000), 0);
     assert_true(wc_oldest(f->wc) >= rd);
     wc_history_usage(f->wc, &bytes, &events);
@@ -1564,6 +1637,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_watchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_value_stops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_obj_selectors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
