@@ -306,6 +306,25 @@ static int good_server(const char *s)
     return *host && *host != '/' && !strpbrk(s, " \t\r\n");
 }
 
+int kc_client_metadata(const kc_client_t *c, kc_client_t **out)
+{
+    const char *servers[KC__SERVERS_MAX + 1] = {NULL};
+    for (size_t i = 0; i < c->nservers; i++) servers[i] = c->servers[i];
+    static const char bearer[] = "Authorization: Bearer ";
+    kc_config_t cfg = {.servers = servers,
+                       .token = c->auth_header ? c->auth_header + sizeof bearer - 1 : NULL,
+                       .ca_pem = c->ca_pem,
+                       .user_agent = c->user_agent,
+                       .qps = c->qps,
+                       .burst = (int)c->burst,
+                       .timeout_ms = c->timeout_ms,
+                       .insecure = c->insecure,
+                       .unix_socket = c->unix_socket};
+    int rc = kc_client_new(&cfg, out);
+    if (!rc) (*out)->metadata_only = 1;
+    return rc;
+}
+
 int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
 {
     *out = NULL;
@@ -470,11 +489,22 @@ void kc__easy_put(kc_client_t *c, CURL *h)
     if (h) curl_easy_cleanup(h);
 }
 
+const char *kc__accept(const kc_client_t *c, int list)
+{
+    if (!c->metadata_only) return NULL;
+    /* client-go's metadata client asks for protobuf first; kplane answers
+     * these in JSON, which it accepts as well. */
+    return list ? "Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+                  "application/json"
+                : "Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+                  "application/json";
+}
+
 int kc__easy_setup(kc_client_t *c, CURL *h, const char *url, const char *ctype,
-                   struct curl_slist **hdrs)
+                   const char *accept, struct curl_slist **hdrs)
 {
     *hdrs = NULL;
-    struct curl_slist *l = curl_slist_append(NULL, "Accept: application/json");
+    struct curl_slist *l = curl_slist_append(NULL, accept ? accept : "Accept: application/json");
     struct curl_slist *t = l;
     /* No "Expect: 100-continue" round trip before large bodies. */
     if (t) t = curl_slist_append(l, "Expect:");
@@ -627,6 +657,7 @@ typedef struct req {
     size_t blen;
     json_t **out;    /* the 2xx body, parsed; NULL: not wanted */
     json_t **status; /* the error body, parsed; NULL: not wanted */
+    const char *accept; /* NULL: JSON (kc__accept()) */
 } req_t;
 
 typedef struct sink {
@@ -670,7 +701,7 @@ static int attempt(kc_client_t *c, const req_t *q, size_t idx, kc__conn_fail_t *
     char errbuf[CURL_ERROR_SIZE] = "";
     char *url = kc__full_url(c, idx, q->url);
     CURL *h = url ? kc__easy_get(c) : NULL;
-    int rc = h ? kc__easy_setup(c, h, url, q->ctype, &hdrs) : KP_ENOMEM;
+    int rc = h ? kc__easy_setup(c, h, url, q->ctype, q->accept, &hdrs) : KP_ENOMEM;
     if (rc) goto done;
     CURLcode cc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
     if (!cc) cc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
@@ -769,7 +800,7 @@ static int send_json(kc_client_t *c, const char *method, const buf_t *url, const
         if (status) *status = NULL;
         return KP_ENOMEM;
     }
-    req_t q = {method, url->p, js ? ctype : NULL, js, js ? strlen(js) : 0, out, status};
+    req_t q = {method, url->p, js ? ctype : NULL, js, js ? strlen(js) : 0, out, status, NULL};
     int rc = do_request(c, &q);
     free(js);
     return rc;
@@ -785,7 +816,7 @@ int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *n
     if (rc || !name || !*name) return KP_EINVAL;
     buf_t url;
     if ((rc = kc__url(c, r, n, name, NULL, NULL, &url))) return rc;
-    req_t q = {"GET", url.p, NULL, NULL, 0, out, NULL};
+    req_t q = {"GET", url.p, NULL, NULL, 0, out, NULL, kc__accept(c, 0)};
     rc = do_request(c, &q);
     buf_free(&url);
     return rc;
@@ -795,7 +826,7 @@ int kc_get_path(kc_client_t *c, const char *path, json_t **out)
 {
     *out = NULL;
     if (!path || path[0] != '/' || strlen(path) >= KC__URL_MAX) return KP_EINVAL;
-    req_t q = {"GET", path, NULL, NULL, 0, out, NULL};
+    req_t q = {"GET", path, NULL, NULL, 0, out, NULL, NULL};
     return do_request(c, &q);
 }
 
@@ -849,7 +880,7 @@ int kc_list(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *
         rc = kc__url(c, r, ns, NULL, NULL, qb.p, &url);
         buf_free(&qb);
         if (rc) goto fail;
-        req_t q = {"GET", url.p, NULL, NULL, 0, &page, NULL};
+        req_t q = {"GET", url.p, NULL, NULL, 0, &page, NULL, kc__accept(c, 1)};
         rc = do_request(c, &q);
         buf_free(&url);
         if (rc) goto fail;

@@ -104,6 +104,16 @@ typedef struct kc_client kc_client_t;
 int kc_client_new(const kc_config_t *cfg, kc_client_t **out);
 void kc_client_free(kc_client_t *c);
 
+/* A metadata client (client-go's k8s.io/client-go/metadata) with c's
+ * configuration: its kc_get(), kc_list(), kc_watch_open() and informers
+ * ask for PartialObjectMetadata (Accept ...;as=PartialObjectMetadata[List];
+ * g=meta.k8s.io;v=v1) and get objects of kind PartialObjectMetadata: the
+ * apiVersion, kind and metadata only, whatever the resource. Kubernetes'
+ * garbage collector watches every resource so, holding no object's
+ * contents. Other calls are as c's. Free it as any client.
+ * Errors: KP_ENOMEM. */
+int kc_client_metadata(const kc_client_t *c, kc_client_t **out);
+
 /* Requests sent and errors seen so far (for metrics and benchmarks). */
 typedef struct kc_client_stats {
     uint64_t requests, errors, watches;

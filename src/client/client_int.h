@@ -33,6 +33,7 @@ struct kc_client {
     int insecure;
     char *unix_socket; /* NULL: TCP to the server's host and port */
     int timeout_ms;
+    int metadata_only; /* kc_client_metadata() */
 
     /* The token bucket (qps 0: off). tokens may go negative: each caller
      * reserves its token under the lock and sleeps off its debt outside. */
@@ -56,11 +57,15 @@ CURL *kc__easy_get(kc_client_t *c);
 void kc__easy_put(kc_client_t *c, CURL *h);
 
 /* Set what every request carries on a reset handle: URL, TLS trust, the
- * user agent, no signals, and the headers (Accept: application/json, the
- * bearer token, `ctype` as Content-Type when non-NULL). *hdrs is the
- * caller's (curl_slist_free_all after the transfer). Errors: KP_ENOMEM. */
+ * user agent, no signals, and the headers (`accept`, a whole "Accept: ..."
+ * line, NULL: Accept: application/json; the bearer token; `ctype` as
+ * Content-Type when non-NULL). *hdrs is the caller's (curl_slist_free_all
+ * after the transfer). Errors: KP_ENOMEM. */
 int kc__easy_setup(kc_client_t *c, CURL *h, const char *url, const char *ctype,
-                   struct curl_slist **hdrs);
+                   const char *accept, struct curl_slist **hdrs);
+/* The Accept line of a get or watch (list 0) or a list (1): NULL but for
+ * a metadata client (kc_client_metadata()). */
+const char *kc__accept(const kc_client_t *c, int list);
 
 /* The path of r in ns (NULL/"" or cluster-scoped: none), then /name and
  * /sub when non-NULL, then "?query" when query is non-empty, into *url

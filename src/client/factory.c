@@ -77,6 +77,28 @@ void kc_factory_set_transform(kc_factory_t *f, kc_transform_fn fn)
     pthread_mutex_unlock(&f->mu);
 }
 
+/* The shared informer for these arguments, or NULL; needs f->mu. */
+static kc_informer_t *find(kc_factory_t *f, const kc_resource_t *r, const char *ns,
+                           const char *label_selector, const char *field_selector)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        shared_t *sh = &f->list[i];
+        if (same_res(sh->r, r) && same_str(sh->ns, ns) && same_str(sh->labels, label_selector) &&
+            same_str(sh->fields, field_selector))
+            return sh->inf;
+    }
+    return NULL;
+}
+
+kc_informer_t *kc_factory_lookup(kc_factory_t *f, const kc_resource_t *r)
+{
+    if (!f || !r || !r->resource || !r->version) return NULL;
+    pthread_mutex_lock(&f->mu);
+    kc_informer_t *inf = find(f, r, NULL, NULL, NULL);
+    pthread_mutex_unlock(&f->mu);
+    return inf;
+}
+
 int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
                         const char *label_selector, const char *field_selector,
                         kc_informer_t **out)
@@ -84,14 +106,9 @@ int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
     *out = NULL;
     if (!r || !r->resource || !r->version) return KP_EINVAL;
     pthread_mutex_lock(&f->mu);
-    for (size_t i = 0; i < f->n; i++) {
-        shared_t *sh = &f->list[i];
-        if (same_res(sh->r, r) && same_str(sh->ns, ns) && same_str(sh->labels, label_selector) &&
-            same_str(sh->fields, field_selector)) {
-            *out = sh->inf;
-            pthread_mutex_unlock(&f->mu);
-            return 0;
-        }
+    if ((*out = find(f, r, ns, label_selector, field_selector))) {
+        pthread_mutex_unlock(&f->mu);
+        return 0;
     }
     int rc = KP_ENOMEM, ok = 1;
     shared_t sh = {.r = r};
@@ -104,7 +121,7 @@ int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
         rc = ok ? kc_informer_new(f->c, r, ns, label_selector, field_selector, f->resync_ms,
                                   &sh.inf)
                 : KP_ENOMEM;
-        if (!rc) rc = kc_informer_set_transform(sh.inf, f->transform);
+        if (!rc) rc = kc_informer_set_transform(sh.inf, f->transform, NULL);
         if (!rc) rc = kc_informer_start(sh.inf);
     }
     if (rc) {

@@ -186,6 +186,7 @@ struct kc_informer {
     char *query; /* the selectors, URL-encoded; NULL: none */
     int resync_ms;
     kc_transform_fn transform; /* NULL: none; set before start */
+    void *transform_arg;
     pthread_mutex_t hmu; /* guards h, nh; held across each event's apply and dispatch */
     kc_handlers_t *h;
     size_t nh;
@@ -368,7 +369,7 @@ static int replace(kc_informer_t *inf, json_t *list)
     for (size_t i = 0; i < n; i++) {
         json_t *it = json_array_get(items, i);
         if (kc_key_of(it, key, sizeof key)) continue;
-        if (inf->transform) inf->transform(it);
+        if (inf->transform) inf->transform(inf->transform_arg, it);
         int prc = cache_put(inf, key, it, &olds[i].old);
         if (prc) rc = prc;
         olds[i].cached = !prc;
@@ -425,7 +426,7 @@ static void apply_event(kc_informer_t *inf, kc_event_type_t type, json_t *obj)
         return;
     }
     int rc = 0;
-    if (inf->transform) inf->transform(obj);
+    if (inf->transform) inf->transform(inf->transform_arg, obj);
     pthread_mutex_lock(&inf->hmu);
     pthread_rwlock_wrlock(&inf->mu);
     if (type == KC_DELETED)
@@ -690,16 +691,17 @@ int kc_informer_add_index(kc_informer_t *inf, const char *name, kc_index_fn fn)
     return rc;
 }
 
-void kc_transform_strip_managed_fields(json_t *obj)
+void kc_transform_strip_managed_fields(void *arg, json_t *obj)
 {
+    (void)arg;
     json_object_del(json_object_get(obj, "metadata"), "managedFields");
 }
 
-int kc_informer_set_transform(kc_informer_t *inf, kc_transform_fn fn)
+int kc_informer_set_transform(kc_informer_t *inf, kc_transform_fn fn, void *arg)
 {
     pthread_mutex_lock(&inf->smu);
     int rc = inf->started ? KP_EBUSY : 0;
-    if (!rc) inf->transform = fn;
+    if (!rc) inf->transform = fn, inf->transform_arg = arg;
     pthread_mutex_unlock(&inf->smu);
     return rc;
 }

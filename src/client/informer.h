@@ -56,14 +56,15 @@ int kc_informer_add_index(kc_informer_t *inf, const char *name, kc_index_fn fn);
  * and handed to handlers (client-go's SetTransform): to drop what no user
  * reads, so that the cache holds less. It must keep metadata name,
  * namespace and resourceVersion, and what every index and handler reads. */
-typedef void (*kc_transform_fn)(json_t *obj);
+typedef void (*kc_transform_fn)(void *arg, json_t *obj);
 /* Drop metadata.managedFields (client-go's TransformStripManagedFields):
  * controllers and schedulers never read them, and they are about a third
  * of a pod. */
-void kc_transform_strip_managed_fields(json_t *obj);
-/* Set the transform (NULL: none), before kc_informer_start(). Errors:
- * KP_EBUSY (started). */
-int kc_informer_set_transform(kc_informer_t *inf, kc_transform_fn fn);
+void kc_transform_strip_managed_fields(void *arg, json_t *obj);
+/* Set the transform (NULL: none) and its first argument (borrowed; it must
+ * outlive the informer), before kc_informer_start(). Errors: KP_EBUSY
+ * (started). */
+int kc_informer_set_transform(kc_informer_t *inf, kc_transform_fn fn, void *arg);
 /* Start the informer's thread: list, then watch; relist on 410; after other
  * errors back off (100 ms doubling to 5 s) and watch again. Errors:
  * KP_EBUSY (started already), KP_ENOMEM. */
@@ -108,13 +109,18 @@ typedef struct kc_factory kc_factory_t;
 /* A factory over client c (borrowed; it must outlive the factory) whose
  * informers resync every resync_ms (0: never). Errors: KP_ENOMEM. */
 int kc_factory_new(kc_client_t *c, int resync_ms, kc_factory_t **out);
-/* The transform of the informers f creates from now on (NULL: none). */
+/* The transform of the informers f creates from now on (NULL: none; its
+ * argument is NULL). */
 void kc_factory_set_transform(kc_factory_t *f, kc_transform_fn fn);
 /* The shared informer for (r, ns, selectors), created and started on first
  * use; *out is borrowed from the factory. Arguments as kc_informer_new(). */
 int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
                         const char *label_selector, const char *field_selector,
                         kc_informer_t **out);
+/* The shared informer of all of r's objects (no namespace, no selectors)
+ * if some user has asked for it already, else NULL (none is created).
+ * Borrowed, as kc_factory_informer()'s. */
+kc_informer_t *kc_factory_lookup(kc_factory_t *f, const kc_resource_t *r);
 /* Stop and free every informer; their users must have removed their
  * handlers. NULL is fine. */
 void kc_factory_free(kc_factory_t *f);

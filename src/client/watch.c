@@ -296,7 +296,7 @@ static int watch_try(kc_client_t *c, const char *path, size_t idx, int timeout_s
     buf_init(&w->errbody, KC_WATCH_ERRBODY_MAX);
     rc = KP_ENOMEM;
     if (!(w->m = curl_multi_init()) || !(w->h = curl_easy_init())) goto fail;
-    if ((rc = kc__easy_setup(c, w->h, w->url, NULL, &w->hdrs))) goto fail;
+    if ((rc = kc__easy_setup(c, w->h, w->url, NULL, kc__accept(c, 0), &w->hdrs))) goto fail;
     CURLcode cc = curl_easy_setopt(w->h, CURLOPT_WRITEFUNCTION, on_data);
     if (!cc) cc = curl_easy_setopt(w->h, CURLOPT_WRITEDATA, w);
     if (!cc) cc = curl_easy_setopt(w->h, CURLOPT_HEADERFUNCTION, on_header);

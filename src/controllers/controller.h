@@ -95,6 +95,12 @@ int ctrl_manager_metrics(ctrl_manager_t *m, char **text);
  * their arg: the manager removes them by it when it stops, and init removes
  * them (kc_informer_remove_handlers) before it fails. */
 kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r);
+/* ctrl_informer() of r if the process shares an informer of r already
+ * (another controller or component asked for one), else NULL and none is
+ * made: for a controller that would rather watch r another way than add a
+ * full copy of it (the garbage collector's metadata informers). Only
+ * during init; the same rules for handlers. */
+kc_informer_t *ctrl_informer_if_shared(ctrl_t *c, const kc_resource_t *r);
 kc_client_t *ctrl_client(ctrl_t *c);
 /* The manager's discovery client, shared by every controller (thread-safe;
  * borrowed for the controller's lifetime). */

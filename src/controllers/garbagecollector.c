@@ -17,9 +17,14 @@
  * verbs list, watch and delete -- every built-in kind and every custom
  * resource -- but events, which Kubernetes' GC ignores too. Each has the
  * index "gc-owners" (the uids an object's ownerReferences name), so "the
- * dependents of uid U" is one index read per resource. Resources the SDK
- * has constants for share the process's informers; the others get
- * informers of this file's own.
+ * dependents of uid U" is one index read per resource. A resource the
+ * process watches already (another controller's informer, shared) is
+ * watched through that informer; every other through a metadata informer
+ * of this file's own (kc_client_metadata(): PartialObjectMetadata, as
+ * Kubernetes' collector watches every resource), so that the collector
+ * holds no object's contents (no Secret's data, no ConfigMap's). Those
+ * objects are stamped with their resource's apiVersion and kind (stamp())
+ * so that the graph reads every cached object alike.
  *
  * MONITORS FOLLOW DISCOVERY (Kubernetes' resyncMonitors): "r/tick" every
  * discovery period, "r/now" when a CustomResourceDefinition changes or an
@@ -73,6 +78,7 @@ typedef struct gc_res {
 
 typedef struct gc {
     ctrl_t *c;
+    kc_client_t *meta;   /* the metadata client of the collector's own informers */
     kc_informer_t *crds; /* shared; its events resync the monitors */
     gc_res_t *res;       /* MAX_RES entries */
     _Atomic size_t nres;
@@ -306,6 +312,7 @@ static void gc_free(void *self)
     size_t n = nres(g);
     for (size_t i = 0; i < n; i++)
         if (g->res[i].own) kc_informer_free(g->res[i].inf);
+    kc_client_free(g->meta); /* after its informers */
     pthread_mutex_destroy(&g->mu);
     free(g->res);
     free(g);
@@ -332,10 +339,20 @@ static int is_custom(gc_t *g, const kc_api_resource_t *e)
     return crd != NULL;
 }
 
-/* Start a monitor for e. During init, a resource the SDK has a constant
- * for takes the shared informer (the manager waits for its cache); any
- * other gets an informer of its own, started now. Caller holds g->mu
- * (or is init). */
+/* A metadata informer's transform: the object (a PartialObjectMetadata)
+ * as its monitor's resource (arg), without managedFields. */
+static void stamp(void *arg, json_t *obj)
+{
+    const gc_res_t *e = arg;
+    json_object_set_new(obj, "apiVersion", json_string(e->a.api_version));
+    json_object_set_new(obj, "kind", json_string(e->a.kind));
+    kc_transform_strip_managed_fields(NULL, obj);
+}
+
+/* Start a monitor for e. During init, a resource the process shares an
+ * informer of takes it (the manager waits for its cache); any other gets a
+ * metadata informer of its own, started now. Caller holds g->mu (or is
+ * init). */
 static int add_monitor(gc_t *g, const kc_api_resource_t *a, int in_init)
 {
     size_t n = nres(g);
@@ -347,12 +364,12 @@ static int add_monitor(gc_t *g, const kc_api_resource_t *a, int in_init)
                              a->r.namespaced};
     e->custom = is_custom(g, a);
     kc_handlers_t h = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .arg = g};
-    const kc_resource_t *shared = in_init ? kc_resource_builtin(a->group, a->version, a->resource)
-                                          : NULL;
+    const kc_resource_t *builtin = in_init ? kc_resource_builtin(a->group, a->version, a->resource)
+                                           : NULL;
+    kc_informer_t *shared = builtin ? ctrl_informer_if_shared(g->c, builtin) : NULL;
     int rc;
     if (shared) {
-        e->inf = ctrl_informer(g->c, shared);
-        if (!e->inf) return KP_ENOMEM;
+        e->inf = shared;
         rc = kc_informer_add_index(e->inf, OWNERS_INDEX, gc_index_owners);
         if (rc == KP_EEXIST) rc = 0;
         /* Counted before handlers are added: init's unwinding removes them
@@ -362,8 +379,8 @@ static int add_monitor(gc_t *g, const kc_api_resource_t *a, int in_init)
         return rc;
     }
     e->own = 1;
-    rc = kc_informer_new(ctrl_client(g->c), &e->a.r, NULL, NULL, NULL, 0, &e->inf);
-    if (!rc) kc_informer_set_transform(e->inf, kc_transform_strip_managed_fields);
+    rc = kc_informer_new(g->meta, &e->a.r, NULL, NULL, NULL, 0, &e->inf);
+    if (!rc) kc_informer_set_transform(e->inf, stamp, e);
     if (!rc) rc = kc_informer_add_index(e->inf, OWNERS_INDEX, gc_index_owners);
     if (!rc) rc = kc_informer_add_handlers(e->inf, &h);
     if (rc) {
@@ -453,7 +470,7 @@ static int gc_init(ctrl_t *c, void **self)
     g->c = c;
     pthread_mutex_init(&g->mu, NULL);
     g->crds = ctrl_informer(c, &kc_crds);
-    if (!g->crds) {
+    if (!g->crds || kc_client_metadata(ctrl_client(c), &g->meta)) {
         gc_free(g);
         return KP_ENOMEM;
     }

@@ -37,14 +37,16 @@
 #define MAX_WORKERS     64
 #define SYNC_WAIT_MS    30000
 
+/* In init order. The garbage collector comes last: it watches through the
+ * informers the others took, and through metadata informers of its own
+ * only what nobody else watches (ctrl_informer_if_shared). */
 static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_replicationcontroller,
-                                                    &ctrl_deployment,
-                                                    &ctrl_garbagecollector, &ctrl_namespace,
+                                                    &ctrl_deployment, &ctrl_namespace,
                                                     &ctrl_job, &ctrl_ttlafterfinished,
                                                     &ctrl_statefulset,
                                                     &ctrl_nodelifecycle, &ctrl_tainteviction,
                                                     &ctrl_daemonset, &ctrl_disruption,
-                                                    &ctrl_csrsigning};
+                                                    &ctrl_csrsigning, &ctrl_garbagecollector};
 
 /* Sync duration histogram bounds, seconds. */
 static const double bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
@@ -121,6 +123,11 @@ static int enabled(const ctrl_manager_t *m, const char *name)
     for (const char *const *e = m->cfg.enabled; *e; e++)
         if (!strcmp(*e, name)) return 1;
     return 0;
+}
+
+kc_informer_t *ctrl_informer_if_shared(ctrl_t *c, const kc_resource_t *r)
+{
+    return kc_factory_lookup(c->m->cfg.factory, r) ? ctrl_informer(c, r) : NULL;
 }
 
 kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r)

@@ -15,6 +15,8 @@
  *  - kc_list follows continue over 1,200 objects (3 pages of 500) and keeps
  *    the first page's resourceVersion; 8 threads x 200 creates share one
  *    client; the rate limit (qps 50, burst 5) holds 60 requests to >= 1 s.
+ *  - A metadata client (kc_client_metadata) gets, lists and watches
+ *    PartialObjectMetadata.
  *  - Watches: events in order, the initial ADDEDs for rv "", a bookmark on an
  *    idle stream, an event line far larger than one read, 410 as
  *    KP_ECOMPACTED, the stream's end as KP_ECLOSED, cancel from another
@@ -789,6 +791,55 @@ static void test_watch_events(void **state)
     kc_watch_close(NULL);
 }
 
+/* A metadata client: get, list (paged) and watch give PartialObjectMetadata
+ * (the data left out); its writes are as any client's. */
+static void test_metadata_client(void **state)
+{
+    fx_t *f = *state;
+    kc_client_t *m = NULL;
+    assert_int_equal(kc_client_metadata(f->c, &m), 0);
+    make_ns(f->c, "meta");
+    json_t *o = cm("meta", "m1"), *out = NULL;
+    assert_int_equal(kc_create(m, &kc_configmaps, "meta", o, &out, NULL), 0);
+    assert_string_equal(str_at(out, "data", "k"), "v"); /* a write: the whole object */
+    json_decref(out);
+    json_object_set_new(json_object_get(o, "metadata"), "name", json_string("m2"));
+    assert_int_equal(kc_create(m, &kc_configmaps, "meta", o, NULL, NULL), 0);
+    json_decref(o);
+
+    assert_int_equal(kc_get(m, &kc_configmaps, "meta", "m1", &out), 0);
+    assert_string_equal(json_string_value(json_object_get(out, "kind")), "PartialObjectMetadata");
+    assert_string_equal(json_string_value(json_object_get(out, "apiVersion")), "meta.k8s.io/v1");
+    assert_string_equal(str_at(out, "metadata", "name"), "m1");
+    assert_null(json_object_get(out, "data"));
+    json_decref(out);
+
+    assert_int_equal(kc_list(m, &kc_configmaps, "meta", "limit=1", &out), 0);
+    json_t *items = json_object_get(out, "items");
+    assert_true(json_array_size(items) >= 2); /* pages of one, joined */
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *it = json_array_get(items, i);
+        assert_string_equal(json_string_value(json_object_get(it, "kind")),
+                            "PartialObjectMetadata");
+        assert_null(json_object_get(it, "data"));
+    }
+    json_decref(out);
+
+    kc_watch_t *w = NULL;
+    assert_int_equal(kc_watch_open(m, &kc_configmaps, "meta", "fieldSelector=metadata.name%3Dm1",
+                                   "", 60, &w),
+                     0);
+    kc_event_type_t t = 0;
+    assert_int_equal(kc_watch_next(w, 10000, &t, &out), 0);
+    assert_int_equal(t, KC_ADDED);
+    assert_string_equal(json_string_value(json_object_get(out, "kind")), "PartialObjectMetadata");
+    assert_string_equal(str_at(out, "metadata", "name"), "m1");
+    assert_null(json_object_get(out, "data"));
+    json_decref(out);
+    kc_watch_close(w);
+    kc_client_free(m);
+}
+
 static void test_watch_big_event(void **state)
 {
     fx_t *f = *state;
@@ -1284,6 +1335,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rate_limit),        cmocka_unit_test(test_watch_events),
         cmocka_unit_test(test_watch_big_event),   cmocka_unit_test(test_watch_bookmark),
         cmocka_unit_test(test_watch_410_and_end), cmocka_unit_test(test_watch_cancel),
+        cmocka_unit_test(test_metadata_client),
     };
     const struct CMUnitTest kill[] = {
         cmocka_unit_test(test_unix_socket),

@@ -500,12 +500,12 @@ static void test_transform(void **state)
     rec_init(&r);
     kc_informer_t *inf = NULL;
     assert_int_equal(kc_informer_new(f->c, &kc_configmaps, "tf", NULL, NULL, 0, &inf), 0);
-    assert_int_equal(kc_informer_set_transform(inf, kc_transform_strip_managed_fields), 0);
+    assert_int_equal(kc_informer_set_transform(inf, kc_transform_strip_managed_fields, NULL), 0);
     kc_handlers_t h = {h_add, h_update, h_delete, &r};
     assert_int_equal(kc_informer_add_handlers(inf, &h), 0);
     r.inf = inf;
     assert_int_equal(kc_informer_start(inf), 0);
-    assert_int_equal(kc_informer_set_transform(inf, NULL), KP_EBUSY);
+    assert_int_equal(kc_informer_set_transform(inf, NULL, NULL), KP_EBUSY);
     assert_int_equal(kc_informer_wait_synced(inf, 10000), 0);
     create_cm(f->c, "tf", "watched");
     assert_int_equal(rec_wait(&r, 2, 10000), 2);

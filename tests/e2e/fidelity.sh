@@ -10,7 +10,10 @@
 #   - ConfigMap and Secret validation (keys, immutable, Secret types) and
 #     pod sysctl names: 422 naming the field;
 #   - CRDs: root x-kubernetes-preserve-unknown-fields, schema defaults on
-#     create, update and read, and the published OpenAPI of a CRD.
+#     create, update and read, and the published OpenAPI of a CRD;
+#   - metadata-only reads (client-go's metadata client: Accept ...;as=
+#     PartialObjectMetadata[List]): get, list and watch, a Secret's data
+#     left out.
 set -euo pipefail
 KP_BIN=$1
 KUBECTL=$2
@@ -143,5 +146,31 @@ expect_eq "v3 meta properties" \
 expect_eq "v3 embedded resource" \
   "$(jget "$v3" 'o["components"]["schemas"]["com.example.fid.v1.Widget"]["properties"]["spec"]["properties"]["inner"]["required"]')" \
   "['kind', 'apiVersion']"
+
+echo "--- metadata-only get, list and watch (PartialObjectMetadata)"
+kp_curl POST /api/v1/namespaces/st-ns/secrets -H "$J" \
+  -d '{"metadata":{"name":"m1","labels":{"l":"v"},"ownerReferences":[{"apiVersion":"v1",
+  "kind":"ConfigMap","name":"o","uid":"u-1"}]},"stringData":{"k":"secret-text"}}' >/dev/null
+PB='application/vnd.kubernetes.protobuf'
+MP='as=PartialObjectMetadata;g=meta.k8s.io;v=v1'
+ML='as=PartialObjectMetadataList;g=meta.k8s.io;v=v1'
+S=/api/v1/namespaces/st-ns/secrets
+out=$(kp_curl GET "$S/m1" -H "Accept: $PB;$MP,application/json;$MP,application/json")
+expect_eq "get: kind" "$(jget "$out" 'o["kind"]+" "+o["apiVersion"]')" "PartialObjectMetadata meta.k8s.io/v1"
+expect_eq "get: metadata" "$(jget "$out" 'o["metadata"]["name"]+" "+o["metadata"]["labels"]["l"]+" "+o["metadata"]["ownerReferences"][0]["uid"]')" "m1 v u-1"
+expect_eq "get: nothing but metadata" "$(jget "$out" 'sorted(o)')" "['apiVersion', 'kind', 'metadata']"
+out=$(kp_curl GET "$S" -H "Accept: $PB;$ML,application/json;$ML,application/json")
+expect_eq "list: kinds" "$(jget "$out" 'o["kind"]+" "+o["items"][0]["kind"]')" \
+  "PartialObjectMetadataList PartialObjectMetadata"
+expect_eq "list: resourceVersion" "$(jget "$out" 'bool(o["metadata"]["resourceVersion"]) and bool(o["items"][0]["metadata"]["resourceVersion"])')" "True"
+expect_eq "list: no data" "$(grep -c secret-text <<<"$out" || true)" "0"
+out=$(kp_curl GET "$S?watch=1&timeoutSeconds=1" -H "Accept: application/json;$MP,application/json")
+expect_eq "watch: an ADDED PartialObjectMetadata" \
+  "$(jget "$(head -1 <<<"$out")" 'o["type"]+" "+o["object"]["kind"]+" "+o["object"]["metadata"]["name"]')" \
+  "ADDED PartialObjectMetadata m1"
+expect_eq "watch: no data" "$(grep -c secret-text <<<"$out" || true)" "0"
+out=$(kp_curl GET "$S?labelSelector=l%3Dv" -H "Accept: application/json;$ML")
+expect_eq "list: selectors apply" "$(jget "$out" 'len(o["items"])')" "1"
+expect_eq "plain Accept: the Secret" "$(jget "$(kp_curl GET "$S/m1")" 'o["kind"]')" "Secret"
 
 echo "PASS"

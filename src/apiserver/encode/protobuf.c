@@ -38,6 +38,7 @@
 #include "apiserver/encode/protobuf_schema.h"
 #include "lib/base64.h"
 #include "lib/err.h"
+#include "lib/pbwire.h"
 
 #define PB_DEPTH_MAX 100 /* the same cap as API_JSON_DEPTH_MAX for JSON bodies */
 #define PB_PATH_MAX  512 /* the place named in error messages; longer is cut */
@@ -50,81 +51,7 @@
 #define RFC3339_MIN_UNIX (-62167219200LL)
 #define RFC3339_MAX_UNIX 253402300799LL
 
-/* ---- the wire reader ---- */
-
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
-
-typedef struct pb_rd {
-    const uint8_t *p;
-    const uint8_t *end;
-} pb_rd_t;
-
-/* One field as it sits on the wire. */
-typedef struct pb_val {
-    uint32_t num;
-    int wt;
-    uint64_t u;          /* WT_VARINT, WT_I64, WT_I32 */
-    const uint8_t *data; /* WT_LEN: the payload, inside the reader's range */
-    size_t len;
-} pb_val_t;
-
-/* Read a varint. NULL, or a static reason why the bytes are malformed. */
-static const char *rd_varint(pb_rd_t *r, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (unsigned i = 0; i < 10; i++) {
-        if (r->p == r->end) return "truncated varint";
-        uint8_t b = *r->p++;
-        if (i == 9 && b > 1) return "varint longer than 64 bits";
-        x |= (uint64_t)(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            *v = x;
-            return NULL;
-        }
-    }
-    return "varint longer than 64 bits"; /* not reached: i == 9 returns above */
-}
-
-/* Read the next field (key and value) of a message. NULL, or a static reason;
- * f->num and f->wt are set as soon as the key is read. */
-static const char *rd_field(pb_rd_t *r, pb_val_t *f)
-{
-    uint64_t key, n;
-    const char *e = rd_varint(r, &key);
-    f->num = 0;
-    f->wt = -1;
-    if (e) return e;
-    if (key >> 3 == 0 || key >> 3 > 0x1fffffff) return "field number out of range";
-    f->num = (uint32_t)(key >> 3);
-    f->wt = (int)(key & 7);
-    switch (f->wt) {
-    case WT_VARINT:
-        return rd_varint(r, &f->u);
-    case WT_I64:
-    case WT_I32: {
-        size_t w = f->wt == WT_I64 ? 8 : 4;
-        if ((size_t)(r->end - r->p) < w) return "truncated fixed-size value";
-        f->u = 0;
-        for (size_t i = 0; i < w; i++)
-            f->u |= (uint64_t)r->p[i] << (8 * i);
-        r->p += w;
-        return NULL;
-    }
-    case WT_LEN:
-        e = rd_varint(r, &n);
-        if (e) return e;
-        if (n > (uint64_t)(r->end - r->p)) return "length past the end of the message";
-        f->data = r->p;
-        f->len = (size_t)n;
-        r->p += n;
-        return NULL;
-    case WT_SGROUP:
-    case WT_EGROUP:
-        return "groups (wire types 3 and 4) are not used by Kubernetes";
-    default:
-        return "invalid wire type";
-    }
-}
+/* ---- the wire reader: lib/pbwire.h ---- */
 
 /* A varint as protobuf's int32 (the low 32 bits, two's complement) and int64. */
 static int64_t as_int32(uint64_t u)
@@ -292,14 +219,14 @@ static int walk(pb_dec_t *d, const api_pb_msg_t *m, const uint8_t *p, size_t n, 
  * Kubernetes prints as null and we leave out. */
 static int dec_time(pb_dec_t *d, const uint8_t *p, size_t n, int micro, json_t **v)
 {
-    pb_rd_t r = {p, p + n};
+    pbr_t r = {p, p + n};
     int64_t sec = 0, nanos = 0;
     *v = NULL;
     while (r.p < r.end) {
-        pb_val_t f;
-        const char *e = rd_field(&r, &f);
+        pbr_val_t f;
+        const char *e = pbr_field(&r, &f);
         if (e) return fail(d, KP_EINVAL, "%s", e);
-        if ((f.num != 1 && f.num != 2) || f.wt != WT_VARINT)
+        if ((f.num != 1 && f.num != 2) || f.wt != PBW_VARINT)
             return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in Time", f.num, f.wt);
         if (f.num == 1)
             sec = as_int64(f.u);
@@ -341,20 +268,20 @@ static int dec_time(pb_dec_t *d, const uint8_t *p, size_t n, int micro, json_t *
 /* intstr.IntOrString {1: type, 2: intVal, 3: strVal}: a number or a string. */
 static int dec_intorstr(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
 {
-    pb_rd_t r = {p, p + n};
+    pbr_t r = {p, p + n};
     int64_t type = 0, ival = 0;
     const uint8_t *s = NULL;
     size_t slen = 0;
     *v = NULL;
     while (r.p < r.end) {
-        pb_val_t f;
-        const char *e = rd_field(&r, &f);
+        pbr_val_t f;
+        const char *e = pbr_field(&r, &f);
         if (e) return fail(d, KP_EINVAL, "%s", e);
-        if (f.num == 1 && f.wt == WT_VARINT)
+        if (f.num == 1 && f.wt == PBW_VARINT)
             type = as_int64(f.u);
-        else if (f.num == 2 && f.wt == WT_VARINT)
+        else if (f.num == 2 && f.wt == PBW_VARINT)
             ival = as_int32(f.u);
-        else if (f.num == 3 && f.wt == WT_LEN) {
+        else if (f.num == 3 && f.wt == PBW_LEN) {
             s = f.data;
             slen = f.len;
         } else {
@@ -379,15 +306,15 @@ static int dec_intorstr(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
  * as sent: clients send Quantity.String(), which is already canonical. */
 static int dec_quantity(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
 {
-    pb_rd_t r = {p, p + n};
+    pbr_t r = {p, p + n};
     const uint8_t *s = (const uint8_t *)"0";
     size_t slen = 1;
     *v = NULL;
     while (r.p < r.end) {
-        pb_val_t f;
-        const char *e = rd_field(&r, &f);
+        pbr_val_t f;
+        const char *e = pbr_field(&r, &f);
         if (e) return fail(d, KP_EINVAL, "%s", e);
-        if (f.num != 1 || f.wt != WT_LEN)
+        if (f.num != 1 || f.wt != PBW_LEN)
             return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in Quantity", f.num, f.wt);
         s = f.data;
         slen = f.len;
@@ -401,15 +328,15 @@ static int dec_quantity(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
 /* metav1.FieldsV1 {1: Raw}: Raw is JSON, printed as is. */
 static int dec_fieldsv1(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
 {
-    pb_rd_t r = {p, p + n};
+    pbr_t r = {p, p + n};
     const uint8_t *raw = NULL;
     size_t rlen = 0;
     *v = NULL;
     while (r.p < r.end) {
-        pb_val_t f;
-        const char *e = rd_field(&r, &f);
+        pbr_val_t f;
+        const char *e = pbr_field(&r, &f);
         if (e) return fail(d, KP_EINVAL, "%s", e);
-        if (f.num != 1 || f.wt != WT_LEN)
+        if (f.num != 1 || f.wt != PBW_LEN)
             return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in FieldsV1", f.num, f.wt);
         raw = f.data;
         rlen = f.len;
@@ -430,15 +357,15 @@ static int decode_unknown(pb_dec_t *d, const uint8_t *body, size_t len, json_t *
  * null. */
 static int dec_rawext(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
 {
-    pb_rd_t r = {p, p + n};
+    pbr_t r = {p, p + n};
     const uint8_t *raw = NULL;
     size_t rlen = 0;
     *v = NULL;
     while (r.p < r.end) {
-        pb_val_t f;
-        const char *e = rd_field(&r, &f);
+        pbr_val_t f;
+        const char *e = pbr_field(&r, &f);
         if (e) return fail(d, KP_EINVAL, "%s", e);
-        if (f.num != 1 || f.wt != WT_LEN)
+        if (f.num != 1 || f.wt != PBW_LEN)
             return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in RawExtension", f.num,
                         f.wt);
         raw = f.data;
@@ -464,14 +391,14 @@ static int dec_rawext(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
 /* A message {1: repeated string} (ExtraValue): the list itself. */
 static int dec_strlist(pb_dec_t *d, const uint8_t *p, size_t n, json_t **v)
 {
-    pb_rd_t r = {p, p + n};
+    pbr_t r = {p, p + n};
     *v = json_array();
     if (!*v) return oom(d);
     while (r.p < r.end) {
-        pb_val_t f;
-        const char *e = rd_field(&r, &f);
+        pbr_val_t f;
+        const char *e = pbr_field(&r, &f);
         if (e) return fail(d, KP_EINVAL, "%s", e);
-        if (f.num != 1 || f.wt != WT_LEN)
+        if (f.num != 1 || f.wt != PBW_LEN)
             return fail(d, KP_EINVAL, "unknown field %u (wire type %d) in a string list", f.num,
                         f.wt);
         if (!utf8_ok(f.data, f.len)) return fail(d, KP_EINVAL, "a string is not valid UTF-8");
@@ -523,16 +450,16 @@ static int put_varint(pb_dec_t *d, const api_pb_field_t *f, json_t *obj, uint64_
 
 /* The varint(s) of a bool/int32/int64 field: one value, or for a repeated
  * field also a packed run. */
-static int dec_varints(pb_dec_t *d, const api_pb_field_t *f, const pb_val_t *w, json_t *obj)
+static int dec_varints(pb_dec_t *d, const api_pb_field_t *f, const pbr_val_t *w, json_t *obj)
 {
-    if (w->wt == WT_VARINT) return put_varint(d, f, obj, w->u);
-    if (w->wt != WT_LEN || !(f->flags & API_PB_REP))
+    if (w->wt == PBW_VARINT) return put_varint(d, f, obj, w->u);
+    if (w->wt != PBW_LEN || !(f->flags & API_PB_REP))
         return fail(d, KP_EINVAL, "field %u (%s): wire type %d (%s), expected 0 (varint)", f->num,
                     f->json, w->wt, wt_name(w->wt));
-    pb_rd_t packed = {w->data, w->data + w->len};
+    pbr_t packed = {w->data, w->data + w->len};
     while (packed.p < packed.end) {
         uint64_t u;
-        const char *e = rd_varint(&packed, &u);
+        const char *e = pbr_varint(&packed, &u);
         if (e) return fail(d, KP_EINVAL, "field %u (%s): packed: %s", f->num, f->json, e);
         int rc = put_varint(d, f, obj, u);
         if (rc) return rc;
@@ -541,7 +468,7 @@ static int dec_varints(pb_dec_t *d, const api_pb_field_t *f, const pb_val_t *w, 
 }
 
 /* One field of message m on the wire, into obj. */
-static int dec_field(pb_dec_t *d, const api_pb_msg_t *m, const pb_val_t *w, json_t *obj)
+static int dec_field(pb_dec_t *d, const api_pb_msg_t *m, const pbr_val_t *w, json_t *obj)
 {
     const api_pb_field_t *f = find_field(m, w->num);
     if (!f)
@@ -549,14 +476,14 @@ static int dec_field(pb_dec_t *d, const api_pb_msg_t *m, const pb_val_t *w, json
     if (f->kind == API_PB_BOOL || f->kind == API_PB_INT32 || f->kind == API_PB_INT64)
         return dec_varints(d, f, w, obj);
     if (f->kind == API_PB_DOUBLE) {
-        if (w->wt != WT_I64 || (f->flags & API_PB_REP))
+        if (w->wt != PBW_I64 || (f->flags & API_PB_REP))
             return fail(d, KP_EINVAL, "field %u (%s): wire type %d (%s), expected 1 (64-bit)",
                         w->num, f->json, w->wt, wt_name(w->wt));
         double x;
         memcpy(&x, &w->u, sizeof x);
         return put(d, f, obj, json_real(x), x == 0);
     }
-    if (w->wt != WT_LEN)
+    if (w->wt != PBW_LEN)
         return fail(d, KP_EINVAL, "field %u (%s): wire type %d (%s), expected 2 (length-delimited)",
                     w->num, f->json, w->wt, wt_name(w->wt));
 
@@ -653,10 +580,10 @@ static int dec_field(pb_dec_t *d, const api_pb_msg_t *m, const pb_val_t *w, json
 /* Read message m from the n bytes at p into obj. */
 static int walk(pb_dec_t *d, const api_pb_msg_t *m, const uint8_t *p, size_t n, json_t *obj)
 {
-    pb_rd_t r = {p, p + n};
+    pbr_t r = {p, p + n};
     while (r.p < r.end) {
-        pb_val_t w;
-        const char *e = rd_field(&r, &w);
+        pbr_val_t w;
+        const char *e = pbr_field(&r, &w);
         if (e) {
             if (w.num) return fail(d, KP_EINVAL, "field %u (wire type %d): %s", w.num, w.wt, e);
             return fail(d, KP_EINVAL, "%s", e);
@@ -670,9 +597,9 @@ static int walk(pb_dec_t *d, const api_pb_msg_t *m, const uint8_t *p, size_t n, 
 /* ---- runtime.Unknown ---- */
 
 /* A string field of TypeMeta or Unknown into buf, NUL-terminated. */
-static int copy_name(pb_dec_t *d, const pb_val_t *w, const char *what, char *buf, size_t cap)
+static int copy_name(pb_dec_t *d, const pbr_val_t *w, const char *what, char *buf, size_t cap)
 {
-    if (w->wt != WT_LEN)
+    if (w->wt != PBW_LEN)
         return fail(d, KP_EINVAL, "%s: wire type %d, expected 2 (length-delimited)", what, w->wt);
     if (w->len >= cap) return fail(d, KP_EINVAL, "%s is longer than %zu bytes", what, cap - 1);
     if (memchr(w->data, 0, w->len) || !utf8_ok(w->data, w->len))
@@ -698,19 +625,19 @@ static int decode_unknown(pb_dec_t *d, const uint8_t *body, size_t len, json_t *
     if (len < sizeof magic || memcmp(body, magic, sizeof magic))
         return fail(d, KP_EINVAL, "not a Kubernetes protobuf message (no \"k8s\\x00\" prefix)");
 
-    pb_rd_t r = {(const uint8_t *)body + sizeof magic, (const uint8_t *)body + len};
+    pbr_t r = {(const uint8_t *)body + sizeof magic, (const uint8_t *)body + len};
     while (r.p < r.end) {
-        pb_val_t w;
-        const char *e = rd_field(&r, &w);
+        pbr_val_t w;
+        const char *e = pbr_field(&r, &w);
         if (e) return fail(d, KP_EINVAL, "runtime.Unknown: %s", e);
-        if ((w.num == 1 || w.num == 2) && w.wt != WT_LEN)
+        if ((w.num == 1 || w.num == 2) && w.wt != PBW_LEN)
             return fail(d, KP_EINVAL, "runtime.Unknown: field %u: wire type %d, expected 2", w.num,
                         w.wt);
         if (w.num == 1) { /* typeMeta */
-            pb_rd_t t = {w.data, w.data + w.len};
+            pbr_t t = {w.data, w.data + w.len};
             while (t.p < t.end) {
-                pb_val_t tw;
-                e = rd_field(&t, &tw);
+                pbr_val_t tw;
+                e = pbr_field(&t, &tw);
                 if (e) return fail(d, KP_EINVAL, "runtime.Unknown.typeMeta: %s", e);
                 if (tw.num == 1)
                     rc = copy_name(d, &tw, "apiVersion", api_version, sizeof api_version);

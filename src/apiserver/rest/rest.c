@@ -17,6 +17,7 @@
 #include "apiserver/rest/rest.h"
 #include "lib/base64.h"
 #include "lib/err.h"
+#include "lib/jsonspan.h"
 #include "apiserver/rest/rest_int.h"
 #include "apiserver/schema/strategy.h"
 #include "apiserver/encode/table.h"
@@ -363,13 +364,88 @@ int rest_wants_table(api_req_t *r, int *include)
     return 1;
 }
 
+/* Does one media range ask for `as` (in meta.k8s.io v1 or v1beta1)? Its
+ * version into v. */
+static int range_asks(const char *range, size_t n, const char *as, char *v, size_t vlen)
+{
+    int as_ok = 0, g_ok = 0;
+    v[0] = '\0';
+    for (const char *p = memchr(range, ';', n), *end = range + n; p && p < end;) {
+        p++;
+        const char *next = memchr(p, ';', (size_t)(end - p));
+        const char *stop = next ? next : end;
+        while (p < stop && *p == ' ') p++;
+        const char *eq = memchr(p, '=', (size_t)(stop - p));
+        size_t kl = eq ? (size_t)(eq - p) : 0, vl = eq ? (size_t)(stop - eq - 1) : 0;
+        while (vl && eq[vl] == ' ') vl--;
+        if (eq && kl == 2 && !memcmp(p, "as", 2))
+            as_ok = vl == strlen(as) && !memcmp(eq + 1, as, vl);
+        else if (eq && kl == 1 && *p == 'g')
+            g_ok = vl == 11 && !memcmp(eq + 1, "meta.k8s.io", 11);
+        else if (eq && kl == 1 && *p == 'v' &&
+                 ((vl == 2 && !memcmp(eq + 1, "v1", 2)) ||
+                  (vl == 7 && !memcmp(eq + 1, "v1beta1", 7))))
+            snprintf(v, vlen, "%.*s", (int)vl, eq + 1);
+        p = next;
+    }
+    return as_ok && g_ok && v[0];
+}
+
+int rest_wants_meta(api_req_t *r, int list, char *av, size_t avlen)
+{
+    const char *accept = api_header(r, "Accept");
+    const char *as = list ? "PartialObjectMetadataList" : "PartialObjectMetadata";
+    char v[16];
+    for (const char *p = accept; p && *p;) {
+        size_t n = strcspn(p, ",");
+        if (range_asks(p, n, as, v, sizeof v)) {
+            snprintf(av, avlen, "meta.k8s.io/%s", v);
+            return 1;
+        }
+        p += n;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
+int rest_meta_append(buf_t *b, const char *json, size_t len, const char *av)
+{
+    const char *vb = "{}", *ve = vb + 2;
+    jspan_member(json, json + len, "metadata", NULL, &vb, &ve); /* absent: {} */
+    char head[96];
+    int n = snprintf(head, sizeof head,
+                     "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"%s\",\"metadata\":", av);
+    int rc = n > 0 && (size_t)n < sizeof head ? buf_append(b, head, (size_t)n) : KP_EINVAL;
+    if (!rc) rc = buf_append(b, vb, (size_t)(ve - vb));
+    if (!rc) rc = buf_append(b, "}", 1);
+    return rc;
+}
+
 static int do_get(api_req_t *r)
 {
     json_t *obj;
     int64_t rev;
     int include, table = rest_wants_table(r, &include);
     if (table < 0) return 0;
+    char av[32];
+    int meta = !table && rest_wants_meta(r, 0, av, sizeof av);
     if (rest_load_route(r, &obj, &rev)) return 0;
+    if (meta) {
+        rest_set_rv(obj, rev);
+        char *js = json_dumps(obj, JSON_COMPACT);
+        json_decref(obj);
+        buf_t b;
+        buf_init(&b, (size_t)-1);
+        int rc = js ? rest_meta_append(&b, js, strlen(js), av) : KP_ENOMEM;
+        free(js);
+        if (rc) {
+            buf_free(&b);
+            return api_reply_error(r, rc, NULL, "encoding: %s", err_str(rc));
+        }
+        size_t len;
+        char *body = buf_detach(&b, &len);
+        return api_reply_take(r, 200, "application/json", body, len);
+    }
     if (!table) return rest_reply_object(r, 200, obj, rev);
     rest_set_rv(obj, rev);
     json_t *t = api_table_new(r->route.res, 1);
@@ -422,6 +498,7 @@ typedef struct list_sink {
     buf_t b;         /* the items, comma-separated */
     size_t count;
     json_t *table;   /* non-NULL: a Table is being built instead */
+    char meta[32];   /* non-empty: items are PartialObjectMetadata of this apiVersion */
     int include;
     int64_t now;
 } list_sink_t;
@@ -445,8 +522,10 @@ static int sink_init(api_req_t *r, list_sink_t *s, size_t hint)
     if (!t) {
         char gv[96], head[256];
         const api_resource_t *res = r->route.res;
+        int meta = rest_wants_meta(r, 1, s->meta, sizeof s->meta);
         int n = snprintf(head, sizeof head, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"items\":[",
-                         res->list_kind, api_group_version(res, gv, sizeof gv));
+                         meta ? "PartialObjectMetadataList" : res->list_kind,
+                         meta ? s->meta : api_group_version(res, gv, sizeof gv));
         if (buf_reserve(&s->b, hint + 512) || buf_append(&s->b, head, (size_t)n)) {
             api_reply_status(r, 500, "InternalError", NULL, "out of memory");
             return -1;
@@ -475,7 +554,8 @@ static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const wc_ob
     }
     int rc = 0;
     if (s->count) rc = buf_append(&s->b, ",", 1);
-    if (!rc) rc = buf_append(&s->b, json, len);
+    if (!rc) rc = s->meta[0] ? rest_meta_append(&s->b, json, len, s->meta)
+                             : buf_append(&s->b, json, len);
     if (!rc) s->count++;
     return rc;
 }
@@ -498,7 +578,7 @@ static int finish_list(api_req_t *r, list_sink_t *s, int64_t rev, const char *co
     if (rc) return api_reply_error(r, rc, NULL, "list too large");
     size_t len;
     char *body = buf_detach(&s->b, &len);
-    if (api_pb_accepts(api_header(r, "Accept"))) { /* the List as a message */
+    if (!s->meta[0] && api_pb_accepts(api_header(r, "Accept"))) { /* the List as a message */
         json_t *doc = json_loadb(body, len, 0, NULL);
         free(body);
         return api_reply_json(r, 200, doc);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "apiserver/http/http.h"
+#include "lib/buf.h"
 
 typedef struct sel_label sel_label_t;
 typedef struct sel_field sel_field_t;
@@ -52,6 +53,18 @@ int rest_query_bool(api_req_t *r, const char *name);
  * g=meta.k8s.io;v=v1)? 1 with *include set (table.h), 0 if not, -1 after
  * replying 400 to a bad includeObject. */
 int rest_wants_table(api_req_t *r, int *include);
+
+/* Does the request ask for objects as metadata only (client-go's metadata
+ * client, Kubernetes' garbage collector): Accept with a media range
+ * `;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` (v1beta1 too), or for a
+ * list (`list` 1) `as=PartialObjectMetadataList`? 1 with the apiVersion to
+ * answer in (`meta.k8s.io/v1`) in av, 0 if not. Such answers are JSON
+ * whatever else the Accept header offers. */
+int rest_wants_meta(api_req_t *r, int list, char *av, size_t avlen);
+
+/* Append to b the PartialObjectMetadata of the object encoded in `json`:
+ * its kind and apiVersion (`av`), its metadata member as it is. */
+int rest_meta_append(buf_t *b, const char *json, size_t len, const char *av);
 
 /* The labelSelector and fieldSelector of a request. */
 typedef struct rest_filter {

@@ -28,7 +28,9 @@
  *
  * For Accept ...;as=Table (kubectl get -w), each event's object is a Table
  * of one row, the first with the column definitions. Those are rendered per
- * watcher: only the plain JSON is encoded once for all.
+ * watcher: only the plain JSON is encoded once for all. For
+ * ...;as=PartialObjectMetadata (metadata informers), each object is its
+ * metadata, sliced from the shared JSON (rest_meta_append()).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +72,7 @@ typedef struct watch_stream {
     const api_resource_t *table_res; /* non-NULL: events carry Tables */
     int table_include;
     int table_columns_sent;
+    char meta[32];      /* non-empty: objects as PartialObjectMetadata of this apiVersion */
     int local;          /* counted in srv->watches_local */
     api_req_t *req;     /* the request (valid while its stream runs) */
     int64_t bookmark_ns; /* when the next BOOKMARK is due while quiet; 0: unset */
@@ -109,6 +112,13 @@ static int emit(buf_t *out, const char *type, const char *json, size_t len)
  * defaults included), or a one-row Table of it. */
 static int emit_obj(watch_stream_t *ws, buf_t *out, const char *type, const wc_obj_t *o)
 {
+    if (ws->meta[0]) {
+        char head[48];
+        int n = snprintf(head, sizeof head, "{\"type\":\"%s\",\"object\":", type);
+        int rc = buf_append(out, head, (size_t)n);
+        if (!rc) rc = rest_meta_append(out, o->json, o->json_len, ws->meta);
+        return rc ? rc : buf_append(out, "}\n", 2);
+    }
     if (!ws->table_res) return emit_ws(ws, out, type, o->json, o->json_len);
     json_t *t = api_table_new(ws->table_res, !ws->table_columns_sent);
     int rc = t ? rest_table_add(t, ws->table_res, o, ws->table_include, time(NULL)) : KP_ENOMEM;
@@ -300,7 +310,11 @@ int rest_watch(api_req_t *r)
         return 0;
     }
     if (table) ws->table_res = r->route.res;
-    ws->pb = !table && api_pb_accepts(api_header(r, "Accept")) &&
+    if (!table && rest_wants_meta(r, 0, ws->meta, sizeof ws->meta)) { /* bookmarks too */
+        snprintf(ws->kind, sizeof ws->kind, "PartialObjectMetadata");
+        snprintf(ws->api_version, sizeof ws->api_version, "%s", ws->meta);
+    }
+    ws->pb = !table && !ws->meta[0] && api_pb_accepts(api_header(r, "Accept")) &&
              api_pb_has_kind(ws->api_version, ws->kind);
 
     char prefix[STORE_KEY_MAX + 1];

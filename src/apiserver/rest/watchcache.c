@@ -105,6 +105,7 @@
 #include "apiserver/schema/selector.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/jsonspan.h"
 #include "lib/log.h"
 #include "store/store.h"
 
@@ -253,79 +254,6 @@ static const char *meta_str(json_t *meta, const char *field)
 
 /* ---- splicing resourceVersion into a stored encoding ---- */
 
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
-    return p;
-}
-
-/* Past the JSON string at p (its opening quote), or NULL. */
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\') p++;
-        else if (*p == '"') return p + 1;
-    }
-    return NULL;
-}
-
-/* Past the JSON value at p, or NULL: strings whole, arrays and objects by
- * their brackets (strings inside skipped whole), scalars to the next
- * delimiter. Enough for text that is known to be valid JSON. */
-static const char *skip_value(const char *p, const char *end)
-{
-    if (p >= end) return NULL;
-    if (*p == '"') return skip_string(p, end);
-    if (*p != '{' && *p != '[') {
-        while (p < end && !strchr(",}] \t\n\r", *p)) p++;
-        return p;
-    }
-    int depth = 0;
-    for (; p < end; p++) {
-        if (*p == '"') {
-            if (!(p = skip_string(p, end))) return NULL;
-            p--;
-        } else if (*p == '{' || *p == '[') {
-            depth++;
-        } else if ((*p == '}' || *p == ']') && --depth == 0) {
-            return p + 1;
-        }
-    }
-    return NULL;
-}
-
-/* In the JSON object whose text starts at p, the member `name` (a key
- * needing no escapes): its key's opening quote in *kb (may be NULL) and its
- * value's span [*vb, *ve). 0, or -1 when it is absent or p is not an
- * object. Only the object's own members are looked at, never nested ones. */
-static int find_member(const char *p, const char *end, const char *name, const char **kb,
-                       const char **vb, const char **ve)
-{
-    size_t nlen = strlen(name);
-    p = skip_ws(p, end);
-    if (p >= end || *p++ != '{') return -1;
-    if ((p = skip_ws(p, end)) < end && *p == '}') return -1;
-    for (;;) {
-        p = skip_ws(p, end);
-        if (p >= end || *p != '"') return -1;
-        const char *k = p;
-        if (!(p = skip_string(p, end))) return -1;
-        int hit = (size_t)(p - k) == nlen + 2 && !memcmp(k + 1, name, nlen);
-        p = skip_ws(p, end);
-        if (p >= end || *p++ != ':') return -1;
-        const char *v = skip_ws(p, end);
-        if (!(p = skip_value(v, end))) return -1;
-        if (hit) {
-            if (kb) *kb = k;
-            *vb = v;
-            *ve = p;
-            return 0;
-        }
-        p = skip_ws(p, end);
-        if (p >= end || *p++ != ',') return -1;
-    }
-}
-
 /* `text` with [from, to) replaced by `with` (wlen bytes): a malloc'd,
  * NUL-terminated copy and its length in *out_len, or NULL. */
 static char *splice(const char *text, size_t len, const char *from, const char *to,
@@ -351,14 +279,14 @@ static char *splice(const char *text, size_t len, const char *from, const char *
 static char *splice_rv(const char *text, size_t len, int has_rv, const char *rv, size_t *out_len)
 {
     const char *end = text + len, *mb, *me, *vb, *ve;
-    if (find_member(text, end, "metadata", NULL, &mb, &me) || *mb != '{') return NULL;
+    if (jspan_member(text, end, "metadata", NULL, &mb, &me) || *mb != '{') return NULL;
     char with[48];
     if (has_rv) {
-        if (find_member(mb, me, "resourceVersion", NULL, &vb, &ve)) return NULL;
+        if (jspan_member(mb, me, "resourceVersion", NULL, &vb, &ve)) return NULL;
         int n = snprintf(with, sizeof with, "\"%s\"", rv);
         return splice(text, len, vb, ve, with, (size_t)n, out_len);
     }
-    const char *q = skip_ws(mb + 1, me);
+    const char *q = jspan_ws(mb + 1, me);
     int n = snprintf(with, sizeof with, "\"resourceVersion\":\"%s\"%s", rv, *q == '}' ? "" : ",");
     return splice(text, len, mb + 1, mb + 1, with, (size_t)n, out_len);
 }

@@ -867,7 +867,7 @@ static void test_malformed_wire(void **state)
     decode_err("k8s\0\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 15,
                "length past the end of the message");
     decode_err("k8s\0\x02\x00", 6, "field number out of range");
-    decode_err("k8s\0\x0b", 5, "groups (wire types 3 and 4) are not used by Kubernetes");
+    decode_err("k8s\0\x0b", 5, "groups (wire types 3 and 4) are not supported");
     decode_err("k8s\0\x0f", 5, "invalid wire type");
     decode_err("k8s\0\x09\x01\x02\x03", 8, "truncated fixed-size value");
     decode_err("k8s\0\x2a\x00", 6, "unknown field 5 (wire type 2) in runtime.Unknown");
