@@ -47,7 +47,7 @@ test: test-deps all
 # ThreadSanitizer cannot share a build with ASan: its own build dir, and only
 # the tests of the code that shares state between threads (and the kplane
 # binary test_informer starts).
-TSAN_TESTS = test_store test_cas test_watchcache test_queue test_informer test_httpd test_leader
+TSAN_TESTS = test_store test_cas test_watchcache test_queue test_informer test_httpd test_leader test_grpc
 tsan: test-deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKP_TSAN=ON >/dev/null
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kplane $(TSAN_TESTS)

@@ -2,7 +2,6 @@
  * etcd_backend.c -- open, close, writes and status of the etcd backend.
  * The mapping of the store contract onto etcd is described in etcd_int.h.
  */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,46 +10,81 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "etcd_int.h"
+#include "store/etcd_pb.h"
 
 static const store_ops_t etcd_ops;
 
 static void free_endpoints(etcd_store_t *es)
 {
-    for (size_t i = 0; i < es->n_endpoints; i++) free(es->endpoints[i]);
+    for (size_t i = 0; i < es->n_endpoints; i++) free(es->hosts[i]);
     es->n_endpoints = 0;
 }
 
-/* "h1:2379,h2:2379" (each optionally with http:// or https://). */
+/* "h1:2379,h2:2379" (each optionally with http://; https:// is refused: no
+ * TLS to etcd yet). */
 static int parse_endpoints(etcd_store_t *es, const char *list)
 {
     const char *p = list;
     while (*p) {
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        while (n && p[n - 1] == '/') n--;
-        if (n == 0 || n > 256 || es->n_endpoints == ETCD__MAX_ENDPOINTS) return KP_EINVAL;
-        int has_scheme = (n > 7 && !strncmp(p, "http://", 7)) ||
-                         (n > 8 && !strncmp(p, "https://", 8));
-        char *e = malloc(n + 8);
-        if (!e) return KP_ENOMEM;
-        snprintf(e, n + 8, "%s%.*s", has_scheme ? "" : "http://", (int)n, p);
-        es->endpoints[es->n_endpoints++] = e;
-        p += n;
-        while (*p == '/') p++;
-        if (*p == ',') p++;
-        else if (*p) return KP_EINVAL;
+        const char *e = p;
+        while (n && e[n - 1] == '/') n--;
+        if (n > 7 && !strncmp(e, "http://", 7)) e += 7, n -= 7;
+        const char *colon = memrchr(e, ':', n);
+        if (n == 0 || n > 256 || !colon || colon == e || es->n_endpoints == ETCD__MAX_ENDPOINTS)
+            return KP_EINVAL;
+        char port[8];
+        size_t plen = n - (size_t)(colon + 1 - e);
+        if (!plen || plen >= sizeof port) return KP_EINVAL;
+        memcpy(port, colon + 1, plen);
+        port[plen] = '\0';
+        char *end;
+        long pn = strtol(port, &end, 10);
+        if (*end || pn <= 0 || pn > 65535) return KP_EINVAL;
+        char *host = strndup(e, (size_t)(colon - e));
+        if (!host) return KP_ENOMEM;
+        es->hosts[es->n_endpoints] = host;
+        es->ports[es->n_endpoints++] = (int)pn;
+        p += comma ? (size_t)(comma - p) + 1 : strlen(p);
+        if (comma && !*p) return KP_EINVAL; /* a trailing comma */
     }
     return es->n_endpoints ? 0 : KP_EINVAL;
 }
 
+/* Does etcd `version` ("3.4.23") order a progress request's answer after
+ * the events before it (3.4.31 and later 3.4, 3.5.13 and later; PROGRESS in
+ * etcd_int.h)? */
+static int orders_progress(const char *version)
+{
+    int major = 0, minor = 0, patch = 0;
+    if (sscanf(version, "%d.%d.%d", &major, &minor, &patch) != 3) return 0;
+    if (major != 3) return major > 3;
+    if (minor == 4) return patch >= 31;
+    if (minor == 5) return patch >= 13;
+    return minor > 5;
+}
+
+/* Maintenance/Status of the cluster: *out decoded. */
+static int status_call(etcd_store_t *es, etcd_pb_status_t *out)
+{
+    buf_t req;
+    buf_init(&req, 16);
+    uint8_t *resp;
+    size_t len;
+    int rc = etcd__rpc(es, "/etcdserverpb.Maintenance/Status", &req, ETCD__READ,
+                       ETCD__TIMEOUT_MS, &resp, &len);
+    buf_free(&req);
+    if (rc) return rc;
+    rc = etcd_pb_status_resp(resp, len, out);
+    free(resp);
+    return rc;
+}
+
 int store__etcd_open(const char *endpoints, const store_options_t *opt, store_t **out)
 {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return KP_ENOMEM;
     etcd_store_t *es = calloc(1, sizeof *es);
-    if (!es) {
-        curl_global_cleanup();
-        return KP_ENOMEM;
-    }
+    if (!es) return KP_ENOMEM;
     es->base.ops = &etcd_ops;
     es->opt = *opt;
     pthread_mutex_init(&es->mu, NULL);
@@ -59,28 +93,25 @@ int store__etcd_open(const char *endpoints, const store_options_t *opt, store_t 
     if ((rc = parse_endpoints(es, endpoints))) goto fail;
 
     /* Reach the cluster once: the open fails if no endpoint answers. */
-    json_t *req = json_object(), *resp = NULL;
-    rc = req ? etcd__call(es, "/v3/maintenance/status", req, ETCD__READ, ETCD__TIMEOUT_MS, &resp)
-             : KP_ENOMEM;
-    json_decref(req);
-    if (rc) goto fail;
-    const char *version = json_string_value(json_object_get(resp, "version"));
-    log_debug("store", "etcd %s at %s (revision %lld)", version ? version : "?",
-             es->endpoints[es->current], (long long)(etcd__header_rev(resp) - ETCD__REV_OFFSET));
-    json_decref(resp);
+    etcd_pb_status_t st;
+    if ((rc = status_call(es, &st))) goto fail;
+    es->progress_requests = orders_progress(st.version);
+    size_t cur = etcd__endpoint(es);
+    log_debug("store", "etcd %s at %s:%d (revision %lld)%s", st.version, es->hosts[cur],
+              es->ports[cur], (long long)(st.h.revision - ETCD__REV_OFFSET),
+              es->progress_requests ? "" : "; no progress requests (before 3.4.31, 3.5.13)");
     if ((rc = etcd__compactor_start(es))) goto fail;
     *out = &es->base;
     return 0;
 
 fail:
-    for (size_t i = 0; i < es->n_pool; i++) curl_easy_cleanup(es->pool[i]);
+    etcd__conns_close(es);
     free(es->samples);
     pthread_cond_destroy(&es->compactor_cv);
 fail_cv:
     free_endpoints(es);
     pthread_mutex_destroy(&es->mu);
     free(es);
-    curl_global_cleanup();
     return rc;
 }
 
@@ -88,110 +119,91 @@ static void etcd_close(store_t *s)
 {
     etcd_store_t *es = (etcd_store_t *)s;
     etcd__compactor_stop(es);
-    for (size_t i = 0; i < es->n_pool; i++) curl_easy_cleanup(es->pool[i]);
+    etcd__conns_close(es);
     free_endpoints(es);
     free(es->samples);
     pthread_cond_destroy(&es->compactor_cv);
     pthread_mutex_destroy(&es->mu);
     free(es);
-    curl_global_cleanup();
-}
-
-static json_t *rev_str(int64_t rev)
-{
-    char b[32];
-    snprintf(b, sizeof b, "%lld", (long long)rev);
-    return json_string(b);
-}
-
-/* The transaction of one write (see WRITES in etcd_int.h). */
-static json_t *write_txn(store__op_t op, json_t *k, const void *value, size_t vlen,
-                         int64_t expect_rev)
-{
-    json_t *cmp;
-    if (op == STORE__CREATE)
-        cmp = json_pack("{s:s,s:O,s:s}", "target", "CREATE", "key", k, "create_revision", "0");
-    else if (expect_rev)
-        cmp = json_pack("{s:s,s:O,s:o}", "target", "MOD", "key", k, "mod_revision",
-                        rev_str(expect_rev + ETCD__REV_OFFSET));
-    else
-        cmp = json_pack("{s:s,s:s,s:O,s:s}", "target", "CREATE", "result", "GREATER", "key", k,
-                        "create_revision", "0");
-    json_t *then;
-    if (op == STORE__DELETE) {
-        then = json_pack("{s:{s:O}}", "request_delete_range", "key", k);
-    } else {
-        json_t *v = etcd__b64(vlen ? value : "", vlen);
-        then = v ? json_pack("{s:{s:O,s:o}}", "request_put", "key", k, "value", v) : NULL;
-    }
-    json_t *otherwise = op == STORE__CREATE
-                            ? json_array()
-                            : json_pack("[{s:{s:O,s:b}}]", "request_range", "key", k,
-                                        "keys_only", 1);
-    if (!cmp || !then || !otherwise) {
-        json_decref(cmp);
-        json_decref(then);
-        json_decref(otherwise);
-        return NULL;
-    }
-    return json_pack("{s:[o],s:[o],s:o}", "compare", cmp, "success", then, "failure", otherwise);
 }
 
 int etcd__write(store_t *s, store__op_t op, const char *key, size_t klen, const void *value,
                 size_t vlen, int64_t expect_rev, int64_t *out_rev)
 {
     etcd_store_t *es = (etcd_store_t *)s;
-    json_t *k = etcd__b64(key, klen);
-    json_t *req = k ? write_txn(op, k, value, vlen, expect_rev) : NULL;
-    json_decref(k);
-    if (!req) return KP_ENOMEM;
-    json_t *resp;
-    int rc = etcd__call(es, "/v3/kv/txn", req, ETCD__WRITE, ETCD__TIMEOUT_MS, &resp);
-    json_decref(req);
+    int pop = op == STORE__CREATE ? ETCD_PB_CREATE : op == STORE__DELETE ? ETCD_PB_DELETE
+                                                                           : ETCD_PB_PUT;
+    buf_t req;
+    buf_init(&req, (size_t)-1);
+    int rc = etcd_pb_write_txn(&req, pop, key, klen, value, vlen,
+                               expect_rev ? expect_rev + ETCD__REV_OFFSET : 0);
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    if (!rc)
+        rc = etcd__rpc(es, "/etcdserverpb.KV/Txn", &req, ETCD__WRITE, ETCD__TIMEOUT_MS, &resp,
+                       &len);
+    buf_free(&req);
     if (rc) return rc;
-    if (json_is_true(json_object_get(resp, "succeeded"))) {
-        *out_rev = etcd__header_rev(resp) - ETCD__REV_OFFSET;
+    etcd_pb_txn_result_t t;
+    rc = etcd_pb_txn_resp(resp, len, &t);
+    if (rc) {
+        /* Committed or not: its answer is unreadable. */
+        log_warn("store", "etcd: an unreadable transaction response (%zu bytes)", len);
+        rc = KP_ETIMEDOUT;
+    } else if (t.succeeded) {
+        *out_rev = t.h.revision - ETCD__REV_OFFSET;
         pthread_mutex_lock(&es->mu);
         es->writes++;
         pthread_mutex_unlock(&es->mu);
     } else if (op == STORE__CREATE) {
         rc = KP_EEXIST;
+    } else if (!t.found) {
+        rc = KP_ENOTFOUND;
     } else {
-        json_t *r0 = json_array_get(json_object_get(resp, "responses"), 0);
-        json_t *kvs = json_object_get(json_object_get(r0, "response_range"), "kvs");
-        json_t *kv = json_array_get(kvs, 0);
-        if (!kv) {
-            rc = KP_ENOTFOUND;
-        } else {
-            rc = KP_ECONFLICT;
-            *out_rev = etcd__int(kv, "mod_revision") - ETCD__REV_OFFSET;
-        }
+        rc = KP_ECONFLICT;
+        *out_rev = t.kv.mod_rev - ETCD__REV_OFFSET;
     }
-    json_decref(resp);
+    free(resp);
     return rc;
+}
+
+/* A count-only range of every key: the key count and, in its header, the
+ * current revision (linearizable, etcd's default). */
+static int count_all(etcd_store_t *es, int timeout_ms, int64_t *rev, int64_t *count)
+{
+    buf_t req;
+    buf_init(&req, 64);
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    int rc = etcd_pb_range(&req, "\0", 1, count ? "\0" : NULL, count ? 1 : 0, 0, 0,
+                           ETCD_PB_COUNT_ONLY);
+    if (!rc)
+        rc = etcd__rpc(es, "/etcdserverpb.KV/Range", &req, ETCD__READ, timeout_ms, &resp, &len);
+    buf_free(&req);
+    if (rc) return rc;
+    etcd_pb_header_t h;
+    int more;
+    int64_t n;
+    rc = etcd_pb_range_resp(resp, len, &h, NULL, NULL, &more, &n);
+    free(resp);
+    if (rc) return rc;
+    *rev = h.revision - ETCD__REV_OFFSET;
+    if (count) *count = n;
+    return 0;
 }
 
 static int etcd_status(store_t *s, store_status_t *out)
 {
     etcd_store_t *es = (etcd_store_t *)s;
-    json_t *req = json_pack("{s:s,s:s,s:b}", "key", "AA==", "range_end", "AA==", "count_only", 1);
-    json_t *resp = NULL;
-    int rc = req ? etcd__call(es, "/v3/kv/range", req, ETCD__READ, ETCD__TIMEOUT_MS, &resp)
-                 : KP_ENOMEM;
-    json_decref(req);
+    int64_t keys = 0;
+    int rc = count_all(es, ETCD__TIMEOUT_MS, &out->revision, &keys);
     if (rc) return rc;
-    out->revision = etcd__header_rev(resp) - ETCD__REV_OFFSET;
-    out->keys = (uint64_t)etcd__int(resp, "count");
-    json_decref(resp);
-
-    if (!(req = json_object())) return KP_ENOMEM;
-    rc = etcd__call(es, "/v3/maintenance/status", req, ETCD__READ, ETCD__TIMEOUT_MS, &resp);
-    json_decref(req);
-    if (rc) return rc;
-    out->file_bytes = (uint64_t)etcd__int(resp, "dbSize");
-    out->db_bytes = (uint64_t)etcd__int(resp, "dbSizeInUse");
+    out->keys = (uint64_t)keys;
+    etcd_pb_status_t st;
+    if ((rc = status_call(es, &st))) return rc;
+    out->file_bytes = (uint64_t)st.db_size;
+    out->db_bytes = (uint64_t)st.db_size_in_use;
     if (!out->db_bytes) out->db_bytes = out->file_bytes;
-    json_decref(resp);
 
     if ((rc = etcd__compact_revision(es, out->revision, &out->compact_revision))) return rc;
     pthread_mutex_lock(&es->mu);
@@ -202,19 +214,11 @@ static int etcd_status(store_t *s, store_status_t *out)
     return 0;
 }
 
-/* One count-only range of a single key: its header carries the revision, and
+/* A count-only range of a single key: its header carries the revision, and
  * the range is linearizable (etcd's default), so it is current. */
 static int revision_within(etcd_store_t *es, int timeout_ms, int64_t *out)
 {
-    json_t *req = json_pack("{s:s,s:b}", "key", "AA==", "count_only", 1);
-    json_t *resp = NULL;
-    int rc = req ? etcd__call(es, "/v3/kv/range", req, ETCD__READ, timeout_ms, &resp)
-                 : KP_ENOMEM;
-    json_decref(req);
-    if (rc) return rc;
-    *out = etcd__header_rev(resp) - ETCD__REV_OFFSET;
-    json_decref(resp);
-    return 0;
+    return count_all(es, timeout_ms, out, NULL);
 }
 
 static int etcd_revision(store_t *s, int64_t *out)

@@ -14,8 +14,10 @@
  * a revision seen at time T was committed at or before T, so compacting to
  * the newest sample older than the cutoff drops nothing younger.
  *
- * A backup is etcd's snapshot (/v3/maintenance/snapshot), streamed into a
- * temporary file, fsynced and linked into place; `etcdctl snapshot restore`
+ * A backup is etcd's snapshot (Maintenance/Snapshot, a stream of chunks),
+ * written to a temporary file by the caller's thread as the chunks arrive
+ * (each released to the stream's flow control once written), fsynced and
+ * linked into place; `etcdctl snapshot restore`
  * turns it back into a cluster (store_restore() is for the embedded store).
  * etcd 3.4 does not say which revision a snapshot holds: *out_rev is the
  * newest revision just before it was asked for, so the snapshot holds every
@@ -28,27 +30,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <curl/curl.h>
 
-#include "lib/base64.h"
 #include "lib/buf.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "etcd_int.h"
+#include "store/etcd_pb.h"
 
 int etcd__compact(store_t *s, int64_t rev)
 {
     etcd_store_t *es = (etcd_store_t *)s;
-    char b[32];
-    snprintf(b, sizeof b, "%lld", (long long)(rev + ETCD__REV_OFFSET));
-    json_t *req = json_pack("{s:s,s:b}", "revision", b, "physical", 1);
-    if (!req) return KP_ENOMEM;
-    json_t *resp = NULL;
-    int rc = etcd__call(es, "/v3/kv/compaction", req, ETCD__WRITE, ETCD__COMPACT_TIMEOUT_MS,
-                        &resp);
-    json_decref(req);
-    json_decref(resp);
+    buf_t req;
+    buf_init(&req, 64);
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    int rc = etcd_pb_compact(&req, rev + ETCD__REV_OFFSET, 1);
+    if (!rc)
+        rc = etcd__rpc(es, "/etcdserverpb.KV/Compact", &req, ETCD__WRITE,
+                       ETCD__COMPACT_TIMEOUT_MS, &resp, &len);
+    buf_free(&req);
+    free(resp);
     if (!rc) etcd__note_compact(es, rev);
     return rc;
 }
@@ -157,52 +159,122 @@ void etcd__compactor_stop(etcd_store_t *es)
 
 /* ---- backup ---- */
 
+/* Chunks of the snapshot between the stream (its connection's thread) and
+ * the caller's thread, which writes them. */
+typedef struct chunk {
+    struct chunk *next;
+    size_t msg_bytes; /* the message's, to release once written */
+    size_t len;
+    int last;         /* remaining_bytes was 0 */
+    uint8_t data[];
+} chunk_t;
+
 typedef struct snap {
-    int fd;
-    buf_t line;      /* the current JSON response */
-    int rc;
-    int last_seen;   /* a response with remaining_bytes 0 */
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    chunk_t *head, **tail;
+    int ended;         /* the stream is over */
+    int rc;            /* why, when it was not a clean end */
 } snap_t;
 
-static int snap_line(snap_t *sn, const char *p, size_t n)
-{
-    json_error_t jerr;
-    json_t *j = json_loadb(p, n, 0, &jerr);
-    json_t *res = json_object_get(j, "result");
-    if (!res) {
-        json_t *err = json_object_get(j, "error");
-        int rc = etcd__error(json_string_value(json_object_get(err, "message")));
-        json_decref(j);
-        return rc;
-    }
-    char *blob = NULL;
-    size_t len = 0;
-    int rc = etcd__bytes(res, "blob", &blob, &len);
-    for (size_t off = 0; !rc && off < len;) {
-        ssize_t w = write(sn->fd, blob + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) rc = errno == ENOSPC ? KP_ENOSPC : KP_EIO;
-        else off += (size_t)w;
-    }
-    if (!rc && etcd__int(res, "remaining_bytes") == 0) sn->last_seen = 1;
-    free(blob);
-    json_decref(j);
-    return rc;
-}
-
-static size_t on_snap(char *p, size_t size, size_t n, void *arg)
+static void snap_msg(void *arg, const uint8_t *p, size_t n)
 {
     snap_t *sn = arg;
-    size_t total = size * n;
-    for (size_t i = 0; i < total; i++) {
-        if (p[i] != '\n') {
-            if (buf_append(&sn->line, p + i, 1)) return 0;
-            continue;
-        }
-        if (sn->line.len && (sn->rc = snap_line(sn, sn->line.p, sn->line.len))) return 0;
-        buf_reset(&sn->line);
+    etcd_pb_snapshot_t r;
+    int rc = etcd_pb_snapshot_resp(p, n, &r);
+    chunk_t *c = rc ? NULL : malloc(sizeof *c + r.blob_len);
+    pthread_mutex_lock(&sn->mu);
+    if (!c) {
+        if (!sn->rc) sn->rc = rc ? rc : KP_ENOMEM;
+    } else {
+        c->next = NULL;
+        c->msg_bytes = n;
+        c->len = r.blob_len;
+        c->last = r.remaining_bytes == 0;
+        memcpy(c->data, r.blob, r.blob_len);
+        *sn->tail = c;
+        sn->tail = &c->next;
     }
-    return total;
+    pthread_cond_broadcast(&sn->cv);
+    pthread_mutex_unlock(&sn->mu);
+}
+
+static void snap_end(void *arg, int rc, const grpc_status_t *st)
+{
+    snap_t *sn = arg;
+    pthread_mutex_lock(&sn->mu);
+    if (!rc && st && st->code) rc = etcd__error(st->message);
+    if (rc && !sn->rc) sn->rc = rc;
+    sn->ended = 1;
+    pthread_cond_broadcast(&sn->cv);
+    pthread_mutex_unlock(&sn->mu);
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, p + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return errno == ENOSPC ? KP_ENOSPC : KP_EIO;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+/* Stream the snapshot from endpoint idx into fd. */
+static int snapshot_into(etcd_store_t *es, int fd)
+{
+    size_t idx = etcd__endpoint(es);
+    etcd_conn_t *c;
+    int rc = etcd__conn_get(es, idx, &c);
+    if (rc) {
+        etcd__endpoint_failed(es, idx);
+        return rc == KP_ENOMEM ? rc : KP_EUNAVAILABLE;
+    }
+    snap_t sn = {.tail = &sn.head};
+    pthread_mutex_init(&sn.mu, NULL);
+    if ((rc = clock_cond_init(&sn.cv))) {
+        pthread_mutex_destroy(&sn.mu);
+        etcd__conn_put(es, c);
+        return rc;
+    }
+    grpc_stream_cbs_t cbs = {.on_msg = snap_msg, .on_end = snap_end, .arg = &sn};
+    grpc_stream_t *st = NULL;
+    rc = grpc_stream_open(etcd__conn_grpc(c), "/etcdserverpb.Maintenance/Snapshot", &cbs, &st);
+    if (!rc) rc = grpc_stream_send(st, "", 0); /* an empty SnapshotRequest */
+    int last = 0;
+    while (!rc) {
+        pthread_mutex_lock(&sn.mu);
+        struct timespec ts = clock_deadline_ms(ETCD__COMPACT_TIMEOUT_MS);
+        int timed_out = 0;
+        while (!sn.head && !sn.ended && !sn.rc && !timed_out)
+            timed_out = pthread_cond_timedwait(&sn.cv, &sn.mu, &ts) == ETIMEDOUT;
+        chunk_t *ch = sn.head;
+        if (ch && !(sn.head = ch->next)) sn.tail = &sn.head;
+        if (!ch) rc = sn.rc ? sn.rc : timed_out ? KP_ETIMEDOUT : last ? 1 : KP_EIO;
+        pthread_mutex_unlock(&sn.mu);
+        if (!ch) break;
+        rc = write_all(fd, ch->data, ch->len);
+        last = ch->last;
+        grpc_stream_release(st, ch->msg_bytes);
+        free(ch);
+    }
+    if (rc == 1) rc = 0;             /* ended after the last chunk */
+    if (!rc && !last) rc = KP_EIO;   /* cut short */
+    grpc_stream_close(st);
+    for (chunk_t *ch = sn.head; ch;) {
+        chunk_t *next = ch->next;
+        free(ch);
+        ch = next;
+    }
+    pthread_cond_destroy(&sn.cv);
+    pthread_mutex_destroy(&sn.mu);
+    if (rc == KP_EUNAVAILABLE) {
+        etcd__conn_failed(es, idx, c);
+        etcd__endpoint_failed(es, idx);
+    }
+    etcd__conn_put(es, c);
+    return rc;
 }
 
 int etcd__backup(store_t *s, const char *path, int64_t *out_rev)
@@ -215,33 +287,11 @@ int etcd__backup(store_t *s, const char *path, int64_t *out_rev)
     int64_t rev = 0;
     int rc = etcd__current_rev(es, &rev);
     if (rc) return rc;
-    snap_t sn = {.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
-    if (sn.fd < 0) return errno == ENOENT ? KP_ENOTFOUND : errno == EEXIST ? KP_EEXIST : KP_EIO;
-    buf_init(&sn.line, ETCD__WATCH_LINE_MAX);
-
-    char *base, url[512];
-    size_t idx = etcd__endpoint(es, &base);
-    snprintf(url, sizeof url, "%s/v3/maintenance/snapshot", base);
-    CURL *h = etcd__handle_get(es, NULL);
-    if (!h) rc = KP_ENOMEM;
-    if (!rc) {
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_snap);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &sn);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ETCD__CONNECT_MS);
-        CURLcode cc = curl_easy_perform(h);
-        if (cc == CURLE_COULDNT_CONNECT) etcd__endpoint_failed(es, idx);
-        if (sn.rc) rc = sn.rc;
-        else if (cc != CURLE_OK) rc = KP_EUNAVAILABLE;
-        else if (sn.line.len) rc = snap_line(&sn, sn.line.p, sn.line.len);
-        if (!rc && !sn.last_seen) rc = KP_EIO; /* cut short */
-        etcd__handle_put(es, h);
-    }
-    buf_free(&sn.line);
-    if (!rc && fsync(sn.fd)) rc = KP_EIO;
-    if (close(sn.fd) && !rc) rc = KP_EIO;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return errno == ENOENT ? KP_ENOTFOUND : errno == EEXIST ? KP_EEXIST : KP_EIO;
+    rc = snapshot_into(es, fd);
+    if (!rc && fsync(fd)) rc = KP_EIO;
+    if (close(fd) && !rc) rc = KP_EIO;
     if (!rc && link(tmp, path)) rc = errno == EEXIST ? KP_EEXIST : KP_EIO;
     unlink(tmp);
     if (!rc) {

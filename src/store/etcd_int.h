@@ -2,9 +2,9 @@
  * etcd_int.h -- the etcd backend: the history kept by an etcd v3 cluster.
  *
  * URL: "etcd://HOST:PORT[,HOST:PORT...]", the cluster's client endpoints. The
- * backend speaks etcd's v3 API through its gRPC JSON gateway (/v3/kv/...,
- * /v3/watch, /v3/maintenance/...) over libcurl: keys and values travel as
- * base64, int64s as JSON strings. etcd 3.4 or newer.
+ * backend speaks etcd's native v3 API: gRPC (grpc.h: HTTP/2 in cleartext,
+ * one connection per endpoint shared by every call and watch) carrying
+ * etcd's protobuf messages (etcd_pb.h). etcd 3.4 or newer.
  *
  * REVISIONS. An empty etcd cluster is at revision 1 and its first write gets
  * 2; store.h wants 0 and 1. So a store revision is the etcd revision minus
@@ -24,36 +24,39 @@
  * was committed by etcd or not, whole, and later writes are safe either way
  * (a write whose outcome is unknown is reported so, see below).
  *
- * ENDPOINTS AND TIMEOUTS (etcd_http.c). Every request goes to the current
+ * ENDPOINTS AND TIMEOUTS (etcd_conn.c). Every request goes to the current
  * endpoint, with a connect timeout and a total timeout (ETCD__TIMEOUT_MS, well
  * under the 60 s a Kubernetes request may take, so that the API server
  * answers a client with the store's error rather than the client giving
- * up). A request that could not connect (no byte of it was sent) moves to
+ * up). A request that could not be sent (no byte of it went out) moves to
  * the next endpoint and is retried there. A read that failed later is
  * retried on the next endpoint too. A write that failed after it was sent
  * (a timeout, a broken connection, or etcd's own "request timed out") has an
  * unknown outcome: it is never retried and never reported as success, but as
  * KP_ETIMEDOUT. KP_EUNAVAILABLE means that no endpoint took the request at
  * all (refused connections, or etcd said "no leader" before proposing it).
+ * Each connection pings etcd when quiet (ETCD__KEEPALIVE_MS) and is dropped
+ * when a ping goes unanswered (ETCD__KEEPALIVE_TIMEOUT_MS): a partitioned or
+ * frozen member is noticed by idle watches too, and the next call connects
+ * to the next endpoint.
  *
- * WATCHES (etcd_watch.c) are one /v3/watch stream each, run by a thread of
- * their own with a curl multi handle (so that cancel wakes it at once).
- * Responses are newline-separated JSON; each is parsed whole and queued. A
- * watch remembers the revision it has read up to; after a disconnect it
- * resumes from there on the next endpoint, so nothing is lost or delivered
- * twice.
+ * WATCHES (etcd_watch.c) are one Watch stream each (a gRPC stream on the
+ * endpoint's shared connection), kept open by a thread of their own that
+ * reconnects it. Each response is decoded as it arrives and its events
+ * queued. A watch remembers the revision it has read up to; after a
+ * disconnect it resumes from there on the next endpoint, so nothing is lost
+ * or delivered twice.
  *
  * PROGRESS. etcd's timed progress notifications (progress_notify) travel
  * through the watch's own event channel on the server, after every event up
- * to their revision: they are exact, and they are the only progress this
- * backend reports. store_watch_request_progress() is a no-op: etcd takes a
- * progress request on the watch stream's request body, and the JSON gateway
- * answers a stream only after that body has ended (Go's HTTP/1 server drains
- * a request body before the first response is flushed). (Before etcd 3.4.31
- * / 3.5.13 the reply was not ordered after pending events anyway: etcd issue
- * 15220.) So a watch learns of writes outside its prefix at the server's
- * interval, --experimental-watch-progress-notify-interval (default 10m):
- * run etcd with a short one (kplane's scripts use 100ms).
+ * to their revision: they are exact. store_watch_request_progress() sends a
+ * progress request on the stream, whose answer etcd orders after the events
+ * before it from 3.4.31 and 3.5.13 on (etcd issue 15220); before those
+ * versions the answer may overtake pending events, so the backend does not
+ * ask (ETCD__PROGRESS_REQUESTS tells which versions it trusts) and a watch
+ * learns of writes outside its prefix at the server's interval,
+ * --experimental-watch-progress-notify-interval (default 10m): run such an
+ * etcd with a short one (kplane's scripts use 100ms).
  *
  * COMPACTION. etcd reports no compaction point; the backend keeps the
  * newest one it knows (its own compactions, and what reads and watches
@@ -64,10 +67,11 @@
 #ifndef KP_ETCD_INT_H
 #define KP_ETCD_INT_H
 
-#include <jansson.h>
 #include <pthread.h>
 #include <stdint.h>
 
+#include "lib/buf.h"
+#include "store/grpc.h"
 #include "store_int.h"
 
 #define ETCD__REV_OFFSET 1
@@ -77,9 +81,9 @@
 #define ETCD__COMPACT_TIMEOUT_MS 60000
 #define ETCD__HEALTH_TIMEOUT_MS 2000 /* store_health(): kube-apiserver's --etcd-healthcheck-timeout */
 #define ETCD__HEALTH_CACHE_MS 1000   /* one health read serves callers this long */
-#define ETCD__POOL 32                /* idle curl handles kept for reuse */
+#define ETCD__KEEPALIVE_MS 5000          /* a connection quiet this long is pinged */
+#define ETCD__KEEPALIVE_TIMEOUT_MS 3000  /* and dropped when the ping is not answered */
 #define ETCD__WATCH_QUEUE_BYTES (8u << 20)  /* events queued before the stream pauses */
-#define ETCD__WATCH_LINE_MAX (256u << 20)   /* one JSON response (fragments are smaller) */
 #define ETCD__WATCH_RETRY_MS 200     /* first pause before a watch reconnects */
 #define ETCD__PROGRESS_WARN_MS 10000 /* no progress this long after a request: warn */
 #define ETCD__SAMPLES 4096           /* (time, revision) samples for compaction by age */
@@ -89,16 +93,19 @@ typedef struct etcd_sample {
     int64_t rev; /* store revision seen at time_ns */
 } etcd_sample_t;
 
+typedef struct etcd_conn etcd_conn_t;
+
 typedef struct etcd_store {
     store_t base;
-    char *endpoints[ETCD__MAX_ENDPOINTS]; /* "http://host:port", owned */
+    char *hosts[ETCD__MAX_ENDPOINTS]; /* owned */
+    int ports[ETCD__MAX_ENDPOINTS];
     size_t n_endpoints;
     store_options_t opt;
+    int progress_requests;    /* etcd orders a progress request's answer (PROGRESS) */
 
     pthread_mutex_t mu;       /* guards the fields below */
     size_t current;           /* the endpoint requests go to */
-    void *pool[ETCD__POOL];   /* idle CURL easy handles */
-    size_t n_pool;
+    etcd_conn_t *conns[ETCD__MAX_ENDPOINTS]; /* each endpoint's connection, or NULL */
     int64_t compact;          /* newest known compaction point (store revision) */
     uint64_t writes;          /* acknowledged since open */
     int closing;
@@ -115,33 +122,32 @@ typedef struct etcd_store {
     size_t n_samples;
 } etcd_store_t;
 
-/* etcd_http.c */
+/* etcd_conn.c */
 enum { ETCD__READ = 0, ETCD__WRITE = 1 };
-/* POST `req` (borrowed) to `path` ("/v3/kv/range") and parse the answer into
- * *resp (owned by the caller: json_decref). `kind` says whether a retry on
- * another endpoint is safe after the request was sent. Errors: as mapped by
- * etcd__error(); KP_EUNAVAILABLE when no endpoint could be reached;
- * KP_ETIMEDOUT when a write's outcome is unknown. */
-int etcd__call(etcd_store_t *es, const char *path, json_t *req, int kind, int timeout_ms,
-               json_t **resp);
+/* One unary call of `method` ("/etcdserverpb.KV/Range") with the message in
+ * `req`; the answer's message into *resp (malloc'd, the caller frees) and
+ * *resp_len. `kind` says whether a retry on another endpoint is safe after
+ * the request was sent. Errors: etcd's status mapped by etcd__error();
+ * KP_EUNAVAILABLE when no endpoint could be reached; KP_ETIMEDOUT when a
+ * write's outcome is unknown; KP_ETOOLARGE, KP_ENOMEM. */
+int etcd__rpc(etcd_store_t *es, const char *method, const buf_t *req, int kind, int timeout_ms,
+              uint8_t **resp, size_t *resp_len);
 /* The endpoint requests go to now, and moving past a failed one. */
-size_t etcd__endpoint(etcd_store_t *es, char **url_out);
+size_t etcd__endpoint(etcd_store_t *es);
 void etcd__endpoint_failed(etcd_store_t *es, size_t idx);
+/* Endpoint idx's shared connection, connected now if need be: a reference
+ * the caller drops with etcd__conn_put(). Errors: KP_EUNAVAILABLE,
+ * KP_ENOMEM. */
+int etcd__conn_get(etcd_store_t *es, size_t idx, etcd_conn_t **out);
+grpc_conn_t *etcd__conn_grpc(etcd_conn_t *c);
+void etcd__conn_put(etcd_store_t *es, etcd_conn_t *c);
+/* c (endpoint idx's) failed: out of its slot, so that the next caller
+ * connects afresh; closed when its last user lets go. */
+void etcd__conn_failed(etcd_store_t *es, size_t idx, etcd_conn_t *c);
+/* Drop every connection and make no more (etcd_close). */
+void etcd__conns_close(etcd_store_t *es);
 /* Map an etcd error message to a KP_* code. */
 int etcd__error(const char *msg);
-/* *pooled (may be NULL): 1 when the handle comes from the pool and may hold
- * a live connection, which libcurl would reuse (see attempt()). */
-void *etcd__handle_get(etcd_store_t *es, int *pooled);
-void etcd__handle_put(etcd_store_t *es, void *h);
-
-/* JSON helpers. Bytes <-> base64 strings; int64s as JSON strings. */
-json_t *etcd__b64(const void *p, size_t n);
-int64_t etcd__int(const json_t *obj, const char *name);   /* 0 if absent */
-int64_t etcd__header_rev(const json_t *resp);             /* etcd revision */
-/* An etcd revision field as a store revision (absent stays 0). */
-int64_t etcd__rev(const json_t *obj, const char *name);
-/* Decode obj[name] (base64) into a new NUL-terminated allocation. */
-int etcd__bytes(const json_t *obj, const char *name, char **out, size_t *len);
 /* The etcd range_end of every key starting with `prefix` ("\0" for all). */
 int etcd__prefix_end(const char *prefix, char *out, size_t *outlen);
 

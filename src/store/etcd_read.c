@@ -1,87 +1,107 @@
 /*
- * etcd_read.c -- get and range through etcd's /v3/kv/range.
+ * etcd_read.c -- get and range through etcd's KV/Range.
  *
  * A range asks for the keys in [start, prefix end) with a limit: start is the
  * prefix, or the `after` key followed by a NUL byte (the next possible key),
  * and etcd's `more` says whether keys follow. A read at revision R reads etcd
  * revision R + ETCD__REV_OFFSET; etcd answers "compacted" and "future
- * revision" itself. Results are copied into one caller-owned block, as
- * store_range_free() expects.
+ * revision" itself. Results are copied out of the response into one
+ * caller-owned block, as store_range_free() expects: two passes over the
+ * response, one to size the block, one to fill it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/err.h"
 #include "etcd_int.h"
+#include "store/etcd_pb.h"
 
-static json_t *rev_str(int64_t rev)
+/* One Range call; *resp is the caller's (free). */
+static int range_call(etcd_store_t *es, const void *key, size_t klen, const void *end, size_t elen,
+                      size_t limit, int64_t etcd_rev, unsigned flags, uint8_t **resp, size_t *len)
 {
-    char b[32];
-    snprintf(b, sizeof b, "%lld", (long long)rev);
-    return json_string(b);
-}
-
-/* A decoded kv before it is copied into the result block. */
-typedef struct dkv {
-    char *key, *value;
-    size_t klen, vlen;
-    int64_t create_rev, mod_rev, version;
-} dkv_t;
-
-static int decode_kv(const json_t *kv, dkv_t *d)
-{
-    memset(d, 0, sizeof *d);
-    int rc = etcd__bytes(kv, "key", &d->key, &d->klen);
-    if (!rc) rc = etcd__bytes(kv, "value", &d->value, &d->vlen);
-    d->create_rev = etcd__rev(kv, "create_revision");
-    d->mod_rev = etcd__rev(kv, "mod_revision");
-    d->version = etcd__int(kv, "version");
+    buf_t req;
+    buf_init(&req, (size_t)-1);
+    int rc = etcd_pb_range(&req, key, klen, end, elen, (int64_t)limit, etcd_rev, flags);
+    if (!rc)
+        rc = etcd__rpc(es, "/etcdserverpb.KV/Range", &req, ETCD__READ, ETCD__TIMEOUT_MS, resp, len);
+    buf_free(&req);
     return rc;
 }
 
-static void copy_kv(const dkv_t *d, store_kv_t *kv, char **p)
+/* The first pass: how many kvs, how many bytes of keys and values. */
+typedef struct sizing {
+    size_t n, bytes;
+} sizing_t;
+
+static int size_kv(void *arg, const etcd_pb_kv_t *kv)
 {
-    char *k = *p, *v = k + d->klen + 1;
-    memcpy(k, d->key, d->klen + 1);
-    memcpy(v, d->value, d->vlen + 1);
-    *kv = (store_kv_t){k, d->klen, v, d->vlen, d->create_rev, d->mod_rev, d->version};
-    *p = v + d->vlen + 1;
+    sizing_t *z = arg;
+    z->n++;
+    z->bytes += kv->key_len + kv->value_len + 2;
+    return 0;
+}
+
+/* The second pass: each kv into the block. */
+typedef struct filling {
+    store_kv_t *kvs;
+    size_t i, n;
+    char *p;
+} filling_t;
+
+static int fill_kv(void *arg, const etcd_pb_kv_t *kv)
+{
+    filling_t *f = arg;
+    if (f->i == f->n) return KP_ECORRUPT; /* not the message of the first pass */
+    char *k = f->p, *v = k + kv->key_len + 1;
+    memcpy(k, kv->key, kv->key_len);
+    k[kv->key_len] = '\0';
+    memcpy(v, kv->value, kv->value_len);
+    v[kv->value_len] = '\0';
+    f->kvs[f->i++] = (store_kv_t){k,
+                                  kv->key_len,
+                                  v,
+                                  kv->value_len,
+                                  kv->create_rev ? kv->create_rev - ETCD__REV_OFFSET : 0,
+                                  kv->mod_rev ? kv->mod_rev - ETCD__REV_OFFSET : 0,
+                                  kv->version};
+    f->p = v + kv->value_len + 1;
+    return 0;
 }
 
 int etcd__get(store_t *s, const char *key, size_t klen, int64_t rev, store_kv_t **out)
 {
     etcd_store_t *es = (etcd_store_t *)s;
-    json_t *k = etcd__b64(key, klen);
-    json_t *req = k ? json_pack("{s:o}", "key", k) : NULL;
-    if (!req) return KP_ENOMEM;
-    if (rev) json_object_set_new(req, "revision", rev_str(rev + ETCD__REV_OFFSET));
-    json_t *resp;
-    int rc = etcd__call(es, "/v3/kv/range", req, ETCD__READ, ETCD__TIMEOUT_MS, &resp);
-    json_decref(req);
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    int rc =
+        range_call(es, key, klen, NULL, 0, 0, rev ? rev + ETCD__REV_OFFSET : 0, 0, &resp, &len);
     if (rc) return rc;
-    json_t *kv = json_array_get(json_object_get(resp, "kvs"), 0);
-    dkv_t d = {0};
-    if (!kv) rc = KP_ENOTFOUND;
-    else rc = decode_kv(kv, &d);
+    etcd_pb_header_t h;
+    int more;
+    int64_t count;
+    sizing_t z = {0};
+    rc = etcd_pb_range_resp(resp, len, &h, size_kv, &z, &more, &count);
+    if (!rc && !z.n) rc = KP_ENOTFOUND;
+    store_kv_t *r = NULL;
+    if (!rc && !(r = malloc(sizeof *r + z.bytes))) rc = KP_ENOMEM;
     if (!rc) {
-        store_kv_t *r = malloc(sizeof *r + d.klen + d.vlen + 2);
-        if (!r) {
-            rc = KP_ENOMEM;
-        } else {
-            char *p = (char *)(r + 1);
-            copy_kv(&d, r, &p);
-            *out = r;
-        }
+        filling_t f = {r, 0, 1, (char *)(r + 1)}; /* the first kv: the key itself */
+        rc = etcd_pb_range_resp(resp, len, &h, fill_kv, &f, &more, &count);
+        if (rc == KP_ECORRUPT && f.i == 1) rc = 0; /* more than one: not asked for */
     }
-    free(d.key);
-    free(d.value);
-    json_decref(resp);
+    if (rc)
+        free(r);
+    else
+        *out = r;
+    free(resp);
     return rc;
 }
 
-/* The request for keys under `prefix` after `after`, as of etcd revision. */
-static json_t *range_req(const char *prefix, const char *after, size_t limit, int64_t etcd_rev)
+int etcd__range(store_t *s, const char *prefix, const char *after, size_t limit, int64_t rev,
+                store_range_t **out)
 {
+    etcd_store_t *es = (etcd_store_t *)s;
     char end[STORE_KEY_MAX + 2], start[STORE_KEY_MAX + 2];
     size_t end_len, start_len;
     etcd__prefix_end(prefix, end, &end_len);
@@ -96,76 +116,54 @@ static json_t *range_req(const char *prefix, const char *after, size_t limit, in
         start[0] = '\0';
         start_len = 1;
     }
-    json_t *req = json_pack("{s:o,s:o}", "key", etcd__b64(start, start_len), "range_end",
-                            etcd__b64(end, end_len));
-    if (!req) return NULL;
-    if (limit) json_object_set_new(req, "limit", rev_str((int64_t)limit));
-    if (etcd_rev) json_object_set_new(req, "revision", rev_str(etcd_rev));
-    return req;
-}
-
-int etcd__range(store_t *s, const char *prefix, const char *after, size_t limit, int64_t rev,
-                store_range_t **out)
-{
-    etcd_store_t *es = (etcd_store_t *)s;
-    json_t *req = range_req(prefix, after, limit, rev ? rev + ETCD__REV_OFFSET : 0);
-    if (!req) return KP_ENOMEM;
-    json_t *resp;
-    int rc = etcd__call(es, "/v3/kv/range", req, ETCD__READ, ETCD__TIMEOUT_MS, &resp);
-    json_decref(req);
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    int rc = range_call(es, start, start_len, end, end_len, limit, rev ? rev + ETCD__REV_OFFSET : 0,
+                        0, &resp, &len);
     if (rc) return rc;
-
-    json_t *kvs = json_object_get(resp, "kvs");
-    size_t n = json_array_size(kvs), bytes = 0, got = 0;
-    dkv_t *d = calloc(n ? n : 1, sizeof *d);
-    if (!d) rc = KP_ENOMEM;
-    for (; !rc && got < n; got++) {
-        rc = decode_kv(json_array_get(kvs, got), &d[got]);
-        bytes += d[got].klen + d[got].vlen + 2;
-        if (rc) got++; /* free what it decoded */
-    }
+    etcd_pb_header_t h;
+    int more;
+    int64_t count;
+    sizing_t z = {0};
+    rc = etcd_pb_range_resp(resp, len, &h, size_kv, &z, &more, &count);
     store_range_t *r = NULL;
-    if (!rc && !(r = malloc(sizeof *r + n * sizeof(store_kv_t) + bytes))) rc = KP_ENOMEM;
+    if (!rc && !(r = malloc(sizeof *r + z.n * sizeof(store_kv_t) + z.bytes))) rc = KP_ENOMEM;
     if (!rc) {
-        r->revision = rev ? rev : etcd__header_rev(resp) - ETCD__REV_OFFSET;
-        r->count = n;
-        r->more = json_is_true(json_object_get(resp, "more"));
         r->kvs = (store_kv_t *)(r + 1);
-        char *p = (char *)(r->kvs + n);
-        for (size_t i = 0; i < n; i++) copy_kv(&d[i], &r->kvs[i], &p);
+        filling_t f = {r->kvs, 0, z.n, (char *)(r->kvs + z.n)};
+        rc = etcd_pb_range_resp(resp, len, &h, fill_kv, &f, &more, &count);
+        r->revision = rev ? rev : h.revision - ETCD__REV_OFFSET;
+        r->count = z.n;
+        r->more = more;
+    }
+    if (rc)
+        free(r);
+    else
         *out = r;
-    }
-    for (size_t i = 0; d && i < got; i++) {
-        free(d[i].key);
-        free(d[i].value);
-    }
-    free(d);
-    json_decref(resp);
+    free(resp);
     return rc;
 }
 
 int etcd__current_rev(etcd_store_t *es, int64_t *out)
 {
     /* A one-key read of a key that cannot exist ("\0"): just the header. */
-    json_t *req = json_pack("{s:s}", "key", "AA==");
-    if (!req) return KP_ENOMEM;
-    json_t *resp;
-    int rc = etcd__call(es, "/v3/kv/range", req, ETCD__READ, ETCD__TIMEOUT_MS, &resp);
-    json_decref(req);
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    int rc = range_call(es, "\0", 1, NULL, 0, 0, 0, ETCD_PB_COUNT_ONLY, &resp, &len);
     if (rc) return rc;
-    *out = etcd__header_rev(resp) - ETCD__REV_OFFSET;
-    json_decref(resp);
-    return 0;
+    etcd_pb_header_t h;
+    rc = etcd_pb_header_resp(resp, len, &h);
+    free(resp);
+    if (!rc) *out = h.revision - ETCD__REV_OFFSET;
+    return rc;
 }
 
 int etcd__check_rev(etcd_store_t *es, int64_t rev)
 {
-    json_t *req = json_pack("{s:s,s:o}", "key", "AA==", "revision",
-                            rev_str(rev + ETCD__REV_OFFSET));
-    if (!req) return KP_ENOMEM;
-    json_t *resp;
-    int rc = etcd__call(es, "/v3/kv/range", req, ETCD__READ, ETCD__TIMEOUT_MS, &resp);
-    json_decref(req);
-    json_decref(resp);
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    int rc = range_call(es, "\0", 1, NULL, 0, 0, rev + ETCD__REV_OFFSET, ETCD_PB_COUNT_ONLY, &resp,
+                        &len);
+    free(resp);
     return rc;
 }

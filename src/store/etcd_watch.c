@@ -1,17 +1,18 @@
 /*
- * etcd_watch.c -- a store watch as one etcd /v3/watch stream (see WATCHES and
+ * etcd_watch.c -- a store watch as one etcd Watch stream (see WATCHES and
  * PROGRESS in etcd_int.h).
  *
- * A reader thread per watch owns the stream: a curl easy handle in a multi
- * handle of its own, so that cancel() and a draining consumer wake it with
- * curl_multi_wakeup(). The request body is the create request alone
+ * A keeper thread per watch owns the stream: it opens it on the current
+ * endpoint's shared connection (grpc.h) with one create request
  * (start_revision = the revision read up to, plus one; prev_kv;
- * progress_notify; fragment): etcd's gateway answers a stream only once its
- * request body has ended (Go's HTTP/1 server drains the body before the first
- * response), so nothing can follow it. Each JSON response is parsed whole,
- * its events are queued for the consumer, and the revision read up to moves
- * to the response's header revision (after the last fragment of a
- * fragmented one).
+ * progress_notify; fragment), waits until it ends, and opens it again from
+ * where it got to, with a backoff. Responses arrive on the connection's
+ * thread (on_msg): each is decoded whole, its events queued for the
+ * consumer, and the revision read up to moves to the response's header
+ * revision (after the last fragment of a fragmented one). The keeper does
+ * what touches the stream on others' behalf (releasing received bytes when
+ * the consumer has drained the queue, sending progress requests), so that
+ * only it, and the stream's own callbacks, ever use the stream.
  *
  * INVARIANTS (w->mu):
  *   1. Every event under the prefix with a revision in (after_rev, w->rev] is
@@ -23,10 +24,11 @@
  *      compaction point this handle knows, the watch fails with KP_ECOMPACTED
  *      for good: the unread history is gone in the store's terms, even if
  *      some of it is queued here (the embedded backend behaves the same).
- *   4. The queue holds at most ETCD__WATCH_QUEUE_BYTES: past that the reader
- *      pauses the stream (TCP pushes back to etcd) until the consumer drains.
+ *   4. The queue holds about ETCD__WATCH_QUEUE_BYTES at most: past that the
+ *      received bytes are not released to the stream's flow control, so etcd
+ *      stops sending on this stream (others go on), until the consumer has
+ *      drained half of it.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "etcd_int.h"
+#include "store/etcd_pb.h"
 
 typedef struct wev {
     struct wev *next;
@@ -46,34 +49,34 @@ typedef struct wev {
 typedef struct etcd_watch {
     store_watch_t base;
     etcd_store_t *es;
-    json_t *key, *end; /* base64 strings of the range */
+    char key[STORE_KEY_MAX + 2], end[STORE_KEY_MAX + 2]; /* the range */
+    size_t key_len, end_len;
     pthread_t thread;
     int thread_started;
-    CURLM *multi;
 
     pthread_mutex_t mu; /* guards the fields up to `asked_ns` */
-    pthread_cond_t cv;  /* events, failure, cancel; CLOCK_MONOTONIC */
+    pthread_cond_t cv;  /* events, failure, cancel, the stream's end, work for the keeper */
     wev_t *head, **tail;
-    size_t queued;      /* bytes in the queue */
-    int64_t rev;        /* read up to (invariant 1) */
-    int failed;         /* sticky error */
+    size_t queued; /* bytes in the queue */
+    int64_t rev;   /* read up to (invariant 1) */
+    int failed;    /* sticky error */
     int cancelled;
-    int paused;         /* the reader stopped receiving: queue full */
-    int64_t asked_ns;   /* progress asked for and none came since (0: none) */
+    size_t held;      /* received bytes not released to the stream (invariant 4) */
+    int release_due;  /* the consumer drained the queue: the keeper releases `held` */
+    int progress_due; /* a progress request for the keeper to send */
+    int ended;        /* the current stream is over (its on_end ran) */
+    int created;      /* the current stream's watcher was created */
+    int64_t asked_ns; /* progress asked for and none came since (0: none) */
 
     /* the consumer's */
     int progress_on;
-    int64_t reported;   /* newest revision handed out as an event or progress */
-    wev_t *cur;         /* the event handed out last */
+    int64_t reported; /* newest revision handed out as an event or progress */
+    wev_t *cur;       /* the event handed out last */
     store_event_t tick;
 
-    /* the reader thread's */
-    CURL *h;
-    buf_t line;
+    /* the stream's callbacks' (one at a time, on the connection's thread) */
     wev_t *frag, **frag_tail; /* events of a response still in fragments */
     size_t frag_bytes;
-    int recv_paused;
-    int created;
 } etcd_watch_t;
 
 static const store_watch_ops_t etcd_watch_ops;
@@ -87,259 +90,193 @@ static void free_list(wev_t *e)
     }
 }
 
-/* ---- the reader thread ---- */
-
-/* Decode one kv into `kv`, its bytes at *p (advanced). */
-static void put_kv(const char *key, size_t klen, const char *val, size_t vlen, store_kv_t *kv,
-                   char **p)
-{
-    char *k = *p, *v = k + klen + 1;
-    memcpy(k, key, klen + 1);
-    memcpy(v, val, vlen + 1);
-    kv->key = k;
-    kv->key_len = klen;
-    kv->value = v;
-    kv->value_len = vlen;
-    *p = v + vlen + 1;
-}
-
-static int parse_event(const json_t *je, wev_t **out)
-{
-    const json_t *kv = json_object_get(je, "kv"), *pkv = json_object_get(je, "prev_kv");
-    const char *type = json_string_value(json_object_get(je, "type"));
-    int del = type && !strcmp(type, "DELETE");
-    char *k = NULL, *v = NULL, *pk = NULL, *pv = NULL;
-    size_t kl = 0, vl = 0, pkl = 0, pvl = 0;
-    int rc = etcd__bytes(kv, "key", &k, &kl);
-    if (!rc) rc = etcd__bytes(kv, "value", &v, &vl);
-    if (!rc && pkv) rc = etcd__bytes(pkv, "key", &pk, &pkl);
-    if (!rc && pkv) rc = etcd__bytes(pkv, "value", &pv, &pvl);
-    wev_t *e = NULL;
-    if (!rc) {
-        size_t bytes = sizeof *e + kl + vl + 2 + (pkv ? pkl + pvl + 2 : 0);
-        if (!(e = calloc(1, bytes))) {
-            rc = KP_ENOMEM;
-        } else {
-            e->bytes = bytes;
-            char *p = (char *)(e + 1);
-            store_event_t *ev = &e->ev;
-            ev->type = del ? STORE_DELETE : STORE_PUT;
-            put_kv(k, kl, del ? "" : v, del ? 0 : vl, &ev->kv, &p);
-            ev->kv.create_rev = del ? 0 : etcd__rev(kv, "create_revision");
-            ev->kv.mod_rev = etcd__rev(kv, "mod_revision");
-            ev->kv.version = del ? 0 : etcd__int(kv, "version");
-            if (pkv) {
-                ev->has_prev = 1;
-                put_kv(pk, pkl, pv, pvl, &ev->prev, &p);
-                ev->prev.create_rev = etcd__rev(pkv, "create_revision");
-                ev->prev.mod_rev = etcd__rev(pkv, "mod_revision");
-                ev->prev.version = etcd__int(pkv, "version");
-            }
-            *out = e;
-        }
-    }
-    free(k);
-    free(v);
-    free(pk);
-    free(pv);
-    return rc;
-}
-
 static void fail_locked(etcd_watch_t *w, int rc)
 {
     if (!w->failed) w->failed = rc;
     pthread_cond_broadcast(&w->cv);
 }
 
-/* One JSON response. Returns 0, or an error that ends this stream (the
- * thread reconnects unless the watch failed for good). */
-static int on_response(etcd_watch_t *w, const char *p, size_t n)
+/* ---- the stream's callbacks ---- */
+
+/* A kv into `kv`, its bytes at *p (advanced). */
+static void put_kv(const etcd_pb_kv_t *src, int with_value, store_kv_t *kv, char **p)
 {
-    json_error_t jerr;
-    json_t *j = json_loadb(p, n, 0, &jerr);
-    json_t *res = json_object_get(j, "result");
-    int rc = 0;
-    if (!res) {
-        json_t *err = json_object_get(j, "error");
-        const char *msg = json_string_value(json_object_get(err, "message"));
-        log_warn("store", "etcd watch: %s", msg ? msg : "unreadable response");
-        json_decref(j);
-        return KP_EUNAVAILABLE;
+    size_t vlen = with_value ? src->value_len : 0;
+    char *k = *p, *v = k + src->key_len + 1;
+    memcpy(k, src->key, src->key_len);
+    k[src->key_len] = '\0';
+    memcpy(v, src->value, vlen);
+    v[vlen] = '\0';
+    kv->key = k;
+    kv->key_len = src->key_len;
+    kv->value = v;
+    kv->value_len = vlen;
+    kv->mod_rev = src->mod_rev ? src->mod_rev - ETCD__REV_OFFSET : 0;
+    if (with_value) {
+        kv->create_rev = src->create_rev ? src->create_rev - ETCD__REV_OFFSET : 0;
+        kv->version = src->version;
     }
-    int64_t rev = etcd__header_rev(res) - ETCD__REV_OFFSET;
-    int64_t compact = etcd__rev(res, "compact_revision");
-    json_t *evs = json_object_get(res, "events");
-    if (json_is_true(json_object_get(res, "created"))) {
+    *p = v + vlen + 1;
+}
+
+static int on_event(void *arg, const etcd_pb_event_t *pe)
+{
+    etcd_watch_t *w = arg;
+    int del = pe->type == ETCD_PB_EV_DELETE;
+    size_t bytes = sizeof(wev_t) + pe->kv.key_len + (del ? 0 : pe->kv.value_len) + 2 +
+                   (pe->has_prev ? pe->prev.key_len + pe->prev.value_len + 2 : 0);
+    wev_t *e = calloc(1, bytes);
+    if (!e) return KP_ENOMEM;
+    e->bytes = bytes;
+    char *p = (char *)(e + 1);
+    store_event_t *ev = &e->ev;
+    ev->type = del ? STORE_DELETE : STORE_PUT;
+    put_kv(&pe->kv, !del, &ev->kv, &p);
+    if (pe->has_prev) {
+        ev->has_prev = 1;
+        put_kv(&pe->prev, 1, &ev->prev, &p);
+    }
+    *w->frag_tail = e;
+    w->frag_tail = &e->next;
+    w->frag_bytes += bytes;
+    return 0;
+}
+
+static void drop_frag(etcd_watch_t *w)
+{
+    free_list(w->frag);
+    w->frag = NULL;
+    w->frag_tail = &w->frag;
+    w->frag_bytes = 0;
+}
+
+static void on_msg(void *arg, const uint8_t *p, size_t n)
+{
+    etcd_watch_t *w = arg;
+    etcd_pb_watch_resp_t r;
+    int rc = etcd_pb_watch_resp(p, n, &r, on_event, w);
+    pthread_mutex_lock(&w->mu);
+    w->held += n;
+    if (w->queued < ETCD__WATCH_QUEUE_BYTES) w->release_due = 1; /* invariant 4 */
+    if (rc) {
+        /* Unreadable, or out of memory: this stream is no good; the keeper
+         * opens another from w->rev (the fragments so far go). */
+        drop_frag(w);
+        log_warn("store", "etcd watch: a response could not be read (%s)", err_str(rc));
+        w->ended = 1;
+    } else if (r.created) {
         w->created = 1;
-    } else if (json_is_true(json_object_get(res, "canceled")) || compact) {
-        pthread_mutex_lock(&w->mu);
+    } else if (r.canceled || r.compact_revision) {
+        int64_t compact = r.compact_revision ? r.compact_revision - ETCD__REV_OFFSET : 0;
         if (compact) {
             etcd__note_compact(w->es, compact);
             fail_locked(w, KP_ECOMPACTED);
+        } else {
+            log_warn("store", "etcd watch cancelled: %.*s", (int)r.cancel_reason_len,
+                     r.cancel_reason);
         }
-        pthread_mutex_unlock(&w->mu);
-        const char *why = json_string_value(json_object_get(res, "cancel_reason"));
-        if (!compact) log_warn("store", "etcd watch cancelled: %s", why ? why : "?");
-        rc = compact ? KP_ECOMPACTED : KP_EUNAVAILABLE;
-    } else if (json_array_size(evs)) {
-        for (size_t i = 0; !rc && i < json_array_size(evs); i++) {
-            wev_t *e = NULL;
-            if ((rc = parse_event(json_array_get(evs, i), &e))) break;
-            *w->frag_tail = e;
-            w->frag_tail = &e->next;
-            w->frag_bytes += e->bytes;
-        }
-        if (!rc && !json_is_true(json_object_get(res, "fragment"))) {
-            pthread_mutex_lock(&w->mu);
+        w->ended = 1;
+    } else if (r.events) {
+        if (!r.fragment) {
             if (w->frag) {
                 *w->tail = w->frag;
                 w->tail = w->frag_tail;
                 w->queued += w->frag_bytes;
             }
+            int64_t rev = r.h.revision - ETCD__REV_OFFSET;
             if (rev > w->rev) w->rev = rev;
-            pthread_cond_broadcast(&w->cv);
-            pthread_mutex_unlock(&w->mu);
             w->frag = NULL;
             w->frag_tail = &w->frag;
             w->frag_bytes = 0;
         }
-    } else if (etcd__int(res, "watch_id") != -1) {
-        /* A timed progress notification: every event up to `rev` was sent
-         * (a reply to a progress request, watch_id -1, is not ordered so in
-         * etcd before 3.4.31 / 3.5.13, see PROGRESS). */
-        pthread_mutex_lock(&w->mu);
+    } else if (r.watch_id != -1 || w->es->progress_requests) {
+        /* Progress: every event up to the header's revision was sent. A
+         * timed notification carries the watcher's id; the answer to a
+         * progress request carries -1 and is trusted only where etcd orders
+         * it after the events (PROGRESS in etcd_int.h). */
+        int64_t rev = r.h.revision - ETCD__REV_OFFSET;
         w->asked_ns = 0;
-        if (rev > w->rev) {
-            w->rev = rev;
-            pthread_cond_broadcast(&w->cv);
-        }
-        pthread_mutex_unlock(&w->mu);
+        if (rev > w->rev) w->rev = rev;
     }
-    json_decref(j);
-    return rc;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
-static size_t on_recv(char *p, size_t size, size_t n, void *arg)
+static void on_end(void *arg, int rc, const grpc_status_t *st)
 {
     etcd_watch_t *w = arg;
-    size_t total = size * n;
     pthread_mutex_lock(&w->mu);
-    int full = w->queued >= ETCD__WATCH_QUEUE_BYTES;
-    if (full) w->paused = 1;
+    if (w->created && !w->cancelled && !w->failed) {
+        if (rc)
+            log_info("store", "etcd watch stream ended (%s); resuming", err_str(rc));
+        else
+            log_info("store", "etcd watch stream ended (status %d: %s); resuming",
+                     st ? st->code : -1, st ? st->message : "");
+    }
+    w->ended = 1;
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    if (full) {
-        w->recv_paused = 1;
-        return CURL_WRITEFUNC_PAUSE; /* curl keeps the data for later */
-    }
-    size_t start = 0;
-    for (size_t i = 0; i < total; i++) {
-        if (p[i] != '\n') continue;
-        const char *line = p + start;
-        size_t len = i - start;
-        if (w->line.len) {
-            if (buf_append(&w->line, line, len)) return 0;
-            line = w->line.p;
-            len = w->line.len;
-        }
-        int rc = len ? on_response(w, line, len) : 0;
-        buf_reset(&w->line);
-        start = i + 1;
-        if (rc) return 0; /* ends the transfer */
-    }
-    if (start < total && buf_append(&w->line, p + start, total - start)) return 0;
-    return total;
 }
 
-/* Run one stream from w->rev + 1 until it ends. Returns 1 if it delivered
- * anything (for the backoff). */
+/* ---- the keeper thread ---- */
+
+/* Run one stream from w->rev + 1 until it ends. Returns 1 if its watcher
+ * was created (for the backoff). */
 static int run_stream(etcd_watch_t *w)
 {
     etcd_store_t *es = w->es;
-    char *base, url[512], start[32];
-    size_t idx = etcd__endpoint(es, &base);
-    snprintf(url, sizeof url, "%s/v3/watch", base);
-    pthread_mutex_lock(&w->mu);
-    snprintf(start, sizeof start, "%lld", (long long)(w->rev + 1 + ETCD__REV_OFFSET));
-    pthread_mutex_unlock(&w->mu);
-
-    json_t *req = json_pack("{s:{s:O,s:O,s:s,s:b,s:b,s:b}}", "create_request", "key", w->key,
-                            "range_end", w->end, "start_revision", start, "prev_kv", 1,
-                            "progress_notify", 1, "fragment", 1);
-    char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-    json_decref(req);
-    if (!text) return 0;
-
-    w->created = 0;
-    w->recv_paused = 0;
-    buf_reset(&w->line);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    struct curl_slist *t = hdrs ? curl_slist_append(hdrs, "Expect:") : NULL;
-    CURL *h = t ? curl_easy_init() : NULL;
-    if (!h) {
-        curl_slist_free_all(hdrs);
-        free(text);
+    size_t idx = etcd__endpoint(es);
+    etcd_conn_t *c;
+    if (etcd__conn_get(es, idx, &c)) {
+        etcd__endpoint_failed(es, idx);
         return 0;
     }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_recv);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ETCD__CONNECT_MS);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 10L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 5L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    w->h = h;
-    curl_multi_add_handle(w->multi, h);
-
-    CURLcode result = CURLE_OK;
-    for (int running = 1; running;) {
-        pthread_mutex_lock(&w->mu);
-        int stop = w->cancelled || w->failed;
-        int drain = w->paused && w->queued < ETCD__WATCH_QUEUE_BYTES / 2;
-        if (drain) w->paused = 0;
-        pthread_mutex_unlock(&w->mu);
-        if (stop) break;
-        if (drain && w->recv_paused) {
-            w->recv_paused = 0;
-            curl_easy_pause(h, CURLPAUSE_CONT);
-        }
-        if (curl_multi_perform(w->multi, &running) != CURLM_OK) break;
-        int left;
-        CURLMsg *m;
-        while ((m = curl_multi_info_read(w->multi, &left)))
-            if (m->msg == CURLMSG_DONE) result = m->data.result;
-        if (running) curl_multi_poll(w->multi, NULL, 0, 1000, NULL);
-    }
-    curl_multi_remove_handle(w->multi, h);
-    curl_easy_cleanup(h);
-    curl_slist_free_all(hdrs);
-    free(text);
-    w->h = NULL;
-    free_list(w->frag); /* a response cut short: read again after reconnecting */
-    w->frag = NULL;
-    w->frag_tail = &w->frag;
-    w->frag_bytes = 0;
-
     pthread_mutex_lock(&w->mu);
-    int quiet = w->cancelled || w->failed;
+    int64_t start = w->rev + 1 + ETCD__REV_OFFSET;
+    w->ended = w->created = 0;
+    w->held = 0;
+    w->release_due = 0;
     pthread_mutex_unlock(&w->mu);
+
+    buf_t req;
+    buf_init(&req, (size_t)-1);
+    grpc_stream_t *st = NULL;
+    grpc_stream_cbs_t cbs = {.on_msg = on_msg, .on_end = on_end, .arg = w};
+    int rc = etcd_pb_watch_create(&req, w->key, w->key_len, w->end, w->end_len, start, 1, 1);
+    if (!rc) rc = grpc_stream_open(etcd__conn_grpc(c), "/etcdserverpb.Watch/Watch", &cbs, &st);
+    if (!rc) rc = grpc_stream_send(st, req.p, req.len);
+    pthread_mutex_lock(&w->mu);
+    while (!rc && !w->ended && !w->cancelled && !w->failed) {
+        size_t release = w->release_due ? w->held : 0;
+        int progress = w->progress_due;
+        w->held -= release;
+        w->release_due = w->progress_due = 0;
+        if (release || progress) {
+            pthread_mutex_unlock(&w->mu);
+            if (release) grpc_stream_release(st, release);
+            if (progress) {
+                buf_reset(&req);
+                if (!etcd_pb_watch_progress(&req)) grpc_stream_send(st, req.p, req.len);
+            }
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+        pthread_cond_wait(&w->cv, &w->mu);
+    }
+    int created = w->created, quiet = w->cancelled || w->failed;
+    pthread_mutex_unlock(&w->mu);
+    grpc_stream_close(st); /* no callback runs after it */
+    buf_free(&req);
+    drop_frag(w); /* a response cut short: read again after reconnecting */
     if (!quiet) {
-        /* Once per outage, not once per retry. */
-        if (w->created)
-            log_info("store", "etcd watch stream to %s ended (%s); resuming", base,
-                     result ? curl_easy_strerror(result) : "closed");
-        else
-            log_debug("store", "etcd watch stream to %s: %s", base,
-                      result ? curl_easy_strerror(result) : "closed");
+        if (grpc_conn_error(etcd__conn_grpc(c))) etcd__conn_failed(es, idx, c);
         etcd__endpoint_failed(es, idx);
     }
-    return w->created;
+    etcd__conn_put(es, c);
+    return created;
 }
 
-static void *reader_main(void *arg)
+static void *keeper_main(void *arg)
 {
     etcd_watch_t *w = arg;
     int backoff = ETCD__WATCH_RETRY_MS;
@@ -394,7 +331,10 @@ static int etcd_watch_next(store_watch_t *sw, int timeout_ms, const store_event_
             w->reported = e->ev.kv.mod_rev;
             *ev = &e->ev;
             rc = 0;
-            if (w->paused) curl_multi_wakeup(w->multi);
+            if (w->held && w->queued < ETCD__WATCH_QUEUE_BYTES / 2 && !w->release_due) {
+                w->release_due = 1; /* invariant 4: the keeper opens the window */
+                pthread_cond_broadcast(&w->cv);
+            }
             break;
         }
         if (w->progress_on && w->rev > w->reported) {
@@ -438,20 +378,24 @@ static void etcd_watch_progress(store_watch_t *sw, int on)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* etcd's progress requests travel on the watch stream's request body, which
- * the JSON gateway cannot keep open (see PROGRESS in etcd_int.h): progress
- * comes from the server's timed notifications only. What this can do is tell
- * the operator, once, when those do not come within ETCD__PROGRESS_WARN_MS
- * of a request (etcd's default interval is 10 minutes). */
+/* Where etcd orders the answer (PROGRESS in etcd_int.h), a progress request
+ * on the stream, sent by the keeper. Elsewhere progress comes from the
+ * server's timed notifications only, and this tells the operator, once,
+ * when those do not come within ETCD__PROGRESS_WARN_MS of a request
+ * (etcd's default interval is 10 minutes). */
 static void etcd_watch_request_progress(store_watch_t *sw)
 {
     etcd_watch_t *w = (etcd_watch_t *)sw;
     int64_t now = clock_mono_ns();
     pthread_mutex_lock(&w->mu);
+    if (w->es->progress_requests && !w->progress_due) {
+        w->progress_due = 1;
+        pthread_cond_broadcast(&w->cv);
+    }
     int late = w->asked_ns && now - w->asked_ns > (int64_t)ETCD__PROGRESS_WARN_MS * 1000000;
     if (!w->asked_ns) w->asked_ns = now;
     pthread_mutex_unlock(&w->mu);
-    if (!late) return;
+    if (!late || w->es->progress_requests) return;
     pthread_mutex_lock(&w->es->mu);
     int first = !w->es->warned_progress;
     w->es->warned_progress = 1;
@@ -469,7 +413,6 @@ static void etcd_watch_cancel(store_watch_t *sw)
     w->cancelled = 1;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    curl_multi_wakeup(w->multi);
 }
 
 static void etcd_watch_close(store_watch_t *sw)
@@ -477,12 +420,9 @@ static void etcd_watch_close(store_watch_t *sw)
     etcd_watch_t *w = (etcd_watch_t *)sw;
     etcd_watch_cancel(sw);
     if (w->thread_started) pthread_join(w->thread, NULL);
-    curl_multi_cleanup(w->multi);
     free_list(w->head);
     free(w->cur);
-    buf_free(&w->line);
-    json_decref(w->key);
-    json_decref(w->end);
+    drop_frag(w);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
@@ -495,6 +435,7 @@ int etcd__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_wa
      * must be readable (not compacted, not in the future). */
     int rc = after_rev < 0 ? etcd__current_rev(es, &after_rev) : etcd__check_rev(es, after_rev);
     if (rc) return rc;
+    if (strlen(prefix) > STORE_KEY_MAX) return KP_EINVAL;
 
     etcd_watch_t *w = calloc(1, sizeof *w);
     if (!w) return KP_ENOMEM;
@@ -503,26 +444,17 @@ int etcd__watch_open(store_t *s, const char *prefix, int64_t after_rev, store_wa
     w->tail = &w->head;
     w->frag_tail = &w->frag;
     w->rev = w->reported = after_rev;
-    buf_init(&w->line, ETCD__WATCH_LINE_MAX);
     pthread_mutex_init(&w->mu, NULL);
     if ((rc = clock_cond_init(&w->cv))) {
         pthread_mutex_destroy(&w->mu);
         free(w);
         return rc;
     }
-    char start[STORE_KEY_MAX + 2], end[STORE_KEY_MAX + 2];
-    size_t start_len = strlen(prefix), end_len;
-    memcpy(start, prefix, start_len);
-    if (!start_len) start[start_len++] = '\0'; /* every key */
-    etcd__prefix_end(prefix, end, &end_len);
-    w->key = etcd__b64(start, start_len);
-    w->end = etcd__b64(end, end_len);
-    w->multi = curl_multi_init();
-    if (!w->key || !w->end || !w->multi) {
-        etcd_watch_close(&w->base);
-        return KP_ENOMEM;
-    }
-    if (pthread_create(&w->thread, NULL, reader_main, w)) {
+    w->key_len = strlen(prefix);
+    memcpy(w->key, prefix, w->key_len);
+    if (!w->key_len) w->key[w->key_len++] = '\0'; /* every key */
+    etcd__prefix_end(prefix, w->end, &w->end_len);
+    if (pthread_create(&w->thread, NULL, keeper_main, w)) {
         etcd_watch_close(&w->base);
         return KP_ENOMEM;
     }
