@@ -11,8 +11,9 @@
  *
  * One thread per elector (elect_run) does every request. Its states:
  *
- *   CANDIDATE --campaign(): try_acquire() ok within the renew deadline-->
- *             LEADING (on_started); ok but later: try again at once
+ *   CANDIDATE --campaign(): try_acquire() ok with more than a retry period
+ *             of its term left--> LEADING (on_started); ok but later: try
+ *             again at once (a renewal, with a term of its own)
  *   LEADING --lead(): renewal ok, begun before valid_until or over our own
  *             last write--> LEADING (while valid, the renewal is one update
  *             over our last write; client-go's optimistic fast path)
@@ -358,17 +359,18 @@ static bool campaign(kc_leader_t *l)
         bool unchanged;
         if (try_acquire(l, false, &unchanged) == TRY_OURS) {
             int64_t took = clock_mono_ns() - start;
-            if (took < l->renew_ns) {
+            if (took + l->retry_ns < l->renew_ns) {
                 set_leading(l, true, start + l->renew_ns);
                 log_info("leader", "%s/%s: %s is the leader", l->ns, l->name, l->identity);
                 return true;
             }
-            /* The answer came after the renew deadline (a store that
-             * stalled): the term it began is over already (invariant 3).
-             * The Lease is ours, though: renew it at once for a term that
-             * starts now, rather than lead for no time at all. */
-            log_info("leader", "%s/%s: %s acquired the lease %.1f s late; renewing", l->ns,
-                     l->name, l->identity, (double)took / 1e9);
+            /* The answer came so late (a store that stalled) that the term
+             * it began ends before the first renewal would start, a retry
+             * period from now (invariant 3): leading would lapse at once,
+             * and a process that exits on a lapse would exit. The Lease is
+             * ours, though: renew it at once for a term that starts now. */
+            log_info("leader", "%s/%s: %s acquired the lease %.1f s late; renewing", l->ns, l->name,
+                     l->identity, (double)took / 1e9);
             if (wait_stop(l, 0)) return false;
             continue;
         }

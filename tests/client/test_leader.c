@@ -17,6 +17,9 @@
  *  - A Lease held by a silent holder is taken over only after it has not
  *    changed for the record's lease duration by the candidate's own clock,
  *    whatever its renewTime says.
+ *  - A takeover answered with less than a retry period of its term left is
+ *    renewed at once before leading: leading never lapses right after it
+ *    begins.
  *  - A stolen Lease (another holder written with kc_update) makes the leader
  *    stop at its next renewal; it leads again once the thief goes silent.
  *  - A valid leader renews with one request (an update over its own last
@@ -34,6 +37,7 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,6 +376,65 @@ static void test_slow_on_started(void **state)
     kc_leader_stop(l);
 }
 
+/* Bytes sent to the server's port that it has not read yet: some socket
+ * of 127.0.0.1:port in /proc/net/tcp with a receive queue (the server's
+ * in-process components use a Unix socket, so only this test's client
+ * sends there). */
+static int server_has_unread(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    assert_non_null(f);
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned addr, lport, tx, rx;
+        if (sscanf(line, " %*d: %x:%x %*x:%*x %*x %x:%x", &addr, &lport, &tx, &rx) == 4)
+            found = addr == 0x0100007f && (int)lport == port && rx > 0;
+    }
+    fclose(f);
+    return found;
+}
+
+/* The takeover's answer comes late (the server stalls), with less than a
+ * retry period of its term left: the candidate renews at once instead of
+ * leading for a moment and lapsing before its first renewal (a component
+ * exits on such a lapse: both controller managers of the HA drill did). */
+static void test_late_acquire(void **state)
+{
+    fx_t *f = *state;
+    write_holder(f->c, "late", "ghost", 1, "2000-01-01T00:00:00.000000Z");
+    cand_t cand = {0};
+    kc_leader_config_t cfg = config("late", "tardy", &cand);
+    double t0 = now_ms();
+    kc_leader_t *l = start(f->c, &cfg);
+    /* Stall the server just before the takeover is due; the next attempt
+     * waits until SIGCONT, then takes over in one update. */
+    sleep_ms(LEASE_MS - 100);
+    assert_int_equal(kill(f->s.pid, SIGSTOP), 0);
+    while (!server_has_unread(f->s.port) && now_ms() - t0 < 5000)
+        sleep_ms(1);
+    double asked = now_ms();
+    assert_true(asked - t0 < 5000);
+    sleep_ms(RENEW_MS - RETRY_MS + 50); /* answered with < a retry period of term left */
+    assert_int_equal(kill(f->s.pid, SIGCONT), 0);
+    assert_true(wait_leader(l, 3000) >= 0);
+    /* From the first moment it leads, it leads throughout. */
+    double led = now_ms();
+    int lapses = 0;
+    while (now_ms() - led < 4 * RETRY_MS) {
+        if (!kc_leader_is_leader(l)) lapses++;
+        sleep_ms(2);
+    }
+    assert_int_equal(lapses, 0);
+    assert_int_equal(atomic_load(&cand.started), 1);
+    assert_int_equal(atomic_load(&cand.stopped), 0);
+    json_t *lease = get_lease(f->c, "late");
+    assert_string_equal(spec_s(lease, "holderIdentity"), "tardy");
+    assert_int_equal(spec_i(lease, "leaseTransitions"), 1);
+    json_decref(lease);
+    kc_leader_stop(l);
+}
+
 /* A silent holder: taken over only after its record stayed the same for the
  * record's lease duration by our clock -- an old renewTime changes nothing. */
 static void test_silent_holder(void **state)
@@ -502,10 +565,10 @@ static void test_server_lost(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_config),     cmocka_unit_test(test_one_candidate),
-        cmocka_unit_test(test_two_candidates), cmocka_unit_test(test_slow_on_started),
-        cmocka_unit_test(test_silent_holder),  cmocka_unit_test(test_stolen_lease),
-        cmocka_unit_test(test_renewal_one_request),
+        cmocka_unit_test(test_bad_config),          cmocka_unit_test(test_one_candidate),
+        cmocka_unit_test(test_two_candidates),      cmocka_unit_test(test_slow_on_started),
+        cmocka_unit_test(test_silent_holder),       cmocka_unit_test(test_stolen_lease),
+        cmocka_unit_test(test_renewal_one_request), cmocka_unit_test(test_late_acquire),
     };
     const struct CMUnitTest kill_tests[] = {
         cmocka_unit_test(test_server_lost),
