@@ -173,4 +173,14 @@ out=$(kp_curl GET "$S?labelSelector=l%3Dv" -H "Accept: application/json;$ML")
 expect_eq "list: selectors apply" "$(jget "$out" 'len(o["items"])')" "1"
 expect_eq "plain Accept: the Secret" "$(jget "$(kp_curl GET "$S/m1")" 'o["kind"]')" "Secret"
 
+echo "--- Table by Accept: the parameters, not their spelling"
+T='as=Table;g=meta.k8s.io;v=v1'
+expect_eq "Table v1" "$(jget "$(kp_curl GET "$S/m1" -H "Accept: application/json;$T")" 'o["kind"]')" "Table"
+expect_eq "Table, spaced and reordered, second range" \
+  "$(jget "$(kp_curl GET "$S/m1" -H "Accept: application/json;as=Table;g=meta.k8s.io;v=v1beta2, application/json; v=v1; g=meta.k8s.io; as=Table")" 'o["kind"]')" "Table"
+expect_eq "as=Tables is not a Table" \
+  "$(jget "$(kp_curl GET "$S/m1" -H "Accept: application/json;as=Tables;g=meta.k8s.io;v=v1,application/json")" 'o["kind"]')" "Secret"
+expect_eq "v=v12 is not v1" \
+  "$(jget "$(kp_curl GET "$S/m1" -H "Accept: application/json;as=Table;g=meta.k8s.io;v=v12,application/json")" 'o["kind"]')" "Secret"
+
 echo "PASS"

@@ -30,15 +30,16 @@
 
 const char *rest_qualified(const api_resource_t *res, char *buf, size_t n)
 {
-    if (*res->group) snprintf(buf, n, "%s.%s", res->resource, res->group);
-    else snprintf(buf, n, "%s", res->resource);
+    if (*res->group)
+        snprintf(buf, n, "%s.%s", res->resource, res->group);
+    else
+        snprintf(buf, n, "%s", res->resource);
     return buf;
 }
 
 json_t *rest_details(const api_resource_t *res, const char *name)
 {
-    return json_pack("{s:s, s:s, s:s}", "name", name, "group", res->group, "kind",
-                     res->resource);
+    return json_pack("{s:s, s:s, s:s}", "name", name, "group", res->group, "kind", res->resource);
 }
 
 int rest_not_found(api_req_t *r, const char *name)
@@ -100,13 +101,15 @@ int rest_reply_causes(api_req_t *r, const char *group, const char *kind, const c
         len += (size_t)w;
     }
     char qkind[160];
-    if (*group) snprintf(qkind, sizeof qkind, "%s.%s", kind, group);
-    else snprintf(qkind, sizeof qkind, "%s", kind);
+    if (*group)
+        snprintf(qkind, sizeof qkind, "%s.%s", kind, group);
+    else
+        snprintf(qkind, sizeof qkind, "%s", kind);
     json_t *d = json_pack("{s:s, s:s, s:s, s:O}", "name", name, "group", group, "kind", kind,
                           "causes", causes);
     api_reply_status(r, 422, "Invalid", d,
-                     n > 1 ? "%s \"%s\" is invalid: [%s]" : "%s \"%s\" is invalid: %s", qkind,
-                     name, list);
+                     n > 1 ? "%s \"%s\" is invalid: [%s]" : "%s \"%s\" is invalid: %s", qkind, name,
+                     list);
     json_decref(d);
     return -1;
 }
@@ -131,8 +134,10 @@ static int json_depth_ok(const char *p, size_t n, int max)
     for (size_t i = 0; i < n; i++) {
         char c = p[i];
         if (in_str) {
-            if (c == '\\') i++;
-            else if (c == '"') in_str = 0;
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
         } else if (c == '"') {
             in_str = 1;
         } else if (c == '{' || c == '[') {
@@ -154,8 +159,7 @@ int rest_body_object(api_req_t *r, json_t **out)
         char err[512];
         json_t *doc = NULL;
         int rc = api_pb_decode(r->body.p, r->body.len, &doc, err, sizeof err);
-        if (rc == KP_EINVAL)
-            return api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
+        if (rc == KP_EINVAL) return api_reply_status(r, 400, "BadRequest", NULL, "%s", err);
         if (rc) return api_reply_error(r, rc, NULL, "decoding protobuf: %s", err_str(rc));
         *out = doc;
         return 0;
@@ -332,24 +336,48 @@ int rest_load_route(api_req_t *r, json_t **obj, int64_t *rev)
     return rc;
 }
 
+/* Does one media range ask for `as` (in meta.k8s.io v1 or v1beta1)? Its
+ * version into v. */
+static int range_asks(const char *range, size_t n, const char *as, char *v, size_t vlen)
+{
+    int as_ok = 0, g_ok = 0;
+    v[0] = '\0';
+    for (const char *p = memchr(range, ';', n), *end = range + n; p && p < end;) {
+        p++;
+        const char *next = memchr(p, ';', (size_t)(end - p));
+        const char *stop = next ? next : end;
+        while (p < stop && *p == ' ')
+            p++;
+        const char *eq = memchr(p, '=', (size_t)(stop - p));
+        size_t kl = eq ? (size_t)(eq - p) : 0, vl = eq ? (size_t)(stop - eq - 1) : 0;
+        while (vl && eq[vl] == ' ')
+            vl--;
+        if (eq && kl == 2 && !memcmp(p, "as", 2))
+            as_ok = vl == strlen(as) && !memcmp(eq + 1, as, vl);
+        else if (eq && kl == 1 && *p == 'g')
+            g_ok = vl == 11 && !memcmp(eq + 1, "meta.k8s.io", 11);
+        else if (eq && kl == 1 && *p == 'v' &&
+                 ((vl == 2 && !memcmp(eq + 1, "v1", 2)) ||
+                  (vl == 7 && !memcmp(eq + 1, "v1beta1", 7))))
+            snprintf(v, vlen, "%.*s", (int)vl, eq + 1);
+        p = next;
+    }
+    return as_ok && g_ok && v[0];
+}
+
 int rest_wants_table(api_req_t *r, int *include)
 {
     const char *accept = api_header(r, "Accept");
     *include = API_TABLE_METADATA;
-    if (!accept) return 0;
     /* Media ranges are comma-separated; one asking for a v1 Table is enough
      * (kubectl lists v1, then v1beta1, then plain JSON). */
     int want = 0;
-    for (const char *p = accept; *p && !want;) {
+    char v[16];
+    for (const char *p = accept; p && *p && !want;) {
         size_t n = strcspn(p, ",");
-        char range[256];
-        snprintf(range, sizeof range, "%.*s", (int)(n < sizeof range ? n : sizeof range - 1), p);
-        want = strstr(range, "as=Table") && strstr(range, "g=meta.k8s.io") &&
-               (strstr(range, "v=v1;") || (strlen(range) >= 4 &&
-                                            !strcmp(range + strlen(range) - 4, "v=v1")));
+        want = range_asks(p, n, "Table", v, sizeof v) && !strcmp(v, "v1");
         p += n;
         if (*p == ',') p++;
-        while (*p == ' ') p++;
     }
     if (!want) return 0;
     int inc = api_table_include_parse(api_query(r, "includeObject"));
@@ -362,33 +390,6 @@ int rest_wants_table(api_req_t *r, int *include)
     }
     *include = inc;
     return 1;
-}
-
-/* Does one media range ask for `as` (in meta.k8s.io v1 or v1beta1)? Its
- * version into v. */
-static int range_asks(const char *range, size_t n, const char *as, char *v, size_t vlen)
-{
-    int as_ok = 0, g_ok = 0;
-    v[0] = '\0';
-    for (const char *p = memchr(range, ';', n), *end = range + n; p && p < end;) {
-        p++;
-        const char *next = memchr(p, ';', (size_t)(end - p));
-        const char *stop = next ? next : end;
-        while (p < stop && *p == ' ') p++;
-        const char *eq = memchr(p, '=', (size_t)(stop - p));
-        size_t kl = eq ? (size_t)(eq - p) : 0, vl = eq ? (size_t)(stop - eq - 1) : 0;
-        while (vl && eq[vl] == ' ') vl--;
-        if (eq && kl == 2 && !memcmp(p, "as", 2))
-            as_ok = vl == strlen(as) && !memcmp(eq + 1, as, vl);
-        else if (eq && kl == 1 && *p == 'g')
-            g_ok = vl == 11 && !memcmp(eq + 1, "meta.k8s.io", 11);
-        else if (eq && kl == 1 && *p == 'v' &&
-                 ((vl == 2 && !memcmp(eq + 1, "v1", 2)) ||
-                  (vl == 7 && !memcmp(eq + 1, "v1beta1", 7))))
-            snprintf(v, vlen, "%.*s", (int)vl, eq + 1);
-        p = next;
-    }
-    return as_ok && g_ok && v[0];
 }
 
 int rest_wants_meta(api_req_t *r, int list, char *av, size_t avlen)
@@ -495,10 +496,10 @@ static int token_decode(const char *tok, int64_t *rev, char *key, size_t keylen)
 
 /* Where a list's items go: the JSON text of a List, or the rows of a Table. */
 typedef struct list_sink {
-    buf_t b;         /* the items, comma-separated */
+    buf_t b; /* the items, comma-separated */
     size_t count;
-    json_t *table;   /* non-NULL: a Table is being built instead */
-    char meta[32];   /* non-empty: items are PartialObjectMetadata of this apiVersion */
+    json_t *table; /* non-NULL: a Table is being built instead */
+    char meta[32]; /* non-empty: items are PartialObjectMetadata of this apiVersion */
     int include;
     int64_t now;
 } list_sink_t;
@@ -554,8 +555,9 @@ static int add_item(api_req_t *r, list_sink_t *s, const json_t *doc, const wc_ob
     }
     int rc = 0;
     if (s->count) rc = buf_append(&s->b, ",", 1);
-    if (!rc) rc = s->meta[0] ? rest_meta_append(&s->b, json, len, s->meta)
-                             : buf_append(&s->b, json, len);
+    if (!rc)
+        rc =
+            s->meta[0] ? rest_meta_append(&s->b, json, len, s->meta) : buf_append(&s->b, json, len);
     if (!rc) s->count++;
     return rc;
 }
@@ -587,8 +589,8 @@ static int finish_list(api_req_t *r, list_sink_t *s, int64_t rev, const char *co
 }
 
 /* A continuation page: from the store, at the first page's revision. */
-static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *prefix,
-                           int64_t rev, const char *after, size_t limit)
+static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *prefix, int64_t rev,
+                           const char *after, size_t limit)
 {
     list_sink_t s;
     if (sink_init(r, &s, 0)) return 0;
@@ -611,8 +613,8 @@ static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *pre
             if (obj && rest_filter_match(f, obj)) {
                 rest_set_rv(obj, kv->mod_rev);
                 char *js = s.table ? NULL : json_dumps(obj, JSON_COMPACT);
-                rc = js || s.table ? add_item(r, &s, obj, NULL, js, js ? strlen(js) : 0)
-                                   : KP_ENOMEM;
+                rc =
+                    js || s.table ? add_item(r, &s, obj, NULL, js, js ? strlen(js) : 0) : KP_ENOMEM;
                 free(js);
             }
             json_decref(obj);
@@ -674,8 +676,8 @@ static int do_list(api_req_t *r)
                   "\"NotOlderThan\"";
         if (why) {
             rest_filter_free(&f);
-            json_t *d = json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "group", "meta.k8s.io",
-                                  "kind", "ListOptions", "causes", "reason",
+            json_t *d = json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "group", "meta.k8s.io", "kind",
+                                  "ListOptions", "causes", "reason",
                                   !rvq || !*rvq ? "FieldValueForbidden" : "FieldValueNotSupported",
                                   "message", why, "field", "resourceVersionMatch");
             int out = api_reply_status(r, 422, "Invalid", d,
@@ -688,7 +690,8 @@ static int do_list(api_req_t *r)
     if (cont && *cont) {
         int64_t rev;
         char after[STORE_KEY_MAX + 1];
-        if (token_decode(cont, &rev, after, sizeof after) || strncmp(after, prefix, strlen(prefix))) {
+        if (token_decode(cont, &rev, after, sizeof after) ||
+            strncmp(after, prefix, strlen(prefix))) {
             rest_filter_free(&f);
             return api_reply_status(r, 400, "BadRequest", NULL, "continue key is not valid");
         }
@@ -717,9 +720,9 @@ static int do_list(api_req_t *r)
         if (rc == KP_ETIMEDOUT) {
             /* storage.NewTooLargeResourceVersionError: client-go's reflector
              * knows it by the cause, and waits retryAfterSeconds. */
-            json_t *d = json_pack("{s:[{s:s, s:s}], s:i}", "causes", "reason",
-                                  "ResourceVersionTooLarge", "message",
-                                  "Too large resource version", "retryAfterSeconds", 1);
+            json_t *d =
+                json_pack("{s:[{s:s, s:s}], s:i}", "causes", "reason", "ResourceVersionTooLarge",
+                          "message", "Too large resource version", "retryAfterSeconds", 1);
             rc = api_reply_status(r, 504, "Timeout", d, "Timeout: Too large resource version: %lld",
                                   (long long)min_rev);
             json_decref(d);
@@ -728,7 +731,8 @@ static int do_list(api_req_t *r)
         return api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
     }
     size_t hint = 0;
-    for (size_t i = 0; i < l->count; i++) hint += l->objs[i]->json_len + 1;
+    for (size_t i = 0; i < l->count; i++)
+        hint += l->objs[i]->json_len + 1;
     list_sink_t s;
     if (sink_init(r, &s, hint)) {
         wc_list_free(l);
@@ -748,8 +752,10 @@ static int do_list(api_req_t *r)
         last = o->key;
     }
     char *tok = more && last ? token_encode(l->rev, last) : NULL;
-    if (!rc) rc = finish_list(r, &s, l->rev, tok);
-    else rc = api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
+    if (!rc)
+        rc = finish_list(r, &s, l->rev, tok);
+    else
+        rc = api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
     free(tok);
     sink_free(&s);
     wc_list_free(l);
@@ -809,7 +815,8 @@ int api_serve_resource(api_req_t *r)
     if (!*rt->name) {
         if (!strcmp(m, "GET")) {
             int watch = rest_query_bool(r, "watch");
-            if (verbs & (watch ? API_V_WATCH : API_V_LIST)) return watch ? rest_watch(r) : do_list(r);
+            if (verbs & (watch ? API_V_WATCH : API_V_LIST))
+                return watch ? rest_watch(r) : do_list(r);
         }
         if (!strcmp(m, "POST") && (verbs & API_V_CREATE)) return rest_create(r);
         if (!strcmp(m, "DELETE") && (verbs & API_V_DELETECOLLECTION))
