@@ -11,8 +11,10 @@
  *
  * The handler answers like an API server would, in small: on_headers()
  * refuses `Authorization: no` (401, body unread) and allows 64 KiB of body;
- * /stream answers with a three-chunk stream from the worker; anything else
- * echoes the method, path, query and body length.
+ * /stream answers with a three-chunk stream from the worker; /up switches
+ * a request that asks to (UPGRADES in httpd.h) to an echo of every byte,
+ * which its worker ends once the client has gone; anything else echoes the
+ * method, path, query and body length.
  *
  * The engine runs on its own threads; ASan/UBSan report there as here. No
  * close within FZ_CLOSE_TIMEOUT_S is a crash too (a connection the engine
@@ -29,6 +31,7 @@
 
 #include "fuzz.h"
 #include "httpd/httpd.h"
+#include "lib/err.h"
 
 #define FZ_CLOSE_TIMEOUT_S 10
 
@@ -50,9 +53,31 @@ static httpd_next_t fz_headers(void *arg, httpd_req_t *r, size_t *body_max)
     return HTTPD_READ_BODY;
 }
 
+static size_t fz_data(void *arg, httpd_req_t *r, const char *p, size_t n)
+{
+    (void)arg;
+    if (n > 1 && p[0] == 'h') return n / 2; /* the rest waits for a resume */
+    int rc = httpd_stream_write(r, p, n);
+    if (rc == KP_ETOOLARGE) return 0;
+    return n;
+}
+
 static void fz_request(void *arg, httpd_req_t *r)
 {
     (void)arg;
+    if (!strcmp(httpd_path(r), "/up") && httpd_upgrade_asked(r)) {
+        static const char *const up[] = {"Upgrade", "echo", NULL};
+        if (!httpd_upgrade(r, up)) {
+            /* Only this worker ends it (no race with on_gone): it waits
+             * for the client to go, resuming held bytes meanwhile. */
+            for (int i = 0; i < FZ_CLOSE_TIMEOUT_S * 1000 && !httpd_gone(r); i++) {
+                httpd_upgrade_resume(r);
+                usleep(1000);
+            }
+            httpd_stream_end(r);
+            return;
+        }
+    }
     if (!strcmp(httpd_path(r), "/stream")) {
         if (httpd_stream_start(r, 200, NULL)) return;
         httpd_stream_write(r, "one\n", 4);
@@ -98,7 +123,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
                           .workers = 2,
                           .limits = {.header_bytes = 16384, .header_timeout_ms = 2000},
                           .on_headers = fz_headers,
-                          .on_request = fz_request};
+                          .on_request = fz_request,
+                          .on_data = fz_data};
     if (httpd_start(&cfg, &fz.h)) abort();
     atexit(fz_stop);
     return 0;

@@ -78,28 +78,52 @@ static void limits_fill(httpd_limits_t *l)
 const char *httpd__reason(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 413: return "Request Entity Too Large";
-    case 414: return "Request-URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 413:
+        return "Request Entity Too Large";
+    case 414:
+        return "Request-URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
     }
 }
 
@@ -131,7 +155,8 @@ void httpd__req_free(httpd_req_t *r)
     buf_free(&r->head);
     buf_free(&r->out);
     free(r->path);
-    for (size_t i = 0; i < 2 * r->nargs; i++) free(r->args[i]);
+    for (size_t i = 0; i < 2 * r->nargs; i++)
+        free(r->args[i]);
     free(r->args);
     for (size_t i = 0; i < r->nhdrs; i++) {
         free(r->hdrs[i].name);
@@ -213,7 +238,8 @@ static int split_query(httpd_req_t *r)
 {
     const char *q = r->query;
     size_t cap = 1;
-    for (const char *p = q; *p; p++) cap += *p == '&';
+    for (const char *p = q; *p; p++)
+        cap += *p == '&';
     if (!*q) return 0;
     if (!(r->args = calloc(2 * cap, sizeof *r->args))) return KP_ENOMEM;
     for (const char *p = q; *p;) {
@@ -348,7 +374,7 @@ static int hand_back(httpd_req_t *r, int from, int to, buf_t *head, const char *
 {
     httpd_t *h = r->h;
     int rc = 0, free_now = 0;
-    int chunk = budgeted && !r->h2; /* an HTTP/1.1 stream write */
+    int chunk = budgeted && !r->h2 && !r->tunnel; /* an HTTP/1.1 stream write */
     char size[32] = "";
     size_t slen = chunk ? (size_t)snprintf(size, sizeof size, "%zx\r\n", len) : 0;
     size_t add = slen + len + (chunk ? 2 : 0);
@@ -450,7 +476,7 @@ int httpd_stream_write(httpd_req_t *r, const void *data, size_t len)
 
 void httpd_stream_end(httpd_req_t *r)
 {
-    if (r->h2)
+    if (r->h2 || r->tunnel)
         hand_back(r, R_STREAM, R_DONE, NULL, NULL, 0, 0);
     else
         hand_back(r, R_STREAM, R_DONE, NULL, "0\r\n\r\n", 5, 0);
@@ -481,6 +507,43 @@ void httpd_stream_abort(httpd_req_t *r)
     pthread_mutex_unlock(&h->mu);
     if (wake) uv_async_send(&h->wake);
     if (free_now) httpd__req_free(r);
+}
+
+/* ---- upgrades (UPGRADES in httpd.h) ---- */
+
+const char *httpd_upgrade_asked(const httpd_req_t *r)
+{
+    return r->upgrade ? httpd_header(r, "Upgrade") : NULL;
+}
+
+int httpd_upgrade(httpd_req_t *r, const char *const *headers)
+{
+    if (!r->upgrade || r->h2 || !r->h->cfg.on_data) return KP_EINVAL;
+    buf_t head;
+    int rc = head_for(r, &head, 101, headers, -1);
+    if (!rc) {
+        pthread_mutex_lock(&r->h->mu);
+        int fresh = r->state == R_NONE;
+        if (fresh) r->tunnel = 1; /* before the head: the loop switches on seeing it */
+        pthread_mutex_unlock(&r->h->mu);
+        rc = fresh ? hand_back(r, R_NONE, R_STREAM, &head, NULL, 0, 0) : KP_EINVAL;
+    }
+    buf_free(&head);
+    return rc == KP_ECLOSED ? 0 : rc;
+}
+
+void httpd_upgrade_resume(httpd_req_t *r)
+{
+    httpd_t *h = r->h;
+    int wake = 0;
+    pthread_mutex_lock(&h->mu);
+    if (r->tunnel && r->state == R_STREAM && !r->gone && !h->loop_done) {
+        r->resume = 1;
+        if (!r->in_ready) ready_locked(h, r);
+        wake = 1;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (wake) uv_async_send(&h->wake);
 }
 
 /* ---- the worker queue ---- */
@@ -635,7 +698,8 @@ static int worker_add_locked(httpd_t *h)
 static void timer_fired(uv_timer_t *t)
 {
     conn_t *c = t->data;
-    if (c->proto == P_H2 && httpd__h2_timer(c)) return; /* a stream's deadline, not the connection's */
+    if (c->proto == P_H2 && httpd__h2_timer(c))
+        return; /* a stream's deadline, not the connection's */
     if (!c->draining) atomic_fetch_add(&c->h->s_timeouts, 1);
     httpd__conn_close(c);
 }
@@ -651,8 +715,8 @@ void httpd__timer_set(conn_t *c, int ms)
 
 size_t httpd__room(conn_t *c)
 {
-    if (c->proto != P_H1 || !c->in_handler || c->draining || c->refused)
-        return HTTPD_PLAIN_CHUNK;
+    if (c->tunnel) return c->rest.len ? 0 : HTTPD_PLAIN_CHUNK; /* held bytes first */
+    if (c->proto != P_H1 || !c->in_handler || c->draining || c->refused) return HTTPD_PLAIN_CHUNK;
     /* HTTP/1.1 while a handler has the request: what comes is kept for
      * later, up to the room in c->rest. */
     return c->rest.max > c->rest.len ? c->rest.max - c->rest.len : 0;
@@ -800,7 +864,10 @@ static void unprove_unlink(conn_t *c)
     atomic_fetch_sub(&h->s_unproven, 1);
 }
 
-void httpd_discard_body(httpd_req_t *r) { r->discard = 1; }
+void httpd_discard_body(httpd_req_t *r)
+{
+    r->discard = 1;
+}
 
 void httpd_prove(httpd_req_t *r)
 {
@@ -814,7 +881,7 @@ void httpd_prove(httpd_req_t *r)
  * (`any`), else the oldest that has sent nothing for UNPROVEN_QUIET_MS and
  * has no request in progress. Whether one was closed. */
 #define UNPROVEN_QUIET_MS 5000
-#define UNPROVEN_SCAN 64
+#define UNPROVEN_SCAN     64
 static int evict(httpd_t *h, conn_t *keep, int any)
 {
     uint64_t now = uv_now(&h->loop);
@@ -852,9 +919,10 @@ void httpd__conn_close(conn_t *c)
     unprove_unlink(c);
     if (c->proto == P_H2) atomic_fetch_sub(&h->s_h2conns, 1);
     httpd__h2_close(c); /* its streams are gone (nothing without HTTP/2) */
-    if (c->dirty) { /* off the list of connections to flush */
+    if (c->dirty) {     /* off the list of connections to flush */
         conn_t **pp = &h->dirty;
-        while (*pp != c) pp = &(*pp)->dirty_next;
+        while (*pp != c)
+            pp = &(*pp)->dirty_next;
         *pp = c->dirty_next;
         c->dirty = 0;
     }
@@ -869,7 +937,7 @@ void httpd__conn_close(conn_t *c)
 }
 
 typedef struct wreq {
-    uv_write_t w;   /* first: the uv_write_t * is the wreq_t * */
+    uv_write_t w; /* first: the uv_write_t * is the wreq_t * */
     conn_t *c;
     httpd_req_t *r; /* whose bytes, or NULL */
     size_t plain;   /* the plaintext bytes of r's this write carries */
@@ -1153,8 +1221,7 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     /* libuv writes with writev(2): a client that closed would raise SIGPIPE
      * and kill the process. */
     struct sigaction old;
-    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
+    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
     httpd_t *h = calloc(1, sizeof *h);
     if (!h) return fail_fds(cfg, KP_ENOMEM);
     h->cfg = *cfg;
@@ -1234,7 +1301,8 @@ void httpd_stop(httpd_t *h)
     h->loop_done = 1;
     httpd_req_t *list = h->ready;
     h->ready = NULL;
-    for (httpd_req_t *r = list; r; r = r->ready_next) r->in_ready = 0;
+    for (httpd_req_t *r = list; r; r = r->ready_next)
+        r->in_ready = 0;
     pthread_mutex_unlock(&h->mu);
     while (list) {
         httpd_req_t *r = list;
@@ -1262,9 +1330,18 @@ void httpd_stop(httpd_t *h)
 
 /* ---- a request ---- */
 
-const char *httpd_method(const httpd_req_t *r) { return r->method; }
-const char *httpd_path(const httpd_req_t *r) { return r->path ? r->path : ""; }
-const char *httpd_query(const httpd_req_t *r) { return r->query ? r->query : ""; }
+const char *httpd_method(const httpd_req_t *r)
+{
+    return r->method;
+}
+const char *httpd_path(const httpd_req_t *r)
+{
+    return r->path ? r->path : "";
+}
+const char *httpd_query(const httpd_req_t *r)
+{
+    return r->query ? r->query : "";
+}
 
 const char *httpd_arg(const httpd_req_t *r, const char *name)
 {
@@ -1273,7 +1350,10 @@ const char *httpd_arg(const httpd_req_t *r, const char *name)
     return NULL;
 }
 
-size_t httpd_nargs(const httpd_req_t *r) { return r->nargs; }
+size_t httpd_nargs(const httpd_req_t *r)
+{
+    return r->nargs;
+}
 
 void httpd_arg_at(const httpd_req_t *r, size_t i, const char **name, const char **value)
 {
@@ -1294,10 +1374,22 @@ const char *httpd_body(const httpd_req_t *r, size_t *len)
     return r->body.p ? r->body.p : "";
 }
 
-int httpd_is_h2(const httpd_req_t *r) { return r->h2; }
-int httpd_is_local(const httpd_req_t *r) { return r->local; }
-void httpd_set_data(httpd_req_t *r, void *data) { r->data = data; }
-void *httpd_data(const httpd_req_t *r) { return r->data; }
+int httpd_is_h2(const httpd_req_t *r)
+{
+    return r->h2;
+}
+int httpd_is_local(const httpd_req_t *r)
+{
+    return r->local;
+}
+void httpd_set_data(httpd_req_t *r, void *data)
+{
+    r->data = data;
+}
+void *httpd_data(const httpd_req_t *r)
+{
+    return r->data;
+}
 
 void httpd_stats(httpd_t *h, httpd_stats_t *out)
 {

@@ -136,7 +136,7 @@
 #include "lib/buf.h"
 
 #define HTTPD_TARGET_MAX 8192 /* request target (path and query): 414 beyond */
-#define HTTPD_QUEUE_MAX 1024  /* requests waiting for a worker: 429 beyond */
+#define HTTPD_QUEUE_MAX  1024 /* requests waiting for a worker: 429 beyond */
 
 typedef struct httpd httpd_t;
 typedef struct httpd_req httpd_req_t;
@@ -148,29 +148,29 @@ typedef enum httpd_next {
 } httpd_next_t;
 
 typedef struct httpd_limits {
-    size_t max_connections;  /* open at once, all listeners */
-    size_t header_bytes;     /* request line and headers */
-    size_t max_streams;      /* HTTP/2 concurrent streams per connection */
-    size_t stream_budget;    /* unsent bytes of one streaming reply */
-    int header_timeout_ms;   /* accept to the first complete headers */
-    int idle_timeout_ms;     /* between requests on a kept-alive connection */
-    int write_timeout_ms;    /* a reply's bytes making no progress */
-    int body_timeout_ms;     /* a request body, from its headers to its end */
-    int grace_ms;            /* httpd_stop(): requests in progress may finish */
-    size_t max_unproven;     /* TCP connections with no authenticated request yet
-                                (see UNPROVEN); 0: no such cap */
+    size_t max_connections; /* open at once, all listeners */
+    size_t header_bytes;    /* request line and headers */
+    size_t max_streams;     /* HTTP/2 concurrent streams per connection */
+    size_t stream_budget;   /* unsent bytes of one streaming reply */
+    int header_timeout_ms;  /* accept to the first complete headers */
+    int idle_timeout_ms;    /* between requests on a kept-alive connection */
+    int write_timeout_ms;   /* a reply's bytes making no progress */
+    int body_timeout_ms;    /* a request body, from its headers to its end */
+    int grace_ms;           /* httpd_stop(): requests in progress may finish */
+    size_t max_unproven;    /* TCP connections with no authenticated request yet
+                               (see UNPROVEN); 0: no such cap */
 } httpd_limits_t;
 
 typedef struct httpd_config {
-    int tcp_fd;              /* listening TCP socket, or -1; the engine's from httpd_start */
-    int unix_fd;             /* listening Unix socket, or -1;  on (closed if it fails) */
-    const char *cert_pem;    /* TLS on tcp_fd: the certificate chain and key (PEM, */
-    const char *key_pem;     /*   read at start); both NULL: plain on tcp_fd */
-    int workers;             /* handler threads kept (>= 1) */
-    int max_workers;         /* more are started while requests wait, up to
-                                this (0: workers); each extra one ends after
-                                10 s without work */
-    httpd_limits_t limits;   /* zeros: the defaults httpd_limits_default() gives */
+    int tcp_fd;            /* listening TCP socket, or -1; the engine's from httpd_start */
+    int unix_fd;           /* listening Unix socket, or -1;  on (closed if it fails) */
+    const char *cert_pem;  /* TLS on tcp_fd: the certificate chain and key (PEM, */
+    const char *key_pem;   /*   read at start); both NULL: plain on tcp_fd */
+    int workers;           /* handler threads kept (>= 1) */
+    int max_workers;       /* more are started while requests wait, up to
+                              this (0: workers); each extra one ends after
+                              10 s without work */
+    httpd_limits_t limits; /* zeros: the defaults httpd_limits_default() gives */
     /* Loop thread, quick, non-blocking: see A REQUEST'S LIFE, 1. *body_max
      * comes in as 0 (no body) and may be raised. */
     httpd_next_t (*on_headers)(void *arg, httpd_req_t *r, size_t *body_max);
@@ -182,6 +182,11 @@ typedef struct httpd_config {
     /* Loop thread: a stream's unsent bytes fell below half its budget after
      * a write was refused; may be NULL. */
     void (*on_drain)(void *arg, httpd_req_t *r);
+    /* Loop thread: bytes from the client of a switched connection (see
+     * UPGRADES), borrowed for the call. Quick, non-blocking. Returns how
+     * many it took (at most n): the engine keeps the rest, and stops
+     * reading, until httpd_upgrade_resume(). NULL: no handler upgrades. */
+    size_t (*on_data)(void *arg, httpd_req_t *r, const char *p, size_t n);
     void *arg;
 } httpd_config_t;
 
@@ -202,8 +207,8 @@ void httpd_stop(httpd_t *h);
 /* ---- a request (valid while its handler holds it; strings borrowed) ---- */
 
 const char *httpd_method(const httpd_req_t *r);
-const char *httpd_path(const httpd_req_t *r);   /* %-decoded, without the query */
-const char *httpd_query(const httpd_req_t *r);  /* raw, without '?'; "" if none */
+const char *httpd_path(const httpd_req_t *r);  /* %-decoded, without the query */
+const char *httpd_query(const httpd_req_t *r); /* raw, without '?'; "" if none */
 /* The query decoded ('+' a space, %XX a byte, as Go's url.ParseQuery): the
  * first value of `name` (NULL when absent or given without '='), and every
  * pair in order (value NULL for a bare name). */
@@ -216,8 +221,8 @@ const char *httpd_header(const httpd_req_t *r, const char *name);
 /* The body (NUL-terminated past len; "" with len 0 when none). Only from
  * on_request() on. */
 const char *httpd_body(const httpd_req_t *r, size_t *len);
-int httpd_is_h2(const httpd_req_t *r);         /* came as an HTTP/2 stream */
-int httpd_is_local(const httpd_req_t *r);       /* came in on the Unix socket */
+int httpd_is_h2(const httpd_req_t *r);    /* came as an HTTP/2 stream */
+int httpd_is_local(const httpd_req_t *r); /* came in on the Unix socket */
 /* Read r's body and drop it (on_headers() only): on_request() then runs
  * with an empty body, for a reply (413) that the client reads on a clean
  * connection instead of a reset in the middle of its upload. The reading is
@@ -283,6 +288,48 @@ void httpd_pull_cancel(httpd_req_t *r);
 /* Whether r's client has gone (its connection closed, its stream reset, or
  * it stopped sending: on_gone's cases). Any thread, while r is held. */
 int httpd_gone(httpd_req_t *r);
+
+/* ---- UPGRADES (HTTP/1.1's Upgrade: WebSocket, SPDY/3.1) ----
+ * A request that asks to switch protocols ("Connection: Upgrade" and an
+ * Upgrade header, with no body; CONNECT is refused with 400) reaches
+ * on_headers() and on_request() as any other, with httpd_upgrade_asked()
+ * true. Its handler either replies to it as to any request (the connection
+ * closes after that reply: the client may have sent bytes of the new
+ * protocol behind its request), or switches with httpd_upgrade(). HTTP/2
+ * has no Upgrade (RFC 9113 8.6): clients send these requests over
+ * HTTP/1.1, as Go's do.
+ *
+ * On a switched connection the reply is a stream of the application's raw
+ * bytes, and the client's bytes go to on_data() instead of a parser:
+ *   - httpd_stream_write() queues bytes as they are (no chunks), within
+ *     stream_budget; on_drain() as for any stream.
+ *   - on_data() gets the client's bytes in order; bytes that came behind
+ *     the request, before the switch, come first. What it does not take
+ *     waits (reading stops) until httpd_upgrade_resume().
+ *   - httpd_stream_end() closes the connection once every queued byte is
+ *     sent (TLS close_notify, then end of file); httpd_stream_abort()
+ *     closes it at once.
+ *   - the client's end of file, a reset, or a write stalled for
+ *     write_timeout_ms is on_gone(); on_data() does not run after it.
+ *   - no other engine timeout runs: how long a switched connection may
+ *     stay quiet is its protocol's to bound (WebSocket pings, Kubernetes'
+ *     streaming idle timeout), and its handler's.
+ * on_gone(), on_drain() and on_data() never run after httpd_stream_end()
+ * or httpd_stream_abort() has returned (CALLBACKS AND THE END OF A REPLY). */
+
+/* Whether r asks to switch protocols: its Upgrade header's value (e.g.
+ * "websocket", "SPDY/3.1"), NULL when it does not. */
+const char *httpd_upgrade_asked(const httpd_req_t *r);
+/* Switch r's connection (a worker, before any reply): 101 Switching
+ * Protocols with `headers` (the application's: Upgrade,
+ * Sec-WebSocket-Accept, X-Stream-Protocol-Version, ...; Connection is the
+ * engine's). Errors: KP_EINVAL (not asked, an HTTP/2 stream, a reply
+ * already given, no on_data), KP_ENOMEM. The client having gone is not an
+ * error: on_gone() tells. */
+int httpd_upgrade(httpd_req_t *r, const char *const *headers);
+/* on_data() left bytes: offer them again, and read on once it takes them
+ * all. Any thread, while r is held. */
+void httpd_upgrade_resume(httpd_req_t *r);
 
 /* ---- counters (any thread) ---- */
 typedef struct httpd_stats {

@@ -38,9 +38,13 @@ int httpd__h1_head(buf_t *b, int status, const char *const *headers, long long l
         if (!rc) rc = buf_append(b, v, strlen(v));
         if (!rc) rc = buf_append(b, "\r\n", 2);
     }
-    if (!rc && length >= 0) rc = buf_printf(b, "Content-Length: %lld\r\n", length);
-    if (!rc && length < 0) rc = buf_printf(b, "Transfer-Encoding: chunked\r\n");
-    if (!rc && !keep_alive) rc = buf_printf(b, "Connection: close\r\n");
+    if (status == 101) { /* the connection becomes the application's */
+        if (!rc) rc = buf_printf(b, "Connection: Upgrade\r\n");
+    } else {
+        if (!rc && length >= 0) rc = buf_printf(b, "Content-Length: %lld\r\n", length);
+        if (!rc && length < 0) rc = buf_printf(b, "Transfer-Encoding: chunked\r\n");
+        if (!rc && !keep_alive) rc = buf_printf(b, "Connection: close\r\n");
+    }
     if (!rc) rc = buf_append(b, "\r\n", 2);
     return rc ? KP_ENOMEM : 0;
 }
@@ -76,11 +80,11 @@ static void conn_next(conn_t *c)
     pthread_mutex_lock(&h->mu);
     int keep = r && r->keep_alive && !c->refused && !c->peer_eof && !h->stopping;
     pthread_mutex_unlock(&h->mu);
-    if (!keep && c->refused && !c->draining) {
+    if (!keep && (c->refused || c->tunnel) && !c->draining) {
         /* The reply is out; the client may still be sending the body we
-         * refused. Read and drop some of it before closing: closing with
-         * unread bytes sends a reset, which can destroy the reply on its
-         * way. */
+         * refused, or its protocol's bytes. Read and drop some of it before
+         * closing: closing with unread bytes sends a reset, which can
+         * destroy the reply on its way. */
         if (c->secure) {
             httpd__tls_bye(c);
             httpd__tls_flush(c);
@@ -116,6 +120,51 @@ static int cur_done(conn_t *c)
     return done;
 }
 
+/* ---- a switched connection (UPGRADES in httpd.h) ---- */
+
+/* Offer client bytes to on_data (h->mu discipline of CALLBACKS in httpd.h);
+ * how many it took. Bytes of a reply that is over are dropped (all taken). */
+static size_t give(conn_t *c, const char *p, size_t n)
+{
+    httpd_t *h = c->h;
+    httpd_req_t *r = c->cur;
+    pthread_mutex_lock(&h->mu);
+    if (r->state != R_STREAM || r->gone) {
+        pthread_mutex_unlock(&h->mu);
+        return n;
+    }
+    r->in_cb++;
+    r->cb_thread = pthread_self();
+    pthread_mutex_unlock(&h->mu);
+    size_t took = h->cfg.on_data(h->cfg.arg, r, p, n);
+    pthread_mutex_lock(&h->mu);
+    if (!--r->in_cb) pthread_cond_broadcast(&h->cb_cv);
+    pthread_mutex_unlock(&h->mu);
+    return took < n ? took : n;
+}
+
+/* Offer what waits in c->rest; once all is taken, read on. */
+static void tunnel_offer(conn_t *c)
+{
+    if (c->rest.len) {
+        size_t took = give(c, c->rest.p, c->rest.len);
+        if (c->closing) return;
+        memmove(c->rest.p, c->rest.p + took, c->rest.len - took);
+        c->rest.len -= took;
+        if (c->rest.len) return; /* held until httpd_upgrade_resume() */
+    }
+    httpd__set_reading(c, 1);
+    if (c->secure) httpd__tls_input(c); /* records that waited for room */
+}
+
+/* Client bytes on a switched connection. */
+static void tunnel_input(conn_t *c, const char *data, size_t n)
+{
+    size_t took = c->rest.len ? 0 : give(c, data, n); /* held bytes go first */
+    if (!c->closing && took < n && buf_append(&c->rest, data + took, n - took))
+        httpd__conn_close(c);
+}
+
 /* Move the current request's framed bytes to the socket: all of them on a
  * plain connection (no copy), over TLS as much as keeps HTTPD_WRITE_HIGH in
  * flight (the rest is encrypted as the client reads). Then, if the reply is
@@ -148,6 +197,24 @@ static void pump(conn_t *c)
         }
         httpd__send(c, r, bytes, n);
     }
+    if (!c->closing && r && r->upgrade && !c->tunnel) {
+        pthread_mutex_lock(&h->mu);
+        int switched = r->tunnel && r->state != R_NONE;
+        pthread_mutex_unlock(&h->mu);
+        if (switched) { /* its 101 is on the way: the bytes are on_data's now */
+            c->tunnel = 1;
+            httpd__set_reading(c, 1);
+            tunnel_offer(c);
+            if (c->closing) return;
+        }
+    } else if (!c->closing && c->tunnel && c->rest.len) {
+        pthread_mutex_lock(&h->mu);
+        int again = r->resume;
+        r->resume = 0;
+        pthread_mutex_unlock(&h->mu);
+        if (again) tunnel_offer(c);
+        if (c->closing) return;
+    }
     if (!c->closing && cur_done(c)) conn_next(c);
 }
 
@@ -157,7 +224,10 @@ void httpd__h1_written(conn_t *c)
     pump(c);
 }
 
-void httpd__h1_ready(conn_t *c) { pump(c); }
+void httpd__h1_ready(conn_t *c)
+{
+    pump(c);
+}
 
 /* ---- parsing ---- */
 
@@ -272,13 +342,17 @@ static int on_headers_complete(http_parser *p)
         refuse(c, rc == KP_ENOMEM ? 500 : 400);
         return -1;
     }
-    if (p->upgrade) { /* WebSocket and SPDY come with exec and port-forward */
-        refuse(c, 400);
-        return -1;
-    }
     httpd__timer_set(c, 0);
-    int has_body = (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
-    int keep = http_should_keep_alive(p);
+    int has_body =
+        (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
+    if (p->upgrade) { /* UPGRADES in httpd.h: the handler may switch */
+        if (p->method == HTTP_CONNECT || has_body) {
+            refuse(c, 400);
+            return -1;
+        }
+        r->upgrade = 1;
+    }
+    int keep = http_should_keep_alive(p) && !r->upgrade;
     r->keep_alive = keep && !has_body; /* a refusal leaves the body unread */
     size_t body_max = 0;
     if (h->cfg.on_headers(h->cfg.arg, r, &body_max) == HTTPD_REPLIED) {
@@ -291,7 +365,8 @@ static int on_headers_complete(http_parser *p)
         return 0;
     }
     r->keep_alive = keep;
-    if (r->discard) body_max = 0; /* nothing kept; on_body drops it all */
+    if (r->discard)
+        body_max = 0; /* nothing kept; on_body drops it all */
     else if (has_body && !(p->flags & F_CHUNKED) && p->content_length > body_max) {
         refuse(c, 413);
         return -1;
@@ -305,7 +380,7 @@ static int on_headers_complete(http_parser *p)
 static int on_body(http_parser *p, const char *at, size_t n)
 {
     conn_t *c = p->data;
-    if (c->in_handler) return 0; /* replied before the body: dropped */
+    if (c->in_handler) return 0;           /* replied before the body: dropped */
     if (httpd__body_late(c, c->body_at)) { /* a body that trickles: cut off */
         atomic_fetch_add(&c->h->s_timeouts, 1);
         httpd__conn_close(c);
@@ -373,6 +448,10 @@ void httpd__h1_input(conn_t *c, const char *data, size_t n)
     if (c->draining) {
         c->drained += n;
         if (c->drained > HTTPD_DRAIN_BYTES) httpd__conn_close(c);
+        return;
+    }
+    if (c->tunnel) {
+        tunnel_input(c, data, n);
         return;
     }
     if (c->refused) return; /* its reply is on the way; then draining */

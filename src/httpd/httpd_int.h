@@ -34,13 +34,13 @@
 #include "lib/buf.h"
 #include "lib/heap.h"
 
-#define HTTPD_HEADERS_MAX 128      /* header fields per request: 431 beyond */
-#define HTTPD_READ_CHUNK 65536     /* one read from a socket */
-#define HTTPD_PLAIN_CHUNK 16384    /* one decrypted TLS record at most */
-#define HTTPD_WRITE_HIGH (256u << 10) /* bytes in flight to a socket: stop producing */
-#define HTTPD_DRAIN_BYTES (256u << 10) /* after a refusal, as Go's net/http */
-#define HTTPD_DRAIN_MS 1000
-#define HTTPD_PULL_SPARE 4         /* workers beyond the kept ones for pulled streams' bursts */
+#define HTTPD_HEADERS_MAX      128          /* header fields per request: 431 beyond */
+#define HTTPD_READ_CHUNK       65536        /* one read from a socket */
+#define HTTPD_PLAIN_CHUNK      16384        /* one decrypted TLS record at most */
+#define HTTPD_WRITE_HIGH       (256u << 10) /* bytes in flight to a socket: stop producing */
+#define HTTPD_DRAIN_BYTES      (256u << 10) /* after a refusal, as Go's net/http */
+#define HTTPD_DRAIN_MS         1000
+#define HTTPD_PULL_SPARE       4 /* workers beyond the kept ones for pulled streams' bursts */
 #define HTTPD_H2_STREAM_WINDOW (256u << 10) /* kube-apiserver's upload buffer per stream */
 
 typedef struct conn conn_t;
@@ -64,41 +64,44 @@ struct httpd_req {
     size_t nhdrs;
     buf_t body;
     int keep_alive; /* HTTP/1.1 */
+    int upgrade;    /* HTTP/1.1: it asks to switch protocols (UPGRADES in httpd.h) */
     int discard;    /* the body is read and dropped (httpd_discard_body) */
     int local;
     int h2;
     void *data;
-    httpd_req_t *qnext; /* the worker queue (mu) */
-    int queued;         /* (mu) it went to the worker queue */
-    int picked;         /* (mu) a worker took it */
-    int told;           /* (mu) on_gone() ran */
-    int in_cb;          /* (mu) on_gone() or on_drain() is running for it */
+    httpd_req_t *qnext;  /* the worker queue (mu) */
+    int queued;          /* (mu) it went to the worker queue */
+    int picked;          /* (mu) a worker took it */
+    int told;            /* (mu) on_gone() ran */
+    int in_cb;           /* (mu) on_gone() or on_drain() is running for it */
     pthread_t cb_thread; /* (mu) ... on this thread */
 
     /* the reply (mu) */
-    int state;       /* R_NONE, R_STREAM (started), R_DONE (reply complete) */
-    buf_t head;      /* HTTP/2: the response head, "name\0value\0" pairs, :status first */
-    int no_body;     /* HTTP/2: the reply has no DATA (HEAD, 204, 304) */
-    buf_t out;       /* bytes for the loop to send (HTTP/1.1: framed) */
-    size_t out_off;  /* what the loop has taken of out (sent on, or to nghttp2) */
-    size_t unsent;   /* bytes handed back and not yet written (the budget's) */
-    int gone;        /* the client went away */
-    int want_drain;  /* a stream write was refused over the budget */
-    int aborted;     /* httpd_stream_abort(): close or reset, unsent bytes dropped */
+    int state;      /* R_NONE, R_STREAM (started), R_DONE (reply complete) */
+    buf_t head;     /* HTTP/2: the response head, "name\0value\0" pairs, :status first */
+    int no_body;    /* HTTP/2: the reply has no DATA (HEAD, 204, 304) */
+    buf_t out;      /* bytes for the loop to send (HTTP/1.1: framed) */
+    size_t out_off; /* what the loop has taken of out (sent on, or to nghttp2) */
+    size_t unsent;  /* bytes handed back and not yet written (the budget's) */
+    int gone;       /* the client went away */
+    int want_drain; /* a stream write was refused over the budget */
+    int aborted;    /* httpd_stream_abort(): close or reset, unsent bytes dropped */
+    int tunnel;     /* httpd_upgrade(): the reply is raw bytes, the input on_data's */
+    int resume;     /* httpd_upgrade_resume() asked to offer the held bytes again */
     int in_ready;
     httpd_req_t *ready_next;
     struct httpd_pull *pull; /* (mu) a pulled stream's (httpd_pull.c) */
 
     /* HTTP/2 (loop) */
     int32_t stream_id;
-    size_t hdr_bytes;  /* the decompressed header list so far */
-    int bad;           /* a status to refuse with once the headers are in */
-    int early;         /* replied before the body was complete: the body is dropped */
-    int submitted;     /* the response head went to nghttp2 */
-    int deferred;      /* the data provider ran dry: resume on the next hand-back */
-    uint64_t body_at;  /* uv_now() when the headers were complete */
-    uint64_t drain_at; /* answered early: uv_now() when the body began to be dropped */
-    size_t dropped;    /* ... and the bytes of it dropped since */
+    size_t hdr_bytes;            /* the decompressed header list so far */
+    int bad;                     /* a status to refuse with once the headers are in */
+    int early;                   /* replied before the body was complete: the body is dropped */
+    int submitted;               /* the response head went to nghttp2 */
+    int deferred;                /* the data provider ran dry: resume on the next hand-back */
+    uint64_t body_at;            /* uv_now() when the headers were complete */
+    uint64_t drain_at;           /* answered early: uv_now() when the body began to be dropped */
+    size_t dropped;              /* ... and the bytes of it dropped since */
     httpd_req_t *snext, **sprev; /* the connection's open streams */
 };
 
@@ -125,37 +128,39 @@ struct conn {
     conn_t *unext, **uprev; /* h->unproven, oldest first (while !proven) */
 
     /* TLS (httpd_tls.c) */
-    int secure;        /* the listener speaks TLS */
+    int secure;           /* the listener speaks TLS */
     gnutls_session_t tls; /* NULL until the first TLS record is complete */
     int handshaken;
-    buf_t tin;         /* ciphertext read and not yet decrypted */
+    buf_t tin; /* ciphertext read and not yet decrypted */
     size_t tin_off;
-    buf_t tout;        /* ciphertext to write */
-    buf_t sniff;       /* plain: the first bytes, until they tell the protocol */
+    buf_t tout;  /* ciphertext to write */
+    buf_t sniff; /* plain: the first bytes, until they tell the protocol */
 
     /* HTTP/1.1 (httpd_h1.c) */
     http_parser p;
-    httpd_req_t *cur;  /* being parsed, handled or written */
-    int in_handler;    /* cur went to the workers (or was replied to) and is not done */
-    int header_state;  /* 0 none, 1 in a field, 2 in a value */
+    httpd_req_t *cur; /* being parsed, handled or written */
+    int in_handler;   /* cur went to the workers (or was replied to) and is not done */
+    int header_state; /* 0 none, 1 in a field, 2 in a value */
     size_t header_bytes;
     buf_t hname, hval;
-    int refused;       /* a refusal reply is queued: close once it is sent */
-    int peer_eof;      /* the client shut its sending side: close after the reply */
-    int draining;      /* refused and replied: reading what the client still
-                          sends (up to HTTPD_DRAIN_BYTES) so that closing with
-                          unread bytes does not reset the reply away */
+    int refused;  /* a refusal reply is queued: close once it is sent */
+    int peer_eof; /* the client shut its sending side: close after the reply */
+    int draining; /* refused and replied: reading what the client still
+                     sends (up to HTTPD_DRAIN_BYTES) so that closing with
+                     unread bytes does not reset the reply away */
     size_t drained;
     uv_shutdown_t shut;
-    buf_t rest;        /* bytes read while the parser was paused */
+    buf_t rest; /* bytes read while the parser was paused; switched:
+                   bytes on_data did not take */
+    int tunnel; /* switched (httpd_upgrade): input goes to on_data */
 
     /* HTTP/2 (httpd_h2.c) */
     nghttp2_session *h2;
     httpd_req_t *streams; /* open streams with a request */
     size_t nstreams;
-    int h2_seen;       /* a request's headers came: idle, not header, timeout */
-    uint64_t idle_at;  /* uv_now() when the last stream closed (or accept) */
-    int dirty;         /* on h->dirty: frames to produce */
+    int h2_seen;      /* a request's headers came: idle, not header, timeout */
+    uint64_t idle_at; /* uv_now() when the last stream closed (or accept) */
+    int dirty;        /* on h->dirty: frames to produce */
     conn_t *dirty_next;
 };
 
@@ -175,38 +180,38 @@ struct httpd {
     nghttp2_option *h2opt;
 
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* the queue, stopping */
+    pthread_cond_t cv;    /* the queue, stopping */
     pthread_cond_t cb_cv; /* a request's callback ended */
-    int live_workers;  /* worker threads running (detached) */
-    int idle_workers;  /* of those, waiting for a request */
+    int live_workers;     /* worker threads running (detached) */
+    int idle_workers;     /* of those, waiting for a request */
     httpd_req_t *qhead, **qtail;
     size_t qlen;
     httpd_req_t *ready;
-    int stopping;      /* workers exit; the loop closes everything */
-    size_t live_reqs;  /* requests not yet freed */
-    int loop_done;     /* the loop thread has ended: replies free at once */
+    int stopping;     /* workers exit; the loop closes everything */
+    size_t live_reqs; /* requests not yet freed */
+    int loop_done;    /* the loop thread has ended: replies free at once */
     pthread_cond_t done_cv;
     /* pulled streams (httpd_pull.c) */
     struct httpd_pull *pq_head, **pq_tail; /* ready to step, for the workers */
     size_t pqlen;
-    kp_heap_t ptimers;         /* parked with a wake time, earliest first */
-    int timer_waiter;          /* an idle worker waits on tcv for the heap's top */
+    kp_heap_t ptimers; /* parked with a wake time, earliest first */
+    int timer_waiter;  /* an idle worker waits on tcv for the heap's top */
     pthread_cond_t tcv;
-    size_t npulls;             /* pulled streams not yet ended */
+    size_t npulls; /* pulled streams not yet ended */
 
     /* loop thread */
     conn_t *conns;
     size_t nconns;
     conn_t *unproven, **unproven_tail;
     size_t nunproven;
-    conn_t *dirty;                /* HTTP/2 connections with frames to produce */
-    int closing_all;              /* stopping: listeners closed */
-    uv_timer_t grace;             /* stopping: closes what is left */
-    char inbuf[HTTPD_READ_CHUNK]; /* each read is consumed before the next */
+    conn_t *dirty;                 /* HTTP/2 connections with frames to produce */
+    int closing_all;               /* stopping: listeners closed */
+    uv_timer_t grace;              /* stopping: closes what is left */
+    char inbuf[HTTPD_READ_CHUNK];  /* each read is consumed before the next */
     char plain[HTTPD_PLAIN_CHUNK]; /* each decrypted record likewise */
 
-    _Atomic uint64_t s_conns, s_h2conns, s_unproven, s_requests, s_refused, s_timeouts,
-        s_evicted, s_accepted, s_h2accepted; /* httpd_stats() */
+    _Atomic uint64_t s_conns, s_h2conns, s_unproven, s_requests, s_refused, s_timeouts, s_evicted,
+        s_accepted, s_h2accepted; /* httpd_stats() */
 };
 
 /* ---- httpd.c ---- */
@@ -255,7 +260,8 @@ void httpd__h1_settings(http_parser_settings *s);
 void httpd__h1_start(conn_t *c);
 void httpd__h1_input(conn_t *c, const char *data, size_t n);
 void httpd__h1_eof(conn_t *c, int clean);
-/* A head for r's reply. length < 0: chunked. Errors: KP_ENOMEM. */
+/* A head for r's reply. length < 0: chunked. Status 101: "Connection:
+ * Upgrade", no length. Errors: KP_ENOMEM. */
 int httpd__h1_head(buf_t *b, int status, const char *const *headers, long long length,
                    int keep_alive);
 /* The loop's side: c's request has bytes (or its completion) for it. */
@@ -264,9 +270,9 @@ void httpd__h1_ready(conn_t *c);
 void httpd__h1_written(conn_t *c);
 
 /* ---- httpd_h2.c ---- */
-int httpd__h2_global(httpd_t *h);   /* callbacks and options; KP_ENOMEM */
+int httpd__h2_global(httpd_t *h); /* callbacks and options; KP_ENOMEM */
 void httpd__h2_global_free(httpd_t *h);
-int httpd__h2_start(conn_t *c);     /* the session and our SETTINGS; KP_ENOMEM */
+int httpd__h2_start(conn_t *c); /* the session and our SETTINGS; KP_ENOMEM */
 void httpd__h2_input(conn_t *c, const char *data, size_t n);
 /* r has something for the loop (head, data, end): submit or resume. */
 void httpd__h2_ready(conn_t *c, httpd_req_t *r);
@@ -275,8 +281,8 @@ void httpd__h2_flush(conn_t *c);
 /* Mark c for httpd__h2_flush at the end of this loop pass. */
 void httpd__h2_dirty(conn_t *c);
 void httpd__h2_flush_dirty(httpd_t *h);
-void httpd__h2_close(conn_t *c);    /* the connection closes: every stream is gone */
-void httpd__h2_goaway(conn_t *c);   /* stopping: no new streams */
+void httpd__h2_close(conn_t *c);  /* the connection closes: every stream is gone */
+void httpd__h2_goaway(conn_t *c); /* stopping: no new streams */
 /* The connection's timer fired: reset the streams whose refused body has
  * been read long enough, and say so (nonzero); zero: the connection's own
  * deadline. */
@@ -304,7 +310,7 @@ void httpd__pull_free_globals(httpd_t *h);
 /* Credentials from PEM, TLS 1.2 and 1.3 only. Errors: KP_EINVAL, KP_ENOMEM. */
 int httpd__tls_global(httpd_t *h, const char *cert_pem, const char *key_pem);
 void httpd__tls_global_free(httpd_t *h);
-int httpd__tls_conn(conn_t *c);     /* a server session; KP_ENOMEM */
+int httpd__tls_conn(conn_t *c); /* a server session; KP_ENOMEM */
 void httpd__tls_conn_free(conn_t *c);
 /* Ciphertext in c->tin: handshake, decrypt, deliver while the protocol takes it. */
 void httpd__tls_input(conn_t *c);

@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
@@ -60,12 +61,14 @@ typedef struct app {
     char sock[108];
     char *dir;
     atomic_int headers, requests, gone, pulls_done;
+    atomic_int hold_data; /* switched connections: on_data takes nothing */
+    atomic_int data_calls, upgrade_rc;
     int end_on_gone;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     httpd_req_t *held[512]; /* streaming requests handed to the test thread, in order */
     int nheld, taken;
-    char *ca;          /* TLS: the certificate's file (curl's CA) */
+    char *ca; /* TLS: the certificate's file (curl's CA) */
 } app_t;
 
 /* ---- the handler ---- */
@@ -170,6 +173,23 @@ static void on_request(void *arg, httpd_req_t *r)
         httpd_reply(r, 200, NULL, body, len);
         return;
     }
+    if (!strcmp(path, "/up") || !strcmp(path, "/notasked")) {
+        /* switch to "echo": on_data sends every byte back upper-cased */
+        const char *asked = httpd_upgrade_asked(r);
+        static const char *const up[] = {"Upgrade", "echo", NULL};
+        int rc = httpd_upgrade(r, up);
+        atomic_store(&a->upgrade_rc, rc);
+        if (rc) {
+            char *out = NULL;
+            int n = asprintf(&out, "upgrade %s: %s", asked ? asked : "NULL", err_str(rc));
+            httpd_reply(r, 200, NULL, out, (size_t)n);
+            return;
+        }
+        assert_string_equal(asked, "echo");
+        assert_int_equal(httpd_upgrade(r, up), KP_EINVAL); /* once */
+        hold(a, r);
+        return;
+    }
     if (!strcmp(path, "/stream")) {
         assert_int_equal(httpd_stream_start(r, 200, NULL), 0);
         hold(a, r);
@@ -179,11 +199,24 @@ static void on_request(void *arg, httpd_req_t *r)
     httpd_body(r, &len);
     const char *x = httpd_header(r, "X-Test");
     char *out = NULL;
-    int n = asprintf(&out, "%s %s %s %s %zu%s%s", httpd_method(r), path, httpd_query(r),
-                     x ? x : "-", len, httpd_is_local(r) ? " local" : "",
-                     httpd_is_h2(r) ? " h2" : "");
+    int n =
+        asprintf(&out, "%s %s %s %s %zu%s%s", httpd_method(r), path, httpd_query(r), x ? x : "-",
+                 len, httpd_is_local(r) ? " local" : "", httpd_is_h2(r) ? " h2" : "");
     static const char *const hdrs[] = {"Content-Type", "text/plain", NULL};
     httpd_reply(r, 200, hdrs, out, (size_t)n);
+}
+
+static size_t on_data(void *arg, httpd_req_t *r, const char *p, size_t n)
+{
+    app_t *a = arg;
+    atomic_fetch_add(&a->data_calls, 1);
+    if (atomic_load(&a->hold_data)) return 0;
+    char *up = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        up[i] = (char)toupper((unsigned char)p[i]);
+    int rc = httpd_stream_write(r, up, n);
+    free(up);
+    return rc ? 0 : n;
 }
 
 static void on_gone(void *arg, httpd_req_t *r)
@@ -204,8 +237,8 @@ static void make_cert(void)
     gnutls_x509_privkey_t key;
     gnutls_x509_crt_t crt;
     assert_int_equal(gnutls_x509_privkey_init(&key), 0);
-    assert_int_equal(gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
-                                                  GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0),
+    assert_int_equal(gnutls_x509_privkey_generate(
+                         key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0),
                      0);
     assert_int_equal(gnutls_x509_crt_init(&crt), 0);
     unsigned char serial[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -255,6 +288,7 @@ static app_t *start_with(const httpd_limits_t *lim, int tls)
                           .on_headers = on_headers,
                           .on_request = on_request,
                           .on_gone = on_gone,
+                          .on_data = on_data,
                           .arg = a};
     if (lim) cfg.limits = *lim;
     if (tls) {
@@ -270,7 +304,10 @@ static app_t *start_with(const httpd_limits_t *lim, int tls)
     return a;
 }
 
-static app_t *start(const httpd_limits_t *lim) { return start_with(lim, 0); }
+static app_t *start(const httpd_limits_t *lim)
+{
+    return start_with(lim, 0);
+}
 
 static void stop(app_t *a)
 {
@@ -351,7 +388,8 @@ static long fetch(CURL *c, app_t *a, int local, const char *method, const char *
 static int raw_connect(app_t *a)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a->port),
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)a->port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     return fd;
@@ -546,7 +584,8 @@ static int is_closed_after_drain(int fd)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char b[65536];
     ssize_t n;
-    while ((n = recv(fd, b, sizeof b, 0)) > 0) {}
+    while ((n = recv(fd, b, sizeof b, 0)) > 0) {
+    }
     return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
@@ -569,6 +608,205 @@ static int raw_ok(int fd, const char *auth)
     char b[512];
     ssize_t n = recv(fd, b, sizeof b - 1, 0);
     return n > 12 && !memcmp(b, "HTTP/1.1 200", 12);
+}
+
+/* Read until `want` is in what came (10 s at most); the bytes so far,
+ * NUL-terminated, in b. */
+static size_t read_until(int fd, char *b, size_t cap, const char *want)
+{
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t got = 0;
+    b[0] = '\0';
+    while (!strstr(b, want) && got < cap - 1) {
+        ssize_t n = recv(fd, b + got, cap - 1 - got, 0);
+        if (n <= 0) break;
+        got += (size_t)n;
+        b[got] = '\0';
+    }
+    return got;
+}
+
+/* UPGRADES: the handler switches; bytes sent behind the request come to
+ * on_data first, then the rest in order; on_data may hold bytes until
+ * httpd_upgrade_resume(); httpd_stream_end() closes after the last byte;
+ * the client leaving is on_gone. */
+static void test_upgrade(void **state)
+{
+    (void)state;
+    app_t *a = start(NULL);
+    int fd = raw_connect(a);
+    raw_send(fd, "GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"
+                 "early");
+    char b[4096];
+    read_until(fd, b, sizeof b, "EARLY");
+    assert_memory_equal(b, "HTTP/1.1 101 Switching Protocols\r\n", 34);
+    assert_non_null(strstr(b, "\r\nConnection: Upgrade\r\n"));
+    assert_non_null(strstr(b, "\r\nUpgrade: echo\r\n"));
+    assert_null(strstr(b, "Content-Length"));
+    assert_null(strstr(b, "chunked"));
+    char *body = strstr(b, "\r\n\r\n");
+    assert_non_null(body);
+    assert_string_equal(body + 4, "EARLY");
+    httpd_req_t *r = wait_held(a);
+
+    raw_send(fd, "more");
+    read_until(fd, b, sizeof b, "MORE");
+    assert_string_equal(b, "MORE");
+
+    /* held: nothing comes back until resumed, then all of it, in order */
+    atomic_store(&a->hold_data, 1);
+    int calls = atomic_load(&a->data_calls);
+    raw_send(fd, "abc");
+    while (atomic_load(&a->data_calls) == calls)
+        usleep(1000);
+    raw_send(fd, "def");
+    usleep(100 * 1000);
+    assert_int_equal(atomic_load(&a->data_calls), calls + 1); /* held: not offered again */
+    struct timeval tv = {0, 200 * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    assert_true(recv(fd, b, sizeof b, 0) < 0);
+    atomic_store(&a->hold_data, 0);
+    httpd_upgrade_resume(r);
+    read_until(fd, b, sizeof b, "ABCDEF");
+    assert_string_equal(b, "ABCDEF");
+
+    /* the handler ends it: what it wrote arrives, then the end of file */
+    assert_int_equal(httpd_stream_write(r, "bye", 3), 0);
+    httpd_stream_end(r);
+    size_t got = read_until(fd, b, sizeof b, "never");
+    assert_int_equal(got, 3);
+    assert_string_equal(b, "bye");
+    close(fd);
+
+    /* the client leaves: on_gone */
+    fd = raw_connect(a);
+    raw_send(fd, "POST /up HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n"
+                 "Content-Length: 0\r\n\r\n");
+    read_until(fd, b, sizeof b, "\r\n\r\n");
+    assert_memory_equal(b, "HTTP/1.1 101", 12);
+    r = wait_held(a);
+    int gone = atomic_load(&a->gone);
+    close(fd);
+    assert_true(wait_count(&a->gone, gone + 1));
+    httpd_stream_end(r);
+
+    /* a request that does not ask cannot switch; one that asks may get an
+     * ordinary reply, after which the connection closes */
+    fd = raw_connect(a);
+    raw_send(fd, "GET /notasked HTTP/1.1\r\nHost: x\r\n\r\n");
+    read_until(fd, b, sizeof b, "invalid");
+    assert_non_null(strstr(b, "upgrade NULL: "));
+    close(fd);
+    fd = raw_connect(a);
+    raw_send(fd, "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n");
+    read_until(fd, b, sizeof b, "GET /echo");
+    assert_memory_equal(b, "HTTP/1.1 200", 12);
+    assert_non_null(strstr(b, "Connection: close\r\n"));
+    assert_true(is_closed(fd, 5));
+    close(fd);
+
+    /* CONNECT, and an upgrade with a body: 400 */
+    fd = raw_connect(a);
+    raw_send(fd, "CONNECT x:1 HTTP/1.1\r\nHost: x\r\n\r\n");
+    read_until(fd, b, sizeof b, "\r\n");
+    assert_memory_equal(b, "HTTP/1.1 400", 12);
+    close(fd);
+    fd = raw_connect(a);
+    raw_send(fd, "POST /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n"
+                 "Content-Length: 5\r\n\r\nhello");
+    read_until(fd, b, sizeof b, "\r\n");
+    assert_memory_equal(b, "HTTP/1.1 400", 12);
+    close(fd);
+    stop(a);
+}
+
+/* A TLS client on a blocking socket (the test's certificate is trusted
+ * by not verifying: the engine's side is under test). */
+typedef struct tlscli {
+    int fd;
+    gnutls_session_t s;
+    gnutls_certificate_credentials_t cred;
+} tlscli_t;
+
+static void tls_open(app_t *a, tlscli_t *t)
+{
+    t->fd = raw_connect(a);
+    assert_int_equal(gnutls_certificate_allocate_credentials(&t->cred), 0);
+    assert_int_equal(gnutls_init(&t->s, GNUTLS_CLIENT), 0);
+    assert_int_equal(gnutls_set_default_priority(t->s), 0);
+    assert_int_equal(gnutls_credentials_set(t->s, GNUTLS_CRD_CERTIFICATE, t->cred), 0);
+    gnutls_transport_set_int(t->s, t->fd);
+    gnutls_handshake_set_timeout(t->s, 10000);
+    assert_int_equal(gnutls_handshake(t->s), 0);
+}
+
+static void tls_send(tlscli_t *t, const char *str)
+{
+    assert_int_equal(gnutls_record_send(t->s, str, strlen(str)), (ssize_t)strlen(str));
+}
+
+static size_t tls_read_until(tlscli_t *t, char *b, size_t cap, const char *want)
+{
+    struct timeval tv = {10, 0};
+    setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t got = 0;
+    b[0] = '\0';
+    while (!strstr(b, want) && got < cap - 1) {
+        ssize_t n = gnutls_record_recv(t->s, b + got, cap - 1 - got);
+        if (n <= 0) break;
+        got += (size_t)n;
+        b[got] = '\0';
+    }
+    return got;
+}
+
+static void tls_close(tlscli_t *t)
+{
+    gnutls_deinit(t->s);
+    gnutls_certificate_free_credentials(t->cred);
+    close(t->fd);
+}
+
+/* The same over TLS: held bytes wait as records, undecrypted, until resumed;
+ * the end is close_notify. */
+static void test_upgrade_tls(void **state)
+{
+    (void)state;
+    app_t *a = start_with(NULL, 1);
+    tlscli_t t;
+    tls_open(a, &t);
+    tls_send(&t, "GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n");
+    char b[1 << 17];
+    tls_read_until(&t, b, sizeof b, "\r\n\r\n");
+    assert_memory_equal(b, "HTTP/1.1 101 Switching Protocols\r\n", 34);
+    httpd_req_t *r = wait_held(a);
+    atomic_store(&a->hold_data, 1);
+    /* more than one read's worth, in many records, while held */
+    static char big[100000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)('a' + i % 26);
+    for (size_t off = 0; off < sizeof big;) {
+        ssize_t n = gnutls_record_send(t.s, big + off, sizeof big - off);
+        assert_true(n > 0);
+        off += (size_t)n;
+    }
+    usleep(200 * 1000);
+    atomic_store(&a->hold_data, 0);
+    httpd_upgrade_resume(r);
+    size_t got = 0;
+    while (got < sizeof big) {
+        ssize_t n = gnutls_record_recv(t.s, b + got, sizeof b - got);
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+    assert_int_equal(got, sizeof big);
+    for (size_t i = 0; i < sizeof big; i++)
+        if (b[i] != (char)('A' + i % 26)) fail_msg("byte %zu: %c", i, b[i]);
+    httpd_stream_end(r);
+    assert_int_equal(gnutls_record_recv(t.s, b, sizeof b), 0); /* close_notify */
+    tls_close(&t);
+    stop(a);
 }
 
 /* At max_connections a new connection closes the oldest unproven one; a
@@ -694,7 +932,8 @@ static int cli_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t 
 {
     (void)flags, (void)u, (void)vlen;
     h2st_t *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
-    if (st && nlen == 7 && !memcmp(n, ":status", 7)) st->status = (int)strtol((const char *)v, NULL, 10);
+    if (st && nlen == 7 && !memcmp(n, ":status", 7))
+        st->status = (int)strtol((const char *)v, NULL, 10);
     return 0;
 }
 
@@ -749,7 +988,8 @@ static int cli_open(app_t *a, h2cli_t *c, const char *prio, uint32_t window)
     gnutls_alpn_set_protocols(c->tls, &h2, 1, 0);
     gnutls_transport_set_int(c->tls, c->fd);
     int rc;
-    do rc = gnutls_handshake(c->tls);
+    do
+        rc = gnutls_handshake(c->tls);
     while (rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_INTERRUPTED);
     if (rc < 0) return rc;
     gnutls_datum_t alpn;
@@ -775,7 +1015,8 @@ static void cli_close_all(h2cli_t *c)
     gnutls_deinit(c->tls);
     gnutls_certificate_free_credentials(c->cred);
     close(c->fd);
-    for (int i = 0; i < c->nst; i++) buf_free(&c->st[i].body);
+    for (int i = 0; i < c->nst; i++)
+        buf_free(&c->st[i].body);
 }
 
 static void cli_send(h2cli_t *c)
@@ -819,8 +1060,8 @@ static void cli_pump(h2cli_t *c, int ms, int (*done)(h2cli_t *c, void *arg), voi
     }
 }
 
-static ssize_t cli_upload(nghttp2_session *s, int32_t id, uint8_t *buf, size_t max,
-                          uint32_t *flags, nghttp2_data_source *src, void *u)
+static ssize_t cli_upload(nghttp2_session *s, int32_t id, uint8_t *buf, size_t max, uint32_t *flags,
+                          nghttp2_data_source *src, void *u)
 {
     (void)s, (void)id, (void)u;
     h2st_t *st = src->ptr;
@@ -837,9 +1078,8 @@ static h2st_t *cli_req(h2cli_t *c, const char *method, const char *path, const c
                        const char *hval, size_t upload)
 {
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v), NGHTTP2_NV_FLAG_NONE}
-    nghttp2_nv nv[] = {NV(":method", method), NV(":scheme", "https"),
-                       NV(":authority", "127.0.0.1"), NV(":path", path),
-                       NV(hname ? hname : "x-none", hval ? hval : "")};
+    nghttp2_nv nv[] = {NV(":method", method), NV(":scheme", "https"), NV(":authority", "127.0.0.1"),
+                       NV(":path", path), NV(hname ? hname : "x-none", hval ? hval : "")};
 #undef NV
     h2st_t *st = &c->st[c->nst++];
     buf_init(&st->body, 1 << 20);
@@ -1122,8 +1362,8 @@ static void test_h2_limits(void **state)
             const uint8_t *f = (const uint8_t *)raw.p + off;
             size_t len = (size_t)f[0] << 16 | (size_t)f[1] << 8 | f[2];
             if (raw.len - off < 9 + len) break;
-            uint32_t sid = (uint32_t)(f[5] & 0x7f) << 24 | (uint32_t)f[6] << 16 |
-                           (uint32_t)f[7] << 8 | f[8];
+            uint32_t sid =
+                (uint32_t)(f[5] & 0x7f) << 24 | (uint32_t)f[6] << 16 | (uint32_t)f[7] << 8 | f[8];
             if (f[3] == 3 && sid == 9 && len == 4)
                 rst9 = (uint32_t)f[9] << 24 | (uint32_t)f[10] << 16 | (uint32_t)f[11] << 8 | f[12];
             off += 9 + len;
@@ -1261,9 +1501,10 @@ static void test_stream_abort(void **state)
     char b[4096];
     size_t got = 0;
     ssize_t n;
-    while ((n = recv(fd, b + got, sizeof b - 1 - got, 0)) > 0) got += (size_t)n;
+    while ((n = recv(fd, b + got, sizeof b - 1 - got, 0)) > 0)
+        got += (size_t)n;
     b[got] = '\0';
-    assert_int_equal(n, 0); /* closed */
+    assert_int_equal(n, 0);                  /* closed */
     assert_null(strstr(b, "\r\n0\r\n\r\n")); /* without the last chunk */
     close(fd);
     stop(a);
@@ -1278,8 +1519,8 @@ static void test_args(void **state)
     CURL *c = curl_easy_init();
     buf_t out;
     buf_init(&out, 1 << 20);
-    assert_int_equal(fetch(c, a, 0, "GET", "/args?a=1+2&b=%2Fx%3D&c&b=2&=e&d=", NULL, 0, NULL, &out),
-                     200);
+    assert_int_equal(
+        fetch(c, a, 0, "GET", "/args?a=1+2&b=%2Fx%3D&c&b=2&=e&d=", NULL, 0, NULL, &out), 200);
     assert_string_equal(out.p, "[a]=[1 2];[b]=[/x=];[c]=(none);[b]=[2];[]=[e];[d]=[];b:/x=");
     buf_free(&out);
     curl_easy_cleanup(c);
@@ -1351,7 +1592,8 @@ static void test_pull_parked(void **state)
     app_t *a = start_with(NULL, 1);
     h2cli_t *c = calloc(1, sizeof *c);
     assert_int_equal(cli_open(a, c, NULL, 65535), 0);
-    for (int i = 0; i < N; i++) assert_non_null(cli_req(c, "GET", "/park", NULL, NULL, 0));
+    for (int i = 0; i < N; i++)
+        assert_non_null(cli_req(c, "GET", "/park", NULL, NULL, 0));
     httpd_req_t *rs[N];
     cli_send(c);
     for (int i = 0; i < N; i++) {
@@ -1427,6 +1669,8 @@ int main(void)
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_max_unproven),
         cmocka_unit_test(test_half_close),
+        cmocka_unit_test(test_upgrade),
+        cmocka_unit_test(test_upgrade_tls),
         cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_stop_with_open_stream),
         cmocka_unit_test(test_tls_h1_and_h2),
