@@ -16,7 +16,8 @@ static const store_ops_t etcd_ops;
 
 static void free_endpoints(etcd_store_t *es)
 {
-    for (size_t i = 0; i < es->n_endpoints; i++) free(es->hosts[i]);
+    for (size_t i = 0; i < es->n_endpoints; i++)
+        free(es->hosts[i]);
     es->n_endpoints = 0;
 }
 
@@ -29,7 +30,8 @@ static int parse_endpoints(etcd_store_t *es, const char *list)
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         const char *e = p;
-        while (n && e[n - 1] == '/') n--;
+        while (n && e[n - 1] == '/')
+            n--;
         if (n > 7 && !strncmp(e, "http://", 7)) e += 7, n -= 7;
         const char *colon = memrchr(e, ':', n);
         if (n == 0 || n > 256 || !colon || colon == e || es->n_endpoints == ETCD__MAX_ENDPOINTS)
@@ -72,8 +74,8 @@ static int status_call(etcd_store_t *es, etcd_pb_status_t *out)
     buf_init(&req, 16);
     uint8_t *resp;
     size_t len;
-    int rc = etcd__rpc(es, "/etcdserverpb.Maintenance/Status", &req, ETCD__READ,
-                       ETCD__TIMEOUT_MS, &resp, &len);
+    int rc = etcd__rpc(es, "/etcdserverpb.Maintenance/Status", &req, ETCD__READ, ETCD__TIMEOUT_MS,
+                       &resp, &len);
     buf_free(&req);
     if (rc) return rc;
     rc = etcd_pb_status_resp(resp, len, out);
@@ -90,6 +92,10 @@ int store__etcd_open(const char *endpoints, const store_options_t *opt, store_t 
     pthread_mutex_init(&es->mu, NULL);
     int rc = clock_cond_init(&es->compactor_cv);
     if (rc) goto fail_cv;
+    if ((rc = clock_cond_init(&es->leader_cv))) {
+        pthread_cond_destroy(&es->compactor_cv);
+        goto fail_cv;
+    }
     if ((rc = parse_endpoints(es, endpoints))) goto fail;
 
     /* Reach the cluster once: the open fails if no endpoint answers. */
@@ -101,13 +107,17 @@ int store__etcd_open(const char *endpoints, const store_options_t *opt, store_t 
               es->ports[cur], (long long)(st.h.revision - ETCD__REV_OFFSET),
               es->progress_requests ? "" : "; no progress requests (before 3.4.31, 3.5.13)");
     if ((rc = etcd__compactor_start(es))) goto fail;
+    if ((rc = etcd__leader_start(es))) goto fail;
     *out = &es->base;
     return 0;
 
 fail:
+    etcd__compactor_stop(es);
+    etcd__leader_stop(es);
     etcd__conns_close(es);
     free(es->samples);
     pthread_cond_destroy(&es->compactor_cv);
+    pthread_cond_destroy(&es->leader_cv);
 fail_cv:
     free_endpoints(es);
     pthread_mutex_destroy(&es->mu);
@@ -119,10 +129,12 @@ static void etcd_close(store_t *s)
 {
     etcd_store_t *es = (etcd_store_t *)s;
     etcd__compactor_stop(es);
+    etcd__leader_stop(es);
     etcd__conns_close(es);
     free_endpoints(es);
     free(es->samples);
     pthread_cond_destroy(&es->compactor_cv);
+    pthread_cond_destroy(&es->leader_cv);
     pthread_mutex_destroy(&es->mu);
     free(es);
 }
@@ -131,8 +143,9 @@ int etcd__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
                 size_t vlen, int64_t expect_rev, int64_t *out_rev)
 {
     etcd_store_t *es = (etcd_store_t *)s;
-    int pop = op == STORE__CREATE ? ETCD_PB_CREATE : op == STORE__DELETE ? ETCD_PB_DELETE
-                                                                           : ETCD_PB_PUT;
+    int pop = op == STORE__CREATE   ? ETCD_PB_CREATE
+              : op == STORE__DELETE ? ETCD_PB_DELETE
+                                    : ETCD_PB_PUT;
     buf_t req;
     buf_init(&req, (size_t)-1);
     int rc = etcd_pb_write_txn(&req, pop, key, klen, value, vlen,
@@ -140,8 +153,8 @@ int etcd__write(store_t *s, store__op_t op, const char *key, size_t klen, const 
     uint8_t *resp = NULL;
     size_t len = 0;
     if (!rc)
-        rc = etcd__rpc(es, "/etcdserverpb.KV/Txn", &req, ETCD__WRITE, ETCD__TIMEOUT_MS, &resp,
-                       &len);
+        rc =
+            etcd__rpc(es, "/etcdserverpb.KV/Txn", &req, ETCD__WRITE, ETCD__TIMEOUT_MS, &resp, &len);
     buf_free(&req);
     if (rc) return rc;
     etcd_pb_txn_result_t t;
@@ -175,8 +188,8 @@ static int count_all(etcd_store_t *es, int timeout_ms, int64_t *rev, int64_t *co
     buf_init(&req, 64);
     uint8_t *resp = NULL;
     size_t len = 0;
-    int rc = etcd_pb_range(&req, "\0", 1, count ? "\0" : NULL, count ? 1 : 0, 0, 0,
-                           ETCD_PB_COUNT_ONLY);
+    int rc =
+        etcd_pb_range(&req, "\0", 1, count ? "\0" : NULL, count ? 1 : 0, 0, 0, ETCD_PB_COUNT_ONLY);
     if (!rc)
         rc = etcd__rpc(es, "/etcdserverpb.KV/Range", &req, ETCD__READ, timeout_ms, &resp, &len);
     buf_free(&req);

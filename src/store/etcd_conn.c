@@ -16,6 +16,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "etcd_int.h"
+#include "store/etcd_pb.h"
 
 struct etcd_conn {
     grpc_conn_t *g;
@@ -41,6 +42,10 @@ int etcd__error(const char *msg)
         {"request timed out", KP_ETIMEDOUT},
         {"leader changed", KP_ETIMEDOUT},
         {"timed out", KP_ETIMEDOUT},
+        /* etcd's own deadline, as a bare Go error (status 2 UNKNOWN): in
+         * 3.4 a proposal no leader took, but nothing promises that */
+        {"context deadline exceeded", KP_ETIMEDOUT},
+        {"context canceled", KP_ETIMEDOUT},
     };
     if (!msg) return KP_EIO;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -73,6 +78,13 @@ static void unref_locked(etcd_conn_t *c, grpc_conn_t **close_out)
         *close_out = c->g;
         free(c);
     }
+}
+
+etcd_conn_t *etcd__conn_ref_locked(etcd_store_t *es, size_t idx)
+{
+    etcd_conn_t *c = es->conns[idx];
+    if (c) c->refs++;
+    return c;
 }
 
 int etcd__conn_get(etcd_store_t *es, size_t idx, etcd_conn_t **out)
@@ -169,15 +181,22 @@ void etcd__conns_close(etcd_store_t *es)
  * applied (the request went out and etcd did not refuse it before
  * proposing it). */
 static int attempt(etcd_store_t *es, size_t idx, const char *method, const buf_t *req,
-                   int timeout_ms, uint8_t **resp, size_t *resp_len, int *sent)
+                   int timeout_ms, uint8_t **resp, size_t *resp_len, int *sent, int *abandoned)
 {
     etcd_conn_t *c;
-    *sent = 0;
+    *sent = *abandoned = 0;
     int rc = etcd__conn_get(es, idx, &c);
     if (rc) return rc == KP_ENOMEM ? rc : KP_EUNAVAILABLE;
     grpc_status_t st;
+    etcd_inflight_t f;
+    etcd__call_begin(es, &f);
     rc = grpc_call(c->g, method, req->p ? req->p : "", req->len, timeout_ms, &st, resp, resp_len);
-    if (rc == KP_EUNAVAILABLE || rc == KP_ETIMEDOUT) {
+    int given_up = etcd__call_end(es, &f);
+    if (given_up && (rc == KP_EUNAVAILABLE || rc == KP_ETIMEDOUT)) {
+        /* LEADER CHANGES: the member is fine; its old leader lost this */
+        *abandoned = 1;
+        *sent = rc == KP_ETIMEDOUT;
+    } else if (rc == KP_EUNAVAILABLE || rc == KP_ETIMEDOUT) {
         *sent = rc == KP_ETIMEDOUT;
         log_debug("store", "etcd %s:%d %s: %s", es->hosts[idx], es->ports[idx], method,
                   err_str(rc));
@@ -191,6 +210,9 @@ static int attempt(etcd_store_t *es, size_t idx, const char *method, const buf_t
         if (rc == KP_EUNAVAILABLE && !strstr(st.message, "server stopped")) *sent = 0;
     } else if (rc == KP_ETOOLARGE) {
         *sent = 1;
+    } else if (!rc) {
+        etcd_pb_header_t h; /* every response's field 1 */
+        if (!etcd_pb_header_resp(*resp, *resp_len, &h)) etcd__saw_term(es, h.raft_term);
     }
     etcd__conn_put(es, c);
     return rc;
@@ -204,10 +226,10 @@ int etcd__rpc(etcd_store_t *es, const char *method, const buf_t *req, int kind, 
     int rc = KP_EUNAVAILABLE;
     for (size_t tries = 0; tries < es->n_endpoints; tries++) {
         size_t idx = etcd__endpoint(es);
-        int sent = 0;
-        rc = attempt(es, idx, method, req, timeout_ms, resp, resp_len, &sent);
+        int sent = 0, abandoned = 0;
+        rc = attempt(es, idx, method, req, timeout_ms, resp, resp_len, &sent, &abandoned);
         if (rc != KP_EUNAVAILABLE && rc != KP_ETIMEDOUT) break;
-        etcd__endpoint_failed(es, idx);
+        if (!abandoned) etcd__endpoint_failed(es, idx);
         /* A write that may have been applied is not sent again: its outcome
          * is unknown, and the caller must hear so (never success). */
         if (kind == ETCD__WRITE && sent) {

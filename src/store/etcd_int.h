@@ -58,6 +58,14 @@
  * --experimental-watch-progress-notify-interval (default 10m): run such an
  * etcd with a short one (kplane's scripts use 100ms).
  *
+ * LEADER CHANGES (etcd_leader.c). A request a follower forwarded to a leader
+ * that then died is lost, and etcd answers it only at its request timeout
+ * (6 s with a 500 ms election timeout). The backend notices the new leader
+ * by the raft term in response headers (and a Status probe of the current
+ * endpoint while a request waits) and then gives up on the requests sent
+ * before, with the outcomes of any request cut short: a write is unknown
+ * (KP_ETIMEDOUT), a read is sent again.
+ *
  * COMPACTION. etcd reports no compaction point; the backend keeps the
  * newest one it knows (its own compactions, and what reads and watches
  * learn) and store_status() checks it with a read at that revision. The
@@ -74,19 +82,22 @@
 #include "store/grpc.h"
 #include "store_int.h"
 
-#define ETCD__REV_OFFSET 1
-#define ETCD__MAX_ENDPOINTS 16
-#define ETCD__CONNECT_MS 2000        /* per endpoint */
-#define ETCD__TIMEOUT_MS 10000       /* a request; well under Kubernetes' 60 s request timeout */
+#define ETCD__REV_OFFSET         1
+#define ETCD__MAX_ENDPOINTS      16
+#define ETCD__CONNECT_MS         2000  /* per endpoint */
+#define ETCD__TIMEOUT_MS         10000 /* a request; well under Kubernetes' 60 s request timeout */
 #define ETCD__COMPACT_TIMEOUT_MS 60000
-#define ETCD__HEALTH_TIMEOUT_MS 2000 /* store_health(): kube-apiserver's --etcd-healthcheck-timeout */
-#define ETCD__HEALTH_CACHE_MS 1000   /* one health read serves callers this long */
-#define ETCD__KEEPALIVE_MS 5000          /* a connection quiet this long is pinged */
-#define ETCD__KEEPALIVE_TIMEOUT_MS 3000  /* and dropped when the ping is not answered */
-#define ETCD__WATCH_QUEUE_BYTES (8u << 20)  /* events queued before the stream pauses */
-#define ETCD__WATCH_RETRY_MS 200     /* first pause before a watch reconnects */
-#define ETCD__PROGRESS_WARN_MS 10000 /* no progress this long after a request: warn */
-#define ETCD__SAMPLES 4096           /* (time, revision) samples for compaction by age */
+#define ETCD__HEALTH_TIMEOUT_MS                                                                    \
+    2000 /* store_health(): kube-apiserver's --etcd-healthcheck-timeout */
+#define ETCD__HEALTH_CACHE_MS      1000       /* one health read serves callers this long */
+#define ETCD__KEEPALIVE_MS         5000       /* a connection quiet this long is pinged */
+#define ETCD__KEEPALIVE_TIMEOUT_MS 3000       /* and dropped when the ping is not answered */
+#define ETCD__WATCH_QUEUE_BYTES    (8u << 20) /* events queued before the stream pauses */
+#define ETCD__WATCH_RETRY_MS       200        /* first pause before a watch reconnects */
+#define ETCD__PROGRESS_WARN_MS     10000      /* no progress this long after a request: warn */
+#define ETCD__SAMPLES              4096       /* (time, revision) samples for compaction by age */
+#define ETCD__PROBE_MS             250 /* a request waiting this long: ask the term (LEADER CHANGES) */
+#define ETCD__LEADER_GRACE_MS      300 /* after a new term is seen: give up on older requests */
 
 typedef struct etcd_sample {
     int64_t time_ns;
@@ -95,24 +106,42 @@ typedef struct etcd_sample {
 
 typedef struct etcd_conn etcd_conn_t;
 
+/* A unary call waiting for its answer (on its caller's stack; es->mu). */
+typedef struct etcd_inflight {
+    int64_t begun_ns;
+    uint64_t abandon_gen; /* es->abandon_gen when it began */
+    struct etcd_inflight *prev, *next;
+} etcd_inflight_t;
+
 typedef struct etcd_store {
     store_t base;
     char *hosts[ETCD__MAX_ENDPOINTS]; /* owned */
     int ports[ETCD__MAX_ENDPOINTS];
     size_t n_endpoints;
     store_options_t opt;
-    int progress_requests;    /* etcd orders a progress request's answer (PROGRESS) */
+    int progress_requests; /* etcd orders a progress request's answer (PROGRESS) */
 
-    pthread_mutex_t mu;       /* guards the fields below */
-    size_t current;           /* the endpoint requests go to */
+    pthread_mutex_t mu;                      /* guards the fields below */
+    size_t current;                          /* the endpoint requests go to */
     etcd_conn_t *conns[ETCD__MAX_ENDPOINTS]; /* each endpoint's connection, or NULL */
-    int64_t compact;          /* newest known compaction point (store revision) */
-    uint64_t writes;          /* acknowledged since open */
+    int64_t compact;                         /* newest known compaction point (store revision) */
+    uint64_t writes;                         /* acknowledged since open */
     int closing;
-    int warned_progress;      /* logged that etcd sends no progress notifications */
-    int health_busy;          /* a store_health() read is under way */
-    int health_rc;            /* the last one's result */
-    int64_t health_at_ns;     /* CLOCK_MONOTONIC when it ended (0: never) */
+    int warned_progress;  /* logged that etcd sends no progress notifications */
+    int health_busy;      /* a store_health() read is under way */
+    int health_rc;        /* the last one's result */
+    int64_t health_at_ns; /* CLOCK_MONOTONIC when it ended (0: never) */
+
+    /* LEADER CHANGES */
+    uint64_t term;             /* the highest raft term seen */
+    int64_t term_ns;           /* CLOCK_MONOTONIC when it was seen to rise (0: never) */
+    uint64_t abandoned_term;   /* the term whose rise was acted on */
+    uint64_t abandon_gen;      /* bumped by each giving up */
+    int64_t abandon_before_ns; /* the last giving up's cut: calls begun before it */
+    etcd_inflight_t *inflight, *inflight_tail; /* newest first */
+    pthread_t leader_thread;
+    int leader_started;
+    pthread_cond_t leader_cv; /* CLOCK_MONOTONIC */
 
     /* the automatic compactor */
     pthread_t compactor;
@@ -153,6 +182,19 @@ int etcd__prefix_end(const char *prefix, char *out, size_t *outlen);
 
 /* Learn a compaction point (store revision). */
 void etcd__note_compact(etcd_store_t *es, int64_t rev);
+/* Endpoint idx's connection with a reference (es->mu held), or NULL. */
+etcd_conn_t *etcd__conn_ref_locked(etcd_store_t *es, size_t idx);
+
+/* etcd_leader.c (LEADER CHANGES) */
+/* A response header's raft term. Any thread, no lock held. */
+void etcd__saw_term(etcd_store_t *es, uint64_t term);
+/* A unary call begins and ends; the end says whether it was given up on
+ * for a leader change (its KP_ETIMEDOUT or KP_EUNAVAILABLE then means
+ * that, not a failed member). */
+void etcd__call_begin(etcd_store_t *es, etcd_inflight_t *f);
+int etcd__call_end(etcd_store_t *es, etcd_inflight_t *f);
+int etcd__leader_start(etcd_store_t *es);
+void etcd__leader_stop(etcd_store_t *es);
 
 /* etcd_backend.c */
 int etcd__write(store_t *s, store__op_t op, const char *key, size_t klen, const void *value,

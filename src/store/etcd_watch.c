@@ -155,6 +155,7 @@ static void on_msg(void *arg, const uint8_t *p, size_t n)
     etcd_watch_t *w = arg;
     etcd_pb_watch_resp_t r;
     int rc = etcd_pb_watch_resp(p, n, &r, on_event, w);
+    if (!rc) etcd__saw_term(w->es, r.h.raft_term); /* LEADER CHANGES */
     pthread_mutex_lock(&w->mu);
     w->held += n;
     if (w->queued < ETCD__WATCH_QUEUE_BYTES) w->release_due = 1; /* invariant 4 */

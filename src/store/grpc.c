@@ -111,8 +111,9 @@ struct grpc_stream {
     int h2_closed;                    /* nghttp2 closed the stream */
     /* sending */
     outmsg_t *out, **out_tail;
-    int out_eof;     /* END_STREAM after the queue (a call) */
-    int64_t hdr_pos; /* invariant 3; -1 until serialized */
+    int out_eof;      /* END_STREAM after the queue (a call) */
+    int64_t hdr_pos;  /* invariant 3; -1 until serialized */
+    int64_t begun_ns; /* a call: when grpc_call() began (grpc_abandon_calls) */
     /* receiving */
     uint8_t pfx[5];
     size_t pfx_len;
@@ -1047,6 +1048,7 @@ int grpc_call(grpc_conn_t *c, const char *method, const void *req, size_t req_le
     r.out_tail = &r.out->next;
     r.out_eof = 1;
     struct timespec ts = clock_deadline_ms(timeout_ms);
+    r.begun_ns = clock_mono_ns();
 
     pthread_mutex_lock(&c->mu);
     rc = live(c) ? submit(c, &r, method, timeout_ms) : KP_EUNAVAILABLE;
@@ -1074,6 +1076,22 @@ int grpc_call(grpc_conn_t *c, const char *method, const void *req, size_t req_le
     }
     rpc_free_parts(&r);
     return rc;
+}
+
+int grpc_abandon_calls(grpc_conn_t *c, int64_t before_ns)
+{
+    if (!c) return 0;
+    pthread_mutex_lock(&c->mu);
+    int any = 0;
+    for (rpc_t *r = c->rpcs; r; r = r->next) {
+        if (r->kind != RPC_CALL || r->done || r->begun_ns >= before_ns) continue;
+        finish(c, r, r->hdr_pos >= 0 ? KP_ETIMEDOUT : KP_EUNAVAILABLE);
+        reset(c, r, NGHTTP2_CANCEL); /* as at the deadline */
+        any++;
+    }
+    if (any) wake(c);
+    pthread_mutex_unlock(&c->mu);
+    return any;
 }
 
 /* ---- streams ---- */

@@ -51,8 +51,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GRPC_MAX_MESSAGE ((size_t)256 << 20)  /* a received message, at most */
-#define GRPC_STREAM_WINDOW ((size_t)8 << 20)  /* unreleased bytes per stream (below) */
+#define GRPC_MAX_MESSAGE   ((size_t)256 << 20) /* a received message, at most */
+#define GRPC_STREAM_WINDOW ((size_t)8 << 20)   /* unreleased bytes per stream (below) */
 
 typedef struct grpc_conn grpc_conn_t;
 typedef struct grpc_stream grpc_stream_t;
@@ -93,8 +93,17 @@ int grpc_conn_error(grpc_conn_t *c);
  * *resp the answer's message (malloc'd, the caller frees; a zero-length
  * message is a valid 1-byte allocation) of *resp_len bytes; else *resp is
  * NULL. Other outcomes: see OUTCOMES above. */
-int grpc_call(grpc_conn_t *c, const char *method, const void *req, size_t req_len,
-              int timeout_ms, grpc_status_t *st, uint8_t **resp, size_t *resp_len);
+int grpc_call(grpc_conn_t *c, const char *method, const void *req, size_t req_len, int timeout_ms,
+              grpc_status_t *st, uint8_t **resp, size_t *resp_len);
+
+/* Give up on the unary calls on c that began (entered grpc_call) before
+ * before_ns (clock_mono_ns()) and still wait: each ends now as at its
+ * deadline (KP_ETIMEDOUT once serialized, else KP_EUNAVAILABLE; the stream
+ * is reset), and c goes on working. For an owner that learned their answers
+ * may never come: etcd loses the proposals a follower forwarded to a leader
+ * that died, and answers them only at its request timeout (5 s + 2 election
+ * timeouts). Any thread. */
+int grpc_abandon_calls(grpc_conn_t *c, int64_t before_ns); /* how many */
 
 /* A bidirectional stream's owner. */
 typedef struct grpc_stream_cbs {

@@ -817,6 +817,70 @@ static void test_frozen_server(void **state)
     cluster_stop(&k);
 }
 
+/* A call on a thread of its own, for grpc_abandon_calls. */
+typedef struct waiter {
+    grpc_conn_t *c;
+    int timeout_ms, rc;
+    int64_t took_ms;
+    pthread_t t;
+} waiter_t;
+
+static void *wait_call(void *arg)
+{
+    waiter_t *w = arg;
+    grpc_status_t st;
+    uint8_t *resp = NULL;
+    size_t n;
+    int64_t t0 = clock_mono_ns();
+    w->rc = grpc_call(w->c, STATUS, "", 0, w->timeout_ms, &st, &resp, &n);
+    w->took_ms = ms_since(t0);
+    free(resp);
+    return NULL;
+}
+
+/* Calls begun before the cut end at once as at their deadline (sent:
+ * KP_ETIMEDOUT); later ones wait on; the connection goes on working. */
+static void test_abandon_calls(void **state)
+{
+    (void)state;
+    cluster_t k;
+    cluster_start(&k, "grpc-abandon");
+    grpc_conn_t *c = conn(&k, NULL);
+    pid_t pid = cluster_pid(&k);
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    wait_stopped(pid);
+    waiter_t old[3];
+    for (int i = 0; i < 3; i++) {
+        old[i] = (waiter_t){.c = c, .timeout_ms = 10000};
+        assert_int_equal(pthread_create(&old[i].t, NULL, wait_call, &old[i]), 0);
+    }
+    usleep(200 * 1000); /* all three sent and waiting */
+    int64_t cut = clock_mono_ns();
+    usleep(50 * 1000);
+    waiter_t young = {.c = c, .timeout_ms = 1500};
+    assert_int_equal(pthread_create(&young.t, NULL, wait_call, &young), 0);
+    usleep(100 * 1000);
+    int64_t t0 = clock_mono_ns();
+    assert_int_equal(grpc_abandon_calls(c, cut), 3);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(old[i].t, NULL);
+        assert_int_equal(old[i].rc, KP_ETIMEDOUT);
+    }
+    assert_true(ms_since(t0) < 500);
+    pthread_join(young.t, NULL);
+    assert_int_equal(young.rc, KP_ETIMEDOUT);
+    if (young.took_ms < 1450)
+        fail_msg("a call begun after the cut ended after %lld ms", (long long)young.took_ms);
+    assert_int_equal(grpc_abandon_calls(c, clock_mono_ns()), 0); /* nothing waits */
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    assert_int_equal(grpc_conn_error(c), 0);
+    waiter_t after = {.c = c, .timeout_ms = 5000};
+    wait_call(&after);
+    assert_int_equal(after.rc, 0);
+    grpc_close(c);
+    cluster_stop(&k);
+}
+
 static void test_killed_server(void **state)
 {
     (void)state;
@@ -900,11 +964,12 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_connect_fails), cmocka_unit_test(test_status),
-        cmocka_unit_test(test_put_range),     cmocka_unit_test(test_unknown_method),
-        cmocka_unit_test(test_watch_stream),  cmocka_unit_test(test_flow_control),
-        cmocka_unit_test(test_many_threads),  cmocka_unit_test(test_frozen_server),
-        cmocka_unit_test(test_killed_server), cmocka_unit_test(test_close_with_streams),
+        cmocka_unit_test(test_connect_fails),      cmocka_unit_test(test_status),
+        cmocka_unit_test(test_put_range),          cmocka_unit_test(test_unknown_method),
+        cmocka_unit_test(test_watch_stream),       cmocka_unit_test(test_flow_control),
+        cmocka_unit_test(test_many_threads),       cmocka_unit_test(test_frozen_server),
+        cmocka_unit_test(test_abandon_calls),      cmocka_unit_test(test_killed_server),
+        cmocka_unit_test(test_close_with_streams),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
