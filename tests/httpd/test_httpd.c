@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -51,6 +52,7 @@
 #include "httpd/httpd.h"
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "lib/websocket.h"
 #include "testutil.h"
 
 #define BODY_MAX (1u << 20)
@@ -140,6 +142,8 @@ static void pull_done(void *arg)
     free(p);
 }
 
+static void ws_start(httpd_req_t *r);
+
 static void on_request(void *arg, httpd_req_t *r)
 {
     app_t *a = arg;
@@ -171,6 +175,10 @@ static void on_request(void *arg, httpd_req_t *r)
         size_t len;
         char *body = buf_detach(&b, &len);
         httpd_reply(r, 200, NULL, body, len);
+        return;
+    }
+    if (!strcmp(path, "/ws")) {
+        ws_start(r);
         return;
     }
     if (!strcmp(path, "/up") || !strcmp(path, "/notasked")) {
@@ -206,9 +214,76 @@ static void on_request(void *arg, httpd_req_t *r)
     httpd_reply(r, 200, hdrs, out, (size_t)n);
 }
 
+/* /ws: a WebSocket echo (lib/websocket.h) on a switched connection, for a
+ * real client: text and binary come back upper-cased, a ping gets its
+ * pong, a close its close and the end. */
+typedef struct wsapp {
+    ws_decoder_t d;
+    httpd_req_t *r;
+    int closed;
+} wsapp_t;
+
+static void ws_end(wsapp_t *w)
+{
+    httpd_stream_end(w->r);
+    ws_decoder_free(&w->d);
+    free(w);
+}
+
+static int ws_send(wsapp_t *w, int op, const uint8_t *p, size_t n)
+{
+    buf_t b;
+    buf_init(&b, SIZE_MAX);
+    int rc = op == WS_OP_CLOSE ? ws_encode_close(&b, WS_CLOSE_NORMAL, "bye", NULL)
+                               : ws_encode(&b, op, 1, p, n, NULL);
+    if (!rc) rc = httpd_stream_write(w->r, b.p, b.len);
+    buf_free(&b);
+    return rc;
+}
+
+static int ws_message(void *arg, int op, const uint8_t *p, size_t n)
+{
+    wsapp_t *w = arg;
+    if (op == WS_OP_PING) return ws_send(w, WS_OP_PONG, p, n);
+    if (op == WS_OP_PONG) return 0;
+    if (op == WS_OP_CLOSE) {
+        w->closed = 1;
+        return ws_send(w, WS_OP_CLOSE, NULL, 0);
+    }
+    uint8_t *up = malloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        up[i] = (uint8_t)toupper(p[i]);
+    int rc = ws_send(w, op, up, n);
+    free(up);
+    return rc;
+}
+
+static void ws_start(httpd_req_t *r)
+{
+    const char *key = httpd_header(r, "Sec-WebSocket-Key");
+    const char *asked = httpd_upgrade_asked(r);
+    char accept[WS_ACCEPT_LEN + 1];
+    if (!asked || strcasecmp(asked, "websocket") || !key || ws_accept_key(key, accept)) {
+        httpd_reply(r, 400, NULL, strdup("not a websocket handshake\n"), 27);
+        return;
+    }
+    wsapp_t *w = calloc(1, sizeof *w);
+    w->r = r;
+    ws_decoder_init(&w->d, 1, 1 << 20);
+    httpd_set_data(r, w);
+    const char *const hdrs[] = {"Upgrade", "websocket", "Sec-WebSocket-Accept", accept, NULL};
+    assert_int_equal(httpd_upgrade(r, hdrs), 0);
+}
+
 static size_t on_data(void *arg, httpd_req_t *r, const char *p, size_t n)
 {
     app_t *a = arg;
+    if (!strcmp(httpd_path(r), "/ws")) { /* loop thread: the only one touching w */
+        wsapp_t *w = httpd_data(r);
+        int rc = ws_decode(&w->d, p, n, ws_message, w);
+        if (rc || w->closed) ws_end(w);
+        return n;
+    }
     atomic_fetch_add(&a->data_calls, 1);
     if (atomic_load(&a->hold_data)) return 0;
     char *up = malloc(n);
@@ -223,6 +298,10 @@ static void on_gone(void *arg, httpd_req_t *r)
 {
     app_t *a = arg;
     atomic_fetch_add(&a->gone, 1);
+    if (!strcmp(httpd_path(r), "/ws") && httpd_data(r)) {
+        ws_end(httpd_data(r));
+        return;
+    }
     if (a->end_on_gone) httpd_stream_end(r);
 }
 
@@ -806,6 +885,39 @@ static void test_upgrade_tls(void **state)
     httpd_stream_end(r);
     assert_int_equal(gnutls_record_recv(t.s, b, sizeof b), 0); /* close_notify */
     tls_close(&t);
+    stop(a);
+}
+
+/* A real WebSocket client (python3-websocket, which the Kubernetes python
+ * client's exec uses) against the /ws echo over a switched connection. */
+static void test_websocket_client(void **state)
+{
+    (void)state;
+    app_t *a = start(NULL);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 - 'ws://127.0.0.1:%d/ws' <<'PY' 2>&1\n"
+             "import sys, websocket\n"
+             "ws = websocket.create_connection(sys.argv[1], timeout=10)\n"
+             "ws.send('hello'); print(ws.recv())\n"
+             "ws.send_binary(b'ab\\x00c'); print(ws.recv())\n"
+             "ws.ping('are you there'); print(ws.recv_data_frame(True)[1].data)\n"
+             "big = 'x' * 200000; ws.send(big); r = ws.recv(); print(len(r), r == big.upper())\n"
+             "ws.close(); print('closed', ws.status if hasattr(ws, 'status') else '')\n"
+             "PY",
+             a->port);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    char out[4096];
+    size_t got = fread(out, 1, sizeof out - 1, f);
+    out[got] = '\0';
+    int rc = pclose(f);
+    if (rc) fail_msg("python3 websocket client: exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "HELLO\n"));
+    assert_non_null(strstr(out, "b'AB\\x00C'\n"));
+    assert_non_null(strstr(out, "b'are you there'\n"));
+    assert_non_null(strstr(out, "200000 True\n"));
+    assert_non_null(strstr(out, "closed"));
     stop(a);
 }
 
@@ -1671,6 +1783,7 @@ int main(void)
         cmocka_unit_test(test_half_close),
         cmocka_unit_test(test_upgrade),
         cmocka_unit_test(test_upgrade_tls),
+        cmocka_unit_test(test_websocket_client),
         cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_stop_with_open_stream),
         cmocka_unit_test(test_tls_h1_and_h2),
