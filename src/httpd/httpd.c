@@ -140,6 +140,7 @@ httpd_req_t *httpd__req_new(conn_t *c)
     buf_init(&r->target, HTTPD_TARGET_MAX);
     buf_init(&r->body, 0);
     buf_init(&r->head, SIZE_MAX);
+    buf_init(&r->pre, SIZE_MAX);
     buf_init(&r->out, SIZE_MAX);
     pthread_mutex_lock(&h->mu);
     h->live_reqs++;
@@ -153,6 +154,7 @@ void httpd__req_free(httpd_req_t *r)
     buf_free(&r->target);
     buf_free(&r->body);
     buf_free(&r->head);
+    buf_free(&r->pre);
     buf_free(&r->out);
     free(r->path);
     for (size_t i = 0; i < 2 * r->nargs; i++)
@@ -349,6 +351,7 @@ void httpd__req_detach(httpd_req_t *r)
          * worker does if none has picked it yet */
         r->gone = 1;
         if (!r->in_ready) {
+            buf_reset(&r->pre);
             buf_reset(&r->out);
             r->out_off = 0;
         }
@@ -370,7 +373,7 @@ void httpd__req_detach(httpd_req_t *r)
  * (wrong state), KP_ECLOSED (gone: the state still changes), KP_ETOOLARGE
  * (over the stream budget: nothing changes), KP_ENOMEM. */
 static int hand_back(httpd_req_t *r, int from, int to, buf_t *head, const char *data, size_t len,
-                     int budgeted)
+                     int budgeted, char **take)
 {
     httpd_t *h = r->h;
     int rc = 0, free_now = 0;
@@ -391,6 +394,25 @@ static int hand_back(httpd_req_t *r, int from, int to, buf_t *head, const char *
         r->want_drain = 1;
         pthread_mutex_unlock(&h->mu);
         return KP_ETOOLARGE;
+    } else if (take && *take == data && len >= HTTPD_ADOPT_MIN && !r->out.len && !r->pre.len &&
+               head) {
+        /* A big whole body is sent from where it is, not copied behind
+         * its head: HTTP/2's head goes apart anyway, HTTP/1.1's goes first
+         * from r->pre. */
+        buf_free(&r->out);
+        r->out = (buf_t){.p = *take, .len = len, .cap = len, .max = SIZE_MAX};
+        r->out_off = 0;
+        *take = NULL;
+        size_t hlen = r->h2 ? 0 : head->len;
+        if (r->h2) {
+            buf_free(&r->head);
+            r->head = *head; /* taken */
+        } else {
+            buf_free(&r->pre);
+            r->pre = *head;
+        }
+        buf_init(head, SIZE_MAX);
+        r->unsent += hlen + len;
     } else {
         size_t mark = r->out.len, hlen = 0;
         if (head && r->h2) {
@@ -443,7 +465,7 @@ int httpd_reply(httpd_req_t *r, int status, const char *const *headers, char *bo
         r->no_body = no_body;
         pthread_mutex_unlock(&r->h->mu);
     }
-    if (!rc) rc = hand_back(r, R_NONE, R_DONE, &head, body, no_body ? 0 : len, 0);
+    if (!rc) rc = hand_back(r, R_NONE, R_DONE, &head, body, no_body ? 0 : len, 0, &body);
     if (rc == KP_ECLOSED) rc = 0; /* nobody to tell: done all the same */
     buf_free(&head);
     free(body);
@@ -463,7 +485,7 @@ int httpd_stream_start(httpd_req_t *r, int status, const char *const *headers)
 {
     buf_t head;
     int rc = head_for(r, &head, status, headers, -1);
-    if (!rc) rc = hand_back(r, R_NONE, R_STREAM, &head, NULL, 0, 0);
+    if (!rc) rc = hand_back(r, R_NONE, R_STREAM, &head, NULL, 0, 0, NULL);
     buf_free(&head);
     return rc == KP_ECLOSED ? 0 : rc;
 }
@@ -471,15 +493,15 @@ int httpd_stream_start(httpd_req_t *r, int status, const char *const *headers)
 int httpd_stream_write(httpd_req_t *r, const void *data, size_t len)
 {
     if (!len) return 0;
-    return hand_back(r, R_STREAM, R_STREAM, NULL, data, len, 1);
+    return hand_back(r, R_STREAM, R_STREAM, NULL, data, len, 1, NULL);
 }
 
 void httpd_stream_end(httpd_req_t *r)
 {
     if (r->h2 || r->tunnel)
-        hand_back(r, R_STREAM, R_DONE, NULL, NULL, 0, 0);
+        hand_back(r, R_STREAM, R_DONE, NULL, NULL, 0, 0, NULL);
     else
-        hand_back(r, R_STREAM, R_DONE, NULL, "0\r\n\r\n", 5, 0);
+        hand_back(r, R_STREAM, R_DONE, NULL, "0\r\n\r\n", 5, 0, NULL);
 }
 
 void httpd_stream_abort(httpd_req_t *r)
@@ -495,6 +517,7 @@ void httpd_stream_abort(httpd_req_t *r)
     }
     r->state = R_DONE;
     r->aborted = 1;
+    buf_reset(&r->pre);
     buf_reset(&r->out);
     r->out_off = 0;
     r->unsent = 0;
@@ -526,7 +549,7 @@ int httpd_upgrade(httpd_req_t *r, const char *const *headers)
         int fresh = r->state == R_NONE;
         if (fresh) r->tunnel = 1; /* before the head: the loop switches on seeing it */
         pthread_mutex_unlock(&r->h->mu);
-        rc = fresh ? hand_back(r, R_NONE, R_STREAM, &head, NULL, 0, 0) : KP_EINVAL;
+        rc = fresh ? hand_back(r, R_NONE, R_STREAM, &head, NULL, 0, 0, NULL) : KP_EINVAL;
     }
     buf_free(&head);
     return rc == KP_ECLOSED ? 0 : rc;
@@ -997,16 +1020,21 @@ static void write_raw(conn_t *c, httpd_req_t *r, char *bytes, size_t len, size_t
 
 void httpd__send(conn_t *c, httpd_req_t *r, char *bytes, size_t len)
 {
-    if (c->closing) {
-        free(bytes);
+    if (c->closing || !c->secure) {
+        if (c->closing)
+            free(bytes);
+        else
+            write_raw(c, r, bytes, len, len);
         return;
     }
-    if (!c->secure) {
-        write_raw(c, r, bytes, len, len);
-        return;
-    }
-    int rc = httpd__tls_send(c, bytes, len);
+    httpd__send_ref(c, r, bytes, len);
     free(bytes);
+}
+
+void httpd__send_ref(conn_t *c, httpd_req_t *r, const char *p, size_t len)
+{
+    if (c->closing) return;
+    int rc = httpd__tls_send(c, p, len);
     size_t n = 0;
     char *wire = buf_detach(&c->tout, &n);
     if (rc) {
@@ -1047,6 +1075,7 @@ static void drain_ready(httpd_t *h)
         int done = r->state == R_DONE;
         conn_t *c = r->conn;
         if (!c || c->closing) { /* its connection or stream is gone */
+            buf_reset(&r->pre);
             buf_reset(&r->out);
             r->out_off = 0;
             pthread_mutex_unlock(&h->mu);

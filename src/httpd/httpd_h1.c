@@ -115,7 +115,7 @@ static int cur_done(conn_t *c)
 {
     if (!c->cur || c->writing) return 0;
     pthread_mutex_lock(&c->h->mu);
-    int done = c->cur->state == R_DONE && !c->cur->out.len && !c->cur->in_ready;
+    int done = c->cur->state == R_DONE && !c->cur->pre.len && !c->cur->out.len && !c->cur->in_ready;
     pthread_mutex_unlock(&c->h->mu);
     return done;
 }
@@ -176,8 +176,33 @@ static void pump(conn_t *c)
     while (r && !c->closing && (!c->secure || c->writing < HTTPD_WRITE_HIGH)) {
         size_t room = c->secure ? HTTPD_WRITE_HIGH - c->writing : SIZE_MAX;
         pthread_mutex_lock(&h->mu);
+        if (r->pre.len) { /* the head of an adopted body (httpd.c's hand_back) */
+            size_t hn;
+            char *head = buf_detach(&r->pre, &hn);
+            pthread_mutex_unlock(&h->mu);
+            httpd__send(c, r, head, hn);
+            continue;
+        }
         size_t n = r->out.len - r->out_off;
         char *bytes = NULL;
+        if (n > room && c->secure && r->state == R_DONE) {
+            /* A complete reply bigger than the room no longer grows, and
+             * only this thread takes from it: encrypt it from where it is,
+             * a room at a time, without a copy. */
+            const char *from = r->out.p + r->out_off;
+            n = room;
+            r->out_off += n;
+            pthread_mutex_unlock(&h->mu);
+            httpd__send_ref(c, r, from, n);
+            if (c->closing) return;
+            pthread_mutex_lock(&h->mu);
+            if (r->out_off == r->out.len) {
+                buf_free(&r->out);
+                r->out_off = 0;
+            }
+            pthread_mutex_unlock(&h->mu);
+            continue;
+        }
         if (n && !r->out_off && n <= room) {
             bytes = buf_detach(&r->out, &n);
         } else if (n) {

@@ -52,9 +52,14 @@ static int head_pair(buf_t *b, const char *n, size_t nlen, const char *v, size_t
 
 int httpd__h2_head(buf_t *b, int status, const char *const *headers, long long length)
 {
-    static const char *const engine[] = {"connection", "keep-alive", "proxy-connection",
-                                         "transfer-encoding", "upgrade", "content-length",
-                                         "date", NULL};
+    static const char *const engine[] = {"connection",
+                                         "keep-alive",
+                                         "proxy-connection",
+                                         "transfer-encoding",
+                                         "upgrade",
+                                         "content-length",
+                                         "date",
+                                         NULL};
     char num[32], date[64], name[128];
     time_t now = time(NULL);
     struct tm tm;
@@ -69,7 +74,8 @@ int httpd__h2_head(buf_t *b, int status, const char *const *headers, long long l
         for (size_t k = 0; k <= nlen; k++) /* HTTP/2 field names are lower case */
             name[k] = (char)tolower((unsigned char)n[k]);
         int skip = 0;
-        for (size_t k = 0; engine[k] && !skip; k++) skip = !strcmp(name, engine[k]);
+        for (size_t k = 0; engine[k] && !skip; k++)
+            skip = !strcmp(name, engine[k]);
         if (!skip) rc = head_pair(b, name, nlen, v, strlen(v));
     }
     if (!rc && length >= 0)
@@ -92,8 +98,8 @@ static void timer_update(conn_t *c)
             if (r->drain_at && (!deadline || r->drain_at + HTTPD_DRAIN_MS < deadline))
                 deadline = r->drain_at + HTTPD_DRAIN_MS;
     } else
-        deadline = c->idle_at +
-                   (uint64_t)(c->h2_seen ? httpd__idle_ms(c) : h->lim.header_timeout_ms);
+        deadline =
+            c->idle_at + (uint64_t)(c->h2_seen ? httpd__idle_ms(c) : h->lim.header_timeout_ms);
     httpd__timer_set(c, !deadline ? 0 : deadline > now ? (int)(deadline - now) : 1);
 }
 
@@ -137,8 +143,8 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *u)
     return 0;
 }
 
-static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
-                     size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags, void *u)
+static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
+                     const uint8_t *value, size_t vlen, uint8_t flags, void *u)
 {
     (void)flags;
     conn_t *c = u;
@@ -209,8 +215,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *u)
     if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
     httpd_req_t *r = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
     if (!r) return 0;
-    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
-        headers_done(c, r);
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) headers_done(c, r);
     if (!c->closing && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) && !r->early)
         httpd__dispatch(r); /* the body is complete */
     return c->closing ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
@@ -249,7 +254,7 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
         return 0;
     }
-    if (!r || r->early) return 0; /* dropped (the window is still given back) */
+    if (!r || r->early) return 0;          /* dropped (the window is still given back) */
     if (httpd__body_late(c, r->body_at)) { /* a body that trickles: cut off */
         r->early = 1;
         atomic_fetch_add(&c->h->s_timeouts, 1);
@@ -312,11 +317,15 @@ static void submit(conn_t *c, httpd_req_t *r)
     pthread_mutex_lock(&h->mu);
     size_t hlen = 0;
     char *hb = r->head.len ? buf_detach(&r->head, &hlen) : NULL;
-    int bare = r->no_body || (r->state == R_DONE && r->out.len == r->out_off);
+    /* An aborted stream is never ended cleanly: it gets its data provider,
+     * which waits, and drain_ready() resets it (abort can come between the
+     * loop's look at r->aborted there and this). */
+    int bare = r->no_body || (r->state == R_DONE && r->out.len == r->out_off && !r->aborted);
     pthread_mutex_unlock(&h->mu);
     if (!hb) return; /* nothing to submit yet */
     size_t npairs = 0;
-    for (size_t i = 0; i < hlen; i++) npairs += !hb[i];
+    for (size_t i = 0; i < hlen; i++)
+        npairs += !hb[i];
     npairs /= 2;
     nghttp2_nv *nv = calloc(npairs ? npairs : 1, sizeof *nv);
     int rv = nv ? 0 : NGHTTP2_ERR_NOMEM;

@@ -42,6 +42,7 @@
 #define HTTPD_DRAIN_MS         1000
 #define HTTPD_PULL_SPARE       4 /* workers beyond the kept ones for pulled streams' bursts */
 #define HTTPD_H2_STREAM_WINDOW (256u << 10) /* kube-apiserver's upload buffer per stream */
+#define HTTPD_ADOPT_MIN        (64u << 10) /* a whole reply's body this big is sent from where it is */
 
 typedef struct conn conn_t;
 
@@ -80,6 +81,7 @@ struct httpd_req {
     int state;      /* R_NONE, R_STREAM (started), R_DONE (reply complete) */
     buf_t head;     /* HTTP/2: the response head, "name\0value\0" pairs, :status first */
     int no_body;    /* HTTP/2: the reply has no DATA (HEAD, 204, 304) */
+    buf_t pre;      /* HTTP/1.1: a whole reply's head when out holds its adopted body */
     buf_t out;      /* bytes for the loop to send (HTTP/1.1: framed) */
     size_t out_off; /* what the loop has taken of out (sent on, or to nghttp2) */
     size_t unsent;  /* bytes handed back and not yet written (the budget's) */
@@ -248,6 +250,9 @@ void httpd__set_reading(conn_t *c, int on);
 /* Plaintext bytes (taken: malloc'd) to send on c; r is whose they are
  * (NULL: the connection's own). Encrypted first on TLS. */
 void httpd__send(conn_t *c, httpd_req_t *r, char *bytes, size_t len);
+/* TLS only: encrypt len plaintext bytes at p (borrowed: the ciphertext is
+ * made before this returns) and send them. */
+void httpd__send_ref(conn_t *c, httpd_req_t *r, const char *p, size_t len);
 /* Plaintext from the client: to the protocol (sniffing it first). */
 void httpd__deliver(conn_t *c, const char *data, size_t n);
 /* The client's end of file (clean) or a read error. */

@@ -252,7 +252,10 @@ void httpd__pull_step(struct httpd_pull *p)
     pthread_mutex_unlock(&h->mu);
 }
 
-void httpd__pull_free_globals(httpd_t *h) { kp_heap_free(&h->ptimers); }
+void httpd__pull_free_globals(httpd_t *h)
+{
+    kp_heap_free(&h->ptimers);
+}
 
 int httpd_stream_pull(httpd_req_t *r, int status, const char *const *headers, int stall_ms,
                       int (*next)(void *arg, buf_t *out, int *wait_ms), void (*done)(void *arg),

@@ -181,6 +181,15 @@ static void on_request(void *arg, httpd_req_t *r)
         ws_start(r);
         return;
     }
+    if (!strcmp(path, "/big")) { /* n bytes of a pattern: a body the engine adopts */
+        const char *n = httpd_arg(r, "n");
+        size_t len = n ? (size_t)strtoul(n, NULL, 10) : 0;
+        char *body = malloc(len ? len : 1);
+        for (size_t i = 0; i < len; i++)
+            body[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+        httpd_reply(r, 200, NULL, body, len);
+        return;
+    }
     if (!strcmp(path, "/up") || !strcmp(path, "/notasked")) {
         /* switch to "echo": on_data sends every byte back upper-cased */
         const char *asked = httpd_upgrade_asked(r);
@@ -886,6 +895,44 @@ static void test_upgrade_tls(void **state)
     assert_int_equal(gnutls_record_recv(t.s, b, sizeof b), 0); /* close_notify */
     tls_close(&t);
     stop(a);
+}
+
+/* Whole replies from small to 20 MB (the bigger ones sent from the
+ * handler's buffer: HTTPD_ADOPT_MIN) arrive whole over HTTP/1.1 plain, over
+ * TLS, and HTTP/2, twice on one connection. */
+static void test_big_replies(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {1000, (64u << 10) - 1, 64u << 10, 300000, 20u << 20};
+    for (int tls = 0; tls < 2; tls++) {
+        app_t *a = start_with(NULL, tls);
+        for (int h2 = 0; h2 <= tls; h2++) {
+            CURL *c = curl_easy_init();
+            curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
+                             (long)(h2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1));
+            buf_t out;
+            buf_init(&out, 32u << 20);
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                for (int again = 0; again < 2; again++) {
+                    char path[64];
+                    snprintf(path, sizeof path, "/big?n=%zu", sizes[k]);
+                    assert_int_equal(fetch(c, a, 0, "GET", path, NULL, 0, NULL, &out), 200);
+                    if (out.len != sizes[k])
+                        fail_msg("tls %d h2 %d: %zu bytes, want %zu", tls, h2, out.len, sizes[k]);
+                    for (size_t i = 0; i < sizes[k]; i++)
+                        if (out.p[i] != (char)('a' + (i * 7 + i / 4096) % 26))
+                            fail_msg("tls %d h2 %d size %zu: byte %zu differs", tls, h2, sizes[k],
+                                     i);
+                }
+            }
+            long conns = -1;
+            curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &conns);
+            assert_int_equal(conns, 0); /* one connection throughout */
+            buf_free(&out);
+            curl_easy_cleanup(c);
+        }
+        stop(a);
+    }
 }
 
 /* A real WebSocket client (python3-websocket, which the Kubernetes python
@@ -1784,6 +1831,7 @@ int main(void)
         cmocka_unit_test(test_upgrade),
         cmocka_unit_test(test_upgrade_tls),
         cmocka_unit_test(test_websocket_client),
+        cmocka_unit_test(test_big_replies),
         cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_stop_with_open_stream),
         cmocka_unit_test(test_tls_h1_and_h2),
