@@ -721,7 +721,7 @@ static int worker_add_locked(httpd_t *h)
 static void timer_fired(uv_timer_t *t)
 {
     conn_t *c = t->data;
-    if (c->proto == P_H2 && httpd__h2_timer(c))
+    if (c->proto == P_H2 && !c->draining && httpd__h2_timer(c))
         return; /* a stream's deadline, not the connection's */
     if (!c->draining) atomic_fetch_add(&c->h->s_timeouts, 1);
     httpd__conn_close(c);
@@ -810,8 +810,30 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+void httpd__conn_linger(conn_t *c)
+{
+    if (c->closing || c->draining) return;
+    if (c->secure) {
+        httpd__tls_bye(c);
+        httpd__tls_flush(c);
+    }
+    if (c->closing || uv_shutdown(&c->shut, &c->s.stream, NULL)) {
+        httpd__conn_close(c);
+        return;
+    }
+    c->draining = 1;
+    buf_reset(&c->rest);
+    httpd__timer_set(c, HTTPD_DRAIN_MS);
+    httpd__set_reading(c, 1);
+}
+
 void httpd__deliver(conn_t *c, const char *data, size_t n)
 {
+    if (c->draining) { /* httpd__conn_linger: read and dropped */
+        c->drained += n;
+        if (c->drained > HTTPD_DRAIN_BYTES) httpd__conn_close(c);
+        return;
+    }
     if (c->proto == P_SNIFF) {
         /* A plain connection: HTTP/2 with prior knowledge opens with the
          * preface; anything else is HTTP/1.1. Bytes that may still become

@@ -82,20 +82,9 @@ static void conn_next(conn_t *c)
     pthread_mutex_unlock(&h->mu);
     if (!keep && (c->refused || c->tunnel) && !c->draining) {
         /* The reply is out; the client may still be sending the body we
-         * refused, or its protocol's bytes. Read and drop some of it before
-         * closing: closing with unread bytes sends a reset, which can
-         * destroy the reply on its way. */
-        if (c->secure) {
-            httpd__tls_bye(c);
-            httpd__tls_flush(c);
-        }
-        if (!c->closing && !uv_shutdown(&c->shut, &c->s.stream, NULL)) {
-            c->draining = 1;
-            buf_reset(&c->rest);
-            httpd__timer_set(c, HTTPD_DRAIN_MS);
-            httpd__set_reading(c, 1);
-            return;
-        }
+         * refused, or its protocol's bytes. */
+        httpd__conn_linger(c);
+        return;
     }
     if (!keep) {
         httpd__conn_close(c);
@@ -470,11 +459,6 @@ static void feed(conn_t *c, const char *data, size_t n)
 
 void httpd__h1_input(conn_t *c, const char *data, size_t n)
 {
-    if (c->draining) {
-        c->drained += n;
-        if (c->drained > HTTPD_DRAIN_BYTES) httpd__conn_close(c);
-        return;
-    }
     if (c->tunnel) {
         tunnel_input(c, data, n);
         return;

@@ -425,7 +425,7 @@ void httpd__h2_input(conn_t *c, const char *data, size_t n)
 
 void httpd__h2_flush(conn_t *c)
 {
-    if (c->closing || !c->h2) return;
+    if (c->closing || !c->h2 || c->draining) return;
     buf_t stage;
     buf_init(&stage, SIZE_MAX);
     while (c->writing + stage.len < HTTPD_WRITE_HIGH) {
@@ -447,7 +447,7 @@ void httpd__h2_flush(conn_t *c)
     buf_free(&stage);
     int want_read = nghttp2_session_want_read(c->h2);
     if (!want_read && !nghttp2_session_want_write(c->h2) && !c->writing) {
-        httpd__conn_close(c); /* GOAWAY given or taken, and every stream done */
+        httpd__conn_linger(c); /* GOAWAY given or taken, and every stream done */
         return;
     }
     httpd__set_reading(c, want_read && c->writing < HTTPD_WRITE_HIGH);

@@ -147,9 +147,10 @@ struct conn {
     buf_t hname, hval;
     int refused;  /* a refusal reply is queued: close once it is sent */
     int peer_eof; /* the client shut its sending side: close after the reply */
-    int draining; /* refused and replied: reading what the client still
-                     sends (up to HTTPD_DRAIN_BYTES) so that closing with
-                     unread bytes does not reset the reply away */
+    int draining; /* httpd__conn_linger(): our side is shut; reading what the
+                     client still sends (up to HTTPD_DRAIN_BYTES) so that
+                     closing with unread bytes does not reset our last
+                     reply, or GOAWAY, away */
     size_t drained;
     uv_shutdown_t shut;
     buf_t rest; /* bytes read while the parser was paused; switched:
@@ -245,6 +246,12 @@ int httpd__idle_ms(conn_t *c);
  * its reply (telling its handler). */
 void httpd__req_detach(httpd_req_t *r);
 void httpd__conn_close(conn_t *c);
+/* Close c gracefully after what it sent: TLS close_notify, our end of
+ * file, then read and drop what the client still sends (up to
+ * HTTPD_DRAIN_BYTES, for HTTPD_DRAIN_MS) before the close. Closing with
+ * unread bytes would reset the connection, and a reset can destroy our
+ * last reply or GOAWAY on its way. */
+void httpd__conn_linger(conn_t *c);
 void httpd__timer_set(conn_t *c, int ms);
 void httpd__set_reading(conn_t *c, int on);
 /* Plaintext bytes (taken: malloc'd) to send on c; r is whose they are
