@@ -83,9 +83,11 @@
  *   - HTTP/2 timers: with no stream open, header_timeout from accept until
  *     the first request, then idle_timeout from the last stream's close
  *     (frames that open no stream do not extend it).
- *   - a request whose body was refused unread: once the refusal is sent, up
- *     to 256 KiB more is read and dropped for up to 1 s before the close,
- *     so that the close does not reset the refusal away (as Go's net/http).
+ *   - a request whose body was refused unread, a switched connection's
+ *     end, and an HTTP/2 session's end (GOAWAY, e.g. a rapid-reset flood):
+ *     once the last bytes are sent, our side is shut and up to 256 KiB more
+ *     is read and dropped for up to 1 s before the close, so that the close
+ *     does not reset the refusal or the GOAWAY away (as Go's net/http).
  *   - a streaming reply: at most stream_budget bytes not yet sent (see
  *     STREAMS).
  *
