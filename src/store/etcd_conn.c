@@ -186,7 +186,10 @@ static int attempt(etcd_store_t *es, size_t idx, const char *method, const buf_t
     etcd_conn_t *c;
     *sent = *abandoned = 0;
     int rc = etcd__conn_get(es, idx, &c);
-    if (rc) return rc == KP_ENOMEM ? rc : KP_EUNAVAILABLE;
+    if (rc) {
+        if (rc != KP_ENOMEM) etcd__contact(es, 0);
+        return rc == KP_ENOMEM ? rc : KP_EUNAVAILABLE;
+    }
     grpc_status_t st;
     etcd_inflight_t f;
     etcd__call_begin(es, &f);
@@ -197,6 +200,7 @@ static int attempt(etcd_store_t *es, size_t idx, const char *method, const buf_t
         *abandoned = 1;
         *sent = rc == KP_ETIMEDOUT;
     } else if (rc == KP_EUNAVAILABLE || rc == KP_ETIMEDOUT) {
+        etcd__contact(es, 0);
         *sent = rc == KP_ETIMEDOUT;
         log_debug("store", "etcd %s:%d %s: %s", es->hosts[idx], es->ports[idx], method,
                   err_str(rc));
@@ -211,6 +215,7 @@ static int attempt(etcd_store_t *es, size_t idx, const char *method, const buf_t
     } else if (rc == KP_ETOOLARGE) {
         *sent = 1;
     } else if (!rc) {
+        etcd__contact(es, 1);
         etcd_pb_header_t h; /* every response's field 1 */
         if (!etcd_pb_header_resp(*resp, *resp_len, &h)) etcd__saw_term(es, h.raft_term);
     }

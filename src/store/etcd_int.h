@@ -94,10 +94,15 @@
 #define ETCD__KEEPALIVE_TIMEOUT_MS 3000       /* and dropped when the ping is not answered */
 #define ETCD__WATCH_QUEUE_BYTES    (8u << 20) /* events queued before the stream pauses */
 #define ETCD__WATCH_RETRY_MS       200        /* first pause before a watch reconnects */
-#define ETCD__PROGRESS_WARN_MS     10000      /* no progress this long after a request: warn */
-#define ETCD__SAMPLES              4096       /* (time, revision) samples for compaction by age */
-#define ETCD__PROBE_MS             250 /* a request waiting this long: ask the term (LEADER CHANGES) */
-#define ETCD__LEADER_GRACE_MS      300 /* after a new term is seen: give up on older requests */
+/* The longest pause: the watch cache is as stale as this, at most, after
+ * etcd comes back (it was 6.4 s, longer than a new controller manager
+ * takes to lead and act: ha_all_stopped saw a rollout "done" on the old
+ * spec through one API server while the other read the new one). */
+#define ETCD__WATCH_RETRY_MAX_MS 1000
+#define ETCD__PROGRESS_WARN_MS   10000 /* no progress this long after a request: warn */
+#define ETCD__SAMPLES            4096  /* (time, revision) samples for compaction by age */
+#define ETCD__PROBE_MS           250 /* a request waiting this long: ask the term (LEADER CHANGES) */
+#define ETCD__LEADER_GRACE_MS    300 /* after a new term is seen: give up on older requests */
 
 typedef struct etcd_sample {
     int64_t time_ns;
@@ -137,6 +142,8 @@ typedef struct etcd_store {
     int64_t term_ns;           /* CLOCK_MONOTONIC when it was seen to rise (0: never) */
     uint64_t abandoned_term;   /* the term whose rise was acted on */
     uint64_t abandon_gen;      /* bumped by each giving up */
+    int contact_lost;          /* a call failed to reach etcd since the last success */
+    uint64_t contact_gen;      /* bumped by a success after contact_lost (watches retry) */
     int64_t abandon_before_ns; /* the last giving up's cut: calls begun before it */
     etcd_inflight_t *inflight, *inflight_tail; /* newest first */
     pthread_t leader_thread;
@@ -194,6 +201,11 @@ void etcd__saw_term(etcd_store_t *es, uint64_t term);
 void etcd__call_begin(etcd_store_t *es, etcd_inflight_t *f);
 int etcd__call_end(etcd_store_t *es, etcd_inflight_t *f);
 int etcd__leader_start(etcd_store_t *es);
+/* A call reached etcd (ok 1) or failed to (ok 0): after failures, the
+ * first success bumps the generation that watches waiting to reconnect
+ * look at (etcd_watch.c). */
+void etcd__contact(etcd_store_t *es, int ok);
+uint64_t etcd__contact_gen(etcd_store_t *es);
 void etcd__leader_stop(etcd_store_t *es);
 
 /* etcd_backend.c */

@@ -44,6 +44,26 @@ void etcd__saw_term(etcd_store_t *es, uint64_t term)
     pthread_mutex_unlock(&es->mu);
 }
 
+void etcd__contact(etcd_store_t *es, int ok)
+{
+    pthread_mutex_lock(&es->mu);
+    if (!ok) {
+        es->contact_lost = 1;
+    } else if (es->contact_lost) {
+        es->contact_lost = 0;
+        es->contact_gen++;
+    }
+    pthread_mutex_unlock(&es->mu);
+}
+
+uint64_t etcd__contact_gen(etcd_store_t *es)
+{
+    pthread_mutex_lock(&es->mu);
+    uint64_t g = es->contact_gen;
+    pthread_mutex_unlock(&es->mu);
+    return g;
+}
+
 void etcd__call_begin(etcd_store_t *es, etcd_inflight_t *f)
 {
     f->begun_ns = clock_mono_ns();

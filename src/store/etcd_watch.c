@@ -283,15 +283,26 @@ static void *keeper_main(void *arg)
     int backoff = ETCD__WATCH_RETRY_MS;
     for (;;) {
         if (run_stream(w)) backoff = ETCD__WATCH_RETRY_MS;
-        pthread_mutex_lock(&w->mu);
-        struct timespec ts = clock_deadline_ms(backoff);
-        while (!w->cancelled && !w->failed &&
-               pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT)
-            ;
-        int stop = w->cancelled || w->failed;
-        pthread_mutex_unlock(&w->mu);
+        /* Wait out the backoff, but go at once when a call reaches etcd
+         * again after calls failed (es->contact_gen): the watch cache is
+         * stale only as long as its watch is away. */
+        uint64_t gen = etcd__contact_gen(w->es);
+        int64_t until = clock_mono_ns() + (int64_t)backoff * 1000000;
+        int stop = 0;
+        for (;;) {
+            pthread_mutex_lock(&w->mu);
+            int64_t left = (until - clock_mono_ns()) / 1000000;
+            struct timespec ts = clock_deadline_ms(left < 100 ? (int)(left > 0 ? left : 0) : 100);
+            while (!w->cancelled && !w->failed &&
+                   pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT)
+                ;
+            stop = w->cancelled || w->failed;
+            pthread_mutex_unlock(&w->mu);
+            if (stop || clock_mono_ns() >= until || etcd__contact_gen(w->es) != gen) break;
+        }
         if (stop) break;
-        if (backoff < 5000) backoff *= 2;
+        if (backoff < ETCD__WATCH_RETRY_MAX_MS) backoff *= 2;
+        if (backoff > ETCD__WATCH_RETRY_MAX_MS) backoff = ETCD__WATCH_RETRY_MAX_MS;
     }
     return NULL;
 }
