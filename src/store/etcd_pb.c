@@ -226,11 +226,14 @@ int etcd_pb_header_resp(const uint8_t *p, size_t n, etcd_pb_header_t *h)
 {
     pbr_t r = {p, p + n};
     pbr_val_t f;
-    int more = 0, rc = 0;
+    int more;
     memset(h, 0, sizeof *h);
-    while (!rc && (more = next(&r, &f)) == 1)
-        if (f.num == 1) rc = want_len(&f) ? KP_ECORRUPT : header(f.data, f.len, h);
-    return rc ? rc : more;
+    /* etcd sends the header once, as the first field: what follows (a
+     * range's every kv) is not read, so that any response's header costs
+     * the same, however big the response */
+    while ((more = next(&r, &f)) == 1)
+        if (f.num == 1) return want_len(&f) ? KP_ECORRUPT : header(f.data, f.len, h);
+    return more;
 }
 
 int etcd_pb_range_resp(const uint8_t *p, size_t n, etcd_pb_header_t *h, etcd_pb_kv_fn each,

@@ -86,7 +86,8 @@ typedef struct etcd_pb_txn_result {
 } etcd_pb_txn_result_t;
 int etcd_pb_txn_resp(const uint8_t *p, size_t n, etcd_pb_txn_result_t *out);
 
-/* A header alone (CompactionResponse, and the header of any response). */
+/* A header alone (CompactionResponse, and the header of any response):
+ * the first field 1, without reading past it. */
 int etcd_pb_header_resp(const uint8_t *p, size_t n, etcd_pb_header_t *h);
 
 /* mvccpb.Event. */
@@ -109,8 +110,8 @@ typedef struct etcd_pb_watch_resp {
     size_t cancel_reason_len;
     size_t events;
 } etcd_pb_watch_resp_t;
-int etcd_pb_watch_resp(const uint8_t *p, size_t n, etcd_pb_watch_resp_t *out,
-                       etcd_pb_event_fn each, void *arg);
+int etcd_pb_watch_resp(const uint8_t *p, size_t n, etcd_pb_watch_resp_t *out, etcd_pb_event_fn each,
+                       void *arg);
 
 /* StatusResponse. */
 typedef struct etcd_pb_status {
