@@ -148,7 +148,8 @@ typedef struct etcd_store {
     etcd_inflight_t *inflight, *inflight_tail; /* newest first */
     pthread_t leader_thread;
     int leader_started;
-    pthread_cond_t leader_cv; /* CLOCK_MONOTONIC */
+    pthread_cond_t leader_cv; /* CLOCK_MONOTONIC; also watches waiting to reconnect
+                                 (contact_gen) wait on it */
 
     /* the automatic compactor */
     pthread_t compactor;
@@ -202,10 +203,9 @@ void etcd__call_begin(etcd_store_t *es, etcd_inflight_t *f);
 int etcd__call_end(etcd_store_t *es, etcd_inflight_t *f);
 int etcd__leader_start(etcd_store_t *es);
 /* A call reached etcd (ok 1) or failed to (ok 0): after failures, the
- * first success bumps the generation that watches waiting to reconnect
- * look at (etcd_watch.c). */
+ * first success bumps es->contact_gen and wakes the watches waiting to
+ * reconnect (etcd_watch.c). */
 void etcd__contact(etcd_store_t *es, int ok);
-uint64_t etcd__contact_gen(etcd_store_t *es);
 void etcd__leader_stop(etcd_store_t *es);
 
 /* etcd_backend.c */

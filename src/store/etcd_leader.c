@@ -52,16 +52,9 @@ void etcd__contact(etcd_store_t *es, int ok)
     } else if (es->contact_lost) {
         es->contact_lost = 0;
         es->contact_gen++;
+        pthread_cond_broadcast(&es->leader_cv); /* watches waiting to reconnect */
     }
     pthread_mutex_unlock(&es->mu);
-}
-
-uint64_t etcd__contact_gen(etcd_store_t *es)
-{
-    pthread_mutex_lock(&es->mu);
-    uint64_t g = es->contact_gen;
-    pthread_mutex_unlock(&es->mu);
-    return g;
 }
 
 void etcd__call_begin(etcd_store_t *es, etcd_inflight_t *f)

@@ -30,6 +30,7 @@
  *      drained half of it.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,12 +62,13 @@ typedef struct etcd_watch {
     int64_t rev;   /* read up to (invariant 1) */
     int failed;    /* sticky error */
     int cancelled;
-    size_t held;      /* received bytes not released to the stream (invariant 4) */
-    int release_due;  /* the consumer drained the queue: the keeper releases `held` */
-    int progress_due; /* a progress request for the keeper to send */
-    int ended;        /* the current stream is over (its on_end ran) */
-    int created;      /* the current stream's watcher was created */
-    int64_t asked_ns; /* progress asked for and none came since (0: none) */
+    size_t held;         /* received bytes not released to the stream (invariant 4) */
+    int release_due;     /* the consumer drained the queue: the keeper releases `held` */
+    int progress_due;    /* a progress request for the keeper to send */
+    int ended;           /* the current stream is over (its on_end ran) */
+    int created;         /* the current stream's watcher was created */
+    int64_t asked_ns;    /* progress asked for and none came since (0: none) */
+    atomic_int stopping; /* cancelled or failed: for the keeper's wait on es->leader_cv */
 
     /* the consumer's */
     int progress_on;
@@ -90,10 +92,21 @@ static void free_list(wev_t *e)
     }
 }
 
+/* The keeper may wait on the store's condition (keeper_main): wake it too.
+ * Locks es->mu, under w->mu or not (the order is w->mu, then es->mu). */
+static void wake_keeper(etcd_watch_t *w)
+{
+    atomic_store(&w->stopping, 1);
+    pthread_mutex_lock(&w->es->mu);
+    pthread_cond_broadcast(&w->es->leader_cv);
+    pthread_mutex_unlock(&w->es->mu);
+}
+
 static void fail_locked(etcd_watch_t *w, int rc)
 {
     if (!w->failed) w->failed = rc;
     pthread_cond_broadcast(&w->cv);
+    wake_keeper(w);
 }
 
 /* ---- the stream's callbacks ---- */
@@ -284,22 +297,20 @@ static void *keeper_main(void *arg)
     for (;;) {
         if (run_stream(w)) backoff = ETCD__WATCH_RETRY_MS;
         /* Wait out the backoff, but go at once when a call reaches etcd
-         * again after calls failed (es->contact_gen): the watch cache is
-         * stale only as long as its watch is away. */
-        uint64_t gen = etcd__contact_gen(w->es);
-        int64_t until = clock_mono_ns() + (int64_t)backoff * 1000000;
-        int stop = 0;
-        for (;;) {
-            pthread_mutex_lock(&w->mu);
-            int64_t left = (until - clock_mono_ns()) / 1000000;
-            struct timespec ts = clock_deadline_ms(left < 100 ? (int)(left > 0 ? left : 0) : 100);
-            while (!w->cancelled && !w->failed &&
-                   pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT)
-                ;
-            stop = w->cancelled || w->failed;
-            pthread_mutex_unlock(&w->mu);
-            if (stop || clock_mono_ns() >= until || etcd__contact_gen(w->es) != gen) break;
-        }
+         * again after calls failed (es->contact_gen, told on
+         * es->leader_cv): the watch cache is stale only as long as its
+         * watch is away. */
+        etcd_store_t *es = w->es;
+        pthread_mutex_lock(&es->mu);
+        uint64_t gen = es->contact_gen;
+        struct timespec ts = clock_deadline_ms(backoff);
+        while (es->contact_gen == gen && !atomic_load(&w->stopping) &&
+               pthread_cond_timedwait(&es->leader_cv, &es->mu, &ts) != ETIMEDOUT)
+            ;
+        pthread_mutex_unlock(&es->mu);
+        pthread_mutex_lock(&w->mu);
+        int stop = w->cancelled || w->failed;
+        pthread_mutex_unlock(&w->mu);
         if (stop) break;
         if (backoff < ETCD__WATCH_RETRY_MAX_MS) backoff *= 2;
         if (backoff > ETCD__WATCH_RETRY_MAX_MS) backoff = ETCD__WATCH_RETRY_MAX_MS;
@@ -425,6 +436,7 @@ static void etcd_watch_cancel(store_watch_t *sw)
     w->cancelled = 1;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
+    wake_keeper(w);
 }
 
 static void etcd_watch_close(store_watch_t *sw)
