@@ -78,7 +78,6 @@ typedef struct mctx {
     api__mwalk_t w;
     const json_t *kind;
     const api_manager_t *m;
-    json_t *strip; /* the paths nobody owns */
 } mctx_t;
 
 static const char *const strip_meta[] = {
@@ -396,30 +395,26 @@ static int cap_updaters(mlist_t *l)
 
 /* --- helpers ---------------------------------------------------------- */
 
-/* The set of paths nobody owns. */
-static json_t *strip_set_new(void)
+/* Take from `set` the paths nobody owns: apiVersion, kind, metadata itself
+ * and metadata's server fields (strip_meta); their children stay (the
+ * difference with that set, without building it). */
+static void strip_unowned(json_t *set)
 {
-    json_t *s = json_object(), *md = NULL;
-    int rc = s ? 0 : KP_ENOMEM;
-    const char *top[] = {"f:apiVersion", "f:kind", "f:metadata"};
-    for (size_t i = 0; !rc && i < 3; i++) {
-        json_t *c = api__mset_child(s, top[i]);
-        rc = c ? api__mset_insert(c) : KP_ENOMEM;
-        md = c;
+    static const char *const top[] = {"f:apiVersion", "f:kind", "f:metadata"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *n = json_object_get(set, top[i]);
+        if (n) json_object_del(n, ".");
     }
-    buf_t b;
-    buf_init(&b, API__MSET_BUF_MAX);
-    for (size_t i = 0; !rc && strip_meta[i]; i++) {
-        json_t *c = NULL;
-        if (!(rc = api__pe_field(strip_meta[i], &b)))
-            rc = (c = api__mset_child(md, b.p)) ? api__mset_insert(c) : KP_ENOMEM;
+    json_t *md = json_object_get(set, "f:metadata");
+    for (size_t i = 0; md && strip_meta[i]; i++) {
+        char pe[64];
+        snprintf(pe, sizeof pe, "f:%s", strip_meta[i]); /* plain names: nothing to escape */
+        json_t *n = json_object_get(md, pe);
+        if (n) json_object_del(n, ".");
+        api__mset_prune(md, pe);
     }
-    buf_free(&b);
-    if (rc) {
-        json_decref(s);
-        return NULL;
-    }
-    return s;
+    for (size_t i = 0; i < 3; i++)
+        api__mset_prune(set, top[i]);
 }
 
 /* A shallow copy of object o: its members shared. (jansson's json_copy()
@@ -480,7 +475,6 @@ static void mctx_init(mctx_t *c, const api_schema_t *s, const json_t *kind, cons
     memset(c, 0, sizeof *c);
     c->w.s = s, c->w.reset = m->reset, c->w.err = err, c->w.errlen = errlen;
     c->kind = kind, c->m = m;
-    c->strip = strip_set_new();
 }
 
 /* Step 3 of UPDATE for manager `manager` (see the top). */
@@ -499,7 +493,7 @@ static int update_entries(mctx_t *c, const json_t *l, const json_t *r, mlist_t *
     }
     if (!rc) {
         api__mset_diff(M, R);
-        api__mset_diff(M, c->strip);
+        strip_unowned(M);
     }
     if (!rc && json_object_size(M)) {
         ment_t *e = mlist_find(list, manager, "Update", m->api_version, m->subresource);
@@ -567,8 +561,7 @@ int api_managed_update(const api_schema_t *s, const json_t *node, const json_t *
     if (!list.n && old) return 0; /* an untracked object stays untracked */
 
     mctx_init(&c, s, node, m, err, sizeof err);
-    rc = c.strip ? 0 : KP_ENOMEM;
-    if (!rc) old_s = without_mf(old, &rc);
+    old_s = without_mf(old, &rc);
     if (!rc) rc = update_entries(&c, old_s, obj, &list, m->manager);
     if (rc == KP_EINVAL) { /* lists that cannot be keyed: no managedFields */
         rc = 0;
@@ -577,7 +570,6 @@ int api_managed_update(const api_schema_t *s, const json_t *node, const json_t *
     if (!rc) rc = set_mf(obj, &list);
     mlist_free(&list);
     json_decref(old_s);
-    json_decref(c.strip);
     return rc;
 }
 
@@ -882,12 +874,12 @@ int api_managed_apply(const api_schema_t *s, const json_t *node, const json_t *l
         rc = KP_ECORRUPT;
     }
     mctx_init(&c, s, node, m, err, errlen);
-    if (!rc && (!c.strip || !cfgset || !found)) rc = KP_ENOMEM;
+    if (!rc && (!cfgset || !found)) rc = KP_ENOMEM;
     if (!rc) live_s = without_mf(live, &rc);
     c.w.strict = 1;
     if (!rc) rc = api__mw_toset(&c.w, config, node, cfgset);
     c.w.strict = 0;
-    if (!rc) api__mset_diff(cfgset, c.strip);
+    if (!rc) strip_unowned(cfgset);
     if (!rc) rc = apply_core(&c, live_s, config, cfgset, &in, force, &list, &res, found);
     if (rc == KP_ECONFLICT && !strcmp(m->manager, "kubectl")) {
         json_t *allowed = NULL;
@@ -921,7 +913,6 @@ int api_managed_apply(const api_schema_t *s, const json_t *node, const json_t *l
     json_decref(live_s);
     json_decref(cfgset);
     json_decref(found);
-    json_decref(c.strip);
     mlist_free(&in);
     mlist_free(&list);
     return rc;

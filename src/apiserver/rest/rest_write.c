@@ -393,12 +393,32 @@ static int check_body_namespace(api_req_t *r, json_t *obj)
  * builds it from a request, and none may make it larger than a request may
  * be. The count stops just past the limit. Returns -1 after replying 413,
  * Kubernetes' answer at its request byte limit. */
-static int check_object_size(api_req_t *r, const json_t *obj)
+static int reply_too_large(api_req_t *r)
 {
-    if (api_json_size(obj, API_BODY_MAX, 4096, NULL) <= API_BODY_MAX) return 0;
     api_reply_status(r, 413, "RequestEntityTooLarge", NULL,
                      "Request entity too large: limit is %u", API_BODY_MAX);
     return -1;
+}
+
+/* A dry run's size check (a write checks the bytes it stores: stored_text). */
+static int check_object_size(api_req_t *r, const json_t *obj)
+{
+    return api_json_size(obj, API_BODY_MAX, 4096, NULL) <= API_BODY_MAX ? 0 : reply_too_large(r);
+}
+
+/* The bytes to store of *obj (encode_stored()) in *text, at most
+ * API_BODY_MAX of them. Returns 0, or -1 after replying (413, or the
+ * error's Status without memory). */
+static int stored_text(api_req_t *r, json_t **obj, const char *name, char **text)
+{
+    if (!(*text = encode_stored(r, obj))) {
+        rest_store_error(r, KP_ENOMEM, name);
+        return -1;
+    }
+    if (strlen(*text) <= API_BODY_MAX) return 0;
+    free(*text);
+    *text = NULL;
+    return reply_too_large(r);
 }
 
 static void generate_name(const char *base, char *out, size_t n)
@@ -494,17 +514,21 @@ int rest_create_object(api_req_t *r, json_t *obj)
         goto out;
     }
     if (!r->applying && rest_track_fields(r, NULL, obj)) goto out;
-    if (check_object_size(r, obj)) goto out;
     void *txn;
     if (begin_write(r, obj, NULL, name, &txn)) goto out;
     if (r->dry_run) { /* everything a create does, but the write */
         end_write(r, txn, 0);
+        if (check_object_size(r, obj)) goto out;
         json_object_del(meta, "resourceVersion");
         return api_reply_json(r, 201, obj);
     }
-    char *text = encode_stored(r, &obj);
+    char *text;
+    if (stored_text(r, &obj, name, &text)) {
+        end_write(r, txn, 0);
+        goto out;
+    }
     int64_t rev = 0;
-    rc = text ? store_create(r->srv->cfg.store, key, text, strlen(text), &rev) : KP_ENOMEM;
+    rc = store_create(r->srv->cfg.store, key, text, strlen(text), &rev);
     end_write(r, txn, rc == 0);
     if (rc) {
         free(text);
@@ -680,7 +704,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             return 0;
         }
         void *txn = NULL;
-        if (check_object_size(r, next) || begin_write(r, next, cur, name, &txn)) {
+        if (begin_write(r, next, cur, name, &txn)) {
             json_decref(cur);
             json_decref(next);
             return 0;
@@ -688,6 +712,10 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         json_decref(cur);
         if (r->dry_run) { /* everything an update does, but the write */
             end_write(r, txn, 0);
+            if (check_object_size(r, next)) {
+                json_decref(next);
+                return 0;
+            }
             return reply_unwritten(r, next, cur_rev, reply);
         }
         /* A deleted object whose last finalizer this update removes is gone
@@ -702,9 +730,12 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
         char *text = NULL;
         if (finish) {
             rc = store_delete(st, key, cur_rev, &rev);
+        } else if (stored_text(r, &next, name, &text)) {
+            end_write(r, txn, 0);
+            json_decref(next);
+            return 0;
         } else {
-            text = encode_stored(r, &next);
-            rc = text ? store_update(st, key, text, strlen(text), cur_rev, &rev) : KP_ENOMEM;
+            rc = store_update(st, key, text, strlen(text), cur_rev, &rev);
         }
         if (rc) free(text);
         end_write(r, txn, rc == 0);
