@@ -17,7 +17,9 @@
  *                  reply but 201 fails. ops_per_s; p50_ms/p99_ms of a POST;
  *                  cpu_us_per_op, the server's CPU time (user + system)
  *                  over the creates (steadier than the rate on a busy
- *                  machine: it counts work, not waiting).
+ *                  machine: it counts work, not waiting); writes_per_commit,
+ *                  the group commit's batch (from /metrics, when the store
+ *                  reports it).
  *                  With KP_BENCH_STORE=etcd://... (bench/with-etcd.sh sets
  *                  it), the case runs again on `kplane server --store URL`
  *                  as api.create.c16.etcd, and api.create.c16.ratio gives
@@ -30,7 +32,11 @@
  *  server.rss      VmRSS of that server: idle_mb right after it became
  *                  ready, loaded_mb right after its pods were created, and
  *                  of loaded_mb the anonymous part (anon_mb: the heap) and
- *                  the file pages (file_mb: mostly the store's mapping).
+ *                  the file pages (file_mb: mostly the store's mapping);
+ *                  kb_per_pod, what each pod added ((loaded - idle) /
+ *                  10,000); pods_cache_mb and pods_history_mb, the pods'
+ *                  watch cache as /metrics reports it (its objects, its
+ *                  history; a version in both counts twice).
  *  api.watch.1000  1,000 watches on ConfigMaps from a list's resourceVersion,
  *                  read by 4 threads (curl multi over epoll). Once each has
  *                  its 200 headers, one writer creates 100 ConfigMaps at
@@ -572,6 +578,27 @@ static void case_start(const bench_env_t *env)
     server_stop(&s, 1);
 }
 
+/* The value of `series` (a metric's name and labels as /metrics prints
+ * them) in /metrics; -1 when absent. */
+static double metric_value(client_t *c, const char *series)
+{
+    char want[200];
+    snprintf(want, sizeof want, "\n%s ", series);
+    if (client_do(c, "/metrics", NULL) != 200) return -1;
+    const char *p = strstr(buf_str(&c->body), want);
+    return p ? strtod(p + strlen(want), NULL) : -1;
+}
+
+/* The store's writes and durable commits so far (-1 when not reported). */
+static void store_counts(const server_t *s, double *writes, double *commits)
+{
+    client_t c;
+    client_init(&c, s);
+    *writes = metric_value(&c, "kplane_store_writes_total");
+    *commits = metric_value(&c, "kplane_store_commits_total");
+    client_free(&c);
+}
+
 /* Prints the case's line (named api.create.c16 plus `suffix`); returns its
  * ops_per_s. */
 static double case_create(const bench_env_t *env, const char *suffix)
@@ -580,12 +607,17 @@ static double case_create(const bench_env_t *env, const char *suffix)
     size_t n;
     int64_t elapsed;
     server_start(env, &s, 1, NULL);
+    double w0, c0, w1, c1;
+    store_counts(&s, &w0, &c0);
     double cpu0 = server_cpu_us(&s);
     int64_t *lat = run_workers(env, &s, 0, &n, &elapsed);
     if (n == 0) fail(&s, "no ConfigMap was created");
     double ops = n / (elapsed / 1e9), cpu = (server_cpu_us(&s) - cpu0) / (double)n;
-    printf("BENCH api.create.c16%s ops_per_s=%.1f p50_ms=%.3f p99_ms=%.3f cpu_us_per_op=%.0f\n",
+    store_counts(&s, &w1, &c1);
+    printf("BENCH api.create.c16%s ops_per_s=%.1f p50_ms=%.3f p99_ms=%.3f cpu_us_per_op=%.0f",
            suffix, ops, pct_ms(lat, n, 0.50), pct_ms(lat, n, 0.99), cpu);
+    if (c0 >= 0 && c1 > c0) printf(" writes_per_commit=%.1f", (w1 - w0) / (c1 - c0));
+    printf("\n");
     fflush(stdout);
     free(lat);
     server_stop(&s, 1);
@@ -606,6 +638,12 @@ static void case_list(const bench_env_t *env, int print_list, int print_rss)
 
     client_t c;
     client_init(&c, &s);
+    const char *pods = "{group=\"\",version=\"v1\",resource=\"pods\"}";
+    char series[160];
+    snprintf(series, sizeof series, "kplane_watch_cache_objects_bytes%s", pods);
+    double cache_mb = metric_value(&c, series) / (1024.0 * 1024.0); /* < 0: not reported */
+    snprintf(series, sizeof series, "kplane_watch_cache_history_bytes%s", pods);
+    double history_mb = metric_value(&c, series) / (1024.0 * 1024.0);
     long code = client_do(&c, POD_PATH, NULL); /* the warm-up, and the check */
     json_t *doc = code == 200 ? json_loadb(c.body.p, c.body.len, 0, NULL) : NULL;
     size_t items = json_array_size(json_object_get(doc, "items")), bytes = c.body.len;
@@ -633,8 +671,10 @@ static void case_list(const bench_env_t *env, int print_list, int print_rss)
     qsort(t, LIST_RUNS, sizeof t[0], cmp_i64);
     if (print_list) printf("BENCH api.list.10k ms=%.3f bytes=%zu\n", t[LIST_RUNS / 2] / 1e6, bytes);
     if (print_rss)
-        printf("BENCH server.rss idle_mb=%.1f loaded_mb=%.1f anon_mb=%.1f file_mb=%.1f\n", idle_mb,
-               loaded_mb, anon_mb, file_mb);
+        printf("BENCH server.rss idle_mb=%.1f loaded_mb=%.1f anon_mb=%.1f file_mb=%.1f "
+               "kb_per_pod=%.1f pods_cache_mb=%.1f pods_history_mb=%.1f\n",
+               idle_mb, loaded_mb, anon_mb, file_mb, (loaded_mb - idle_mb) * 1024 / LIST_PODS,
+               cache_mb, history_mb);
     fflush(stdout);
     server_stop(&s, 1);
 }

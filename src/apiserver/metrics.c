@@ -5,6 +5,8 @@
  *   apiserver_request_duration_seconds{verb,resource}       histogram
  *   apiserver_registered_watchers                           gauge
  *   kplane_watch_cache_history_bytes{group,version,resource} gauge
+ *   kplane_watch_cache_objects{group,version,resource}       gauge
+ *   kplane_watch_cache_objects_bytes{group,version,resource} gauge
  *   apiserver_storage_revision                              gauge
  *
  * Counters live in fixed arrays indexed by (resource, verb[, code]), so
@@ -99,6 +101,26 @@ static int gauge(buf_t *b, const char *name, const char *help, uint64_t value)
                       (unsigned long long)value);
 }
 
+enum { GAUGE_HISTORY_BYTES, GAUGE_OBJECTS, GAUGE_OBJECTS_BYTES };
+
+/* One gauge per resource of the watch caches (`caches` may be NULL). */
+static int cache_gauge(buf_t *b, wc_t *const *caches, const char *name, const char *help, int what)
+{
+    int rc = buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    for (size_t i = 0, n = api_registry_count(); !rc && caches && i < n; i++) {
+        const api_resource_t *res = api_registry_at(i);
+        size_t bytes = 0, count = 0;
+        if (caches[i] && what == GAUGE_HISTORY_BYTES)
+            wc_history_usage(caches[i], &bytes, NULL);
+        else if (caches[i])
+            wc_objects_usage(caches[i], &bytes, &count);
+        rc =
+            buf_printf(b, "%s{group=\"%s\",version=\"%s\",resource=\"%s\"} %zu\n", name, res->group,
+                       res->version, res->resource, what == GAUGE_OBJECTS ? count : bytes);
+    }
+    return rc;
+}
+
 int api_serve_metrics(api_req_t *r)
 {
     api_metrics_t *m = r->srv->metrics;
@@ -169,20 +191,21 @@ int api_serve_metrics(api_req_t *r)
                  "kplane_store_commits_total %llu\n",
                  watches, (long long)st.revision, (long long)st.compact_revision,
                  (unsigned long long)st.writes, (unsigned long long)st.commits);
-    /* Where the watch caches' memory goes: each resource's history. */
+    /* Where the watch caches' memory goes: each resource's history, and
+     * the current objects it keeps (a version also in the history counts in
+     * both). */
     if (!rc)
-        rc = buf_printf(&b,
-                 "# HELP kplane_watch_cache_history_bytes Memory of a resource's watch cache "
-                 "history (object versions it keeps, estimated; bounded by --watch-cache-bytes).\n"
-                 "# TYPE kplane_watch_cache_history_bytes gauge\n");
-    for (size_t i = 0, n = api_registry_count(); !rc && r->srv->caches && i < n; i++) {
-        const api_resource_t *res = api_registry_at(i);
-        size_t bytes = 0;
-        if (r->srv->caches[i]) wc_history_usage(r->srv->caches[i], &bytes, NULL);
-        rc = buf_printf(&b, "kplane_watch_cache_history_bytes{group=\"%s\",version=\"%s\","
-                            "resource=\"%s\"} %zu\n",
-                        res->group, res->version, res->resource, bytes);
-    }
+        rc = cache_gauge(&b, r->srv->caches, "kplane_watch_cache_history_bytes",
+                         "Memory of a resource's watch cache history (object versions it keeps, "
+                         "estimated; bounded by --watch-cache-bytes).",
+                         GAUGE_HISTORY_BYTES);
+    if (!rc)
+        rc = cache_gauge(&b, r->srv->caches, "kplane_watch_cache_objects",
+                         "A resource's objects in its watch cache.", GAUGE_OBJECTS);
+    if (!rc)
+        rc = cache_gauge(&b, r->srv->caches, "kplane_watch_cache_objects_bytes",
+                         "Memory of those objects (estimated as the history's).",
+                         GAUGE_OBJECTS_BYTES);
     httpd_stats_t hs = {0};
     if (r->srv->httpd) httpd_stats(r->srv->httpd, &hs);
     if (!rc)

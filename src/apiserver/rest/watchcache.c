@@ -174,6 +174,7 @@ struct wc {
 
     wc__node_t *head;   /* skip list head, WC__SKIP_MAX levels */
     int height;
+    size_t map_n, map_bytes; /* the map's objects, and their memory (obj_mem + node) */
     uint64_t rng;       /* skip list levels; cache thread and wc_open only */
 
     wc_event_t *ring;
@@ -658,6 +659,8 @@ static int map_insert(wc_t *wc, const wc_obj_t *obj)
     wc__node_t *n = malloc(sizeof *n + (size_t)h * sizeof n->next[0]);
     if (!n) return KP_ENOMEM;
     n->obj = obj;
+    wc->map_n++;
+    wc->map_bytes += obj_mem(obj) + sizeof *n + (size_t)h * sizeof n->next[0];
     for (int i = wc->height; i < h; i++) upd[i] = wc->head;
     if (h > wc->height) wc->height = h;
     for (int i = 0; i < h; i++) {
@@ -673,9 +676,13 @@ static const wc_obj_t *map_remove(wc_t *wc, const char *key)
     wc__node_t *upd[WC__SKIP_MAX];
     wc__node_t *n = map_seek(wc, key, 0, upd);
     assert(n && strcmp(n->obj->key, key) == 0);
-    for (int i = 0; i < wc->height && upd[i]->next[i] == n; i++) upd[i]->next[i] = n->next[i];
+    int h = 0;
+    for (int i = 0; i < wc->height && upd[i]->next[i] == n; i++, h++)
+        upd[i]->next[i] = n->next[i];
     while (wc->height > 1 && !wc->head->next[wc->height - 1]) wc->height--;
     const wc_obj_t *obj = n->obj;
+    wc->map_n--;
+    wc->map_bytes -= obj_mem(obj) + sizeof *n + (size_t)h * sizeof n->next[0];
     free(n);
     return obj;
 }
@@ -691,6 +698,7 @@ static void map_clear(wc_t *wc)
     }
     memset(wc->head->next, 0, WC__SKIP_MAX * sizeof wc->head->next[0]);
     wc->height = 1;
+    wc->map_n = wc->map_bytes = 0;
 }
 
 /* ---- the ring ---- */
@@ -906,7 +914,9 @@ static int apply(wc_t *wc, wc_event_t *ev, int64_t rev)
         rc = map_insert(wc, wc_obj_ref(ev->obj));
         if (rc) wc_obj_unref(ev->obj);
     } else if (ev->type == WC_MODIFIED) {
-        map_find(wc, ev->obj->key)->obj = wc_obj_ref(ev->obj);
+        wc__node_t *n = map_find(wc, ev->obj->key);
+        wc->map_bytes += obj_mem(ev->obj) - obj_mem(n->obj);
+        n->obj = wc_obj_ref(ev->obj);
     } else {
         const wc_obj_t *old = map_remove(wc, ev->obj->key); /* its reference is ev->prev's */
         assert(old == ev->prev);
@@ -1140,6 +1150,14 @@ void wc_history_usage(wc_t *wc, size_t *bytes, size_t *events)
     pthread_mutex_lock(&wc->mu);
     if (bytes) *bytes = wc->ring_bytes;
     if (events) *events = wc->ring_n;
+    pthread_mutex_unlock(&wc->mu);
+}
+
+void wc_objects_usage(wc_t *wc, size_t *bytes, size_t *count)
+{
+    pthread_mutex_lock(&wc->mu);
+    if (bytes) *bytes = wc->map_bytes;
+    if (count) *count = wc->map_n;
     pthread_mutex_unlock(&wc->mu);
 }
 

@@ -148,6 +148,11 @@ int64_t wc_oldest(wc_t *wc);
  * and its event count; either may be NULL. */
 void wc_history_usage(wc_t *wc, size_t *bytes, size_t *events);
 
+/* The current objects (one version of each key) and their memory (bytes,
+ * estimated as the history's are; a version also in the history counts in
+ * both); either may be NULL. */
+void wc_objects_usage(wc_t *wc, size_t *bytes, size_t *count);
+
 /* Offers (wc_offer()) kept and waiting for their event now. */
 size_t wc_offers_waiting(wc_t *wc);
 

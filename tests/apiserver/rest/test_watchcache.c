@@ -1299,6 +1299,11 @@ static void test_history_bytes(void **state)
     assert_true(bytes <= 256 << 10);
     assert_true(bytes >= 160000); /* counted: well above the 20 KB texts alone */
     assert_true(events >= 2 && events < 12);
+    /* The current objects: one version of one key, its 20 KB counted. */
+    size_t obj_bytes, objs;
+    wc_objects_usage(f->wc, &obj_bytes, &objs);
+    assert_int_equal(objs, 1);
+    assert_true(obj_bytes >= 20000 && obj_bytes < 2 * 20000);
     int64_t oldest = wc_oldest(f->wc);
     assert_int_equal(oldest, r[11 - events]); /* the newest `events` are kept */
 
@@ -1331,6 +1336,10 @@ static void test_history_bytes(void **state)
     assert_true(bytes <= 256 << 10);
     const wc_obj_t *o;
     assert_int_equal(wc_get(f->wc, PFX "ns/big", &o), KP_ENOTFOUND);
+    /* Only "small" is left: its few bytes, the big one's gone with it. */
+    wc_objects_usage(f->wc, &obj_bytes, &objs);
+    assert_int_equal(objs, 1);
+    assert_true(obj_bytes > 0 && obj_bytes < 2000);
 
     /* An event over the whole budget alone: kept, and everything before it
      * evicted (the newest event is always there). */
@@ -1338,6 +1347,9 @@ static void test_history_bytes(void **state)
     assert_int_equal(wc_wait(f->wc, rh, 5000), 0);
     wc_history_usage(f->wc, &bytes, &events);
     assert_int_equal(events, 1);
+    wc_objects_usage(f->wc, &obj_bytes, &objs);
+    assert_int_equal(objs, 2);
+    assert_true(obj_bytes >= 300000 && obj_bytes < 300000 + 4000);
     assert_int_equal(wc_oldest(f->wc), rs);
     assert_int_equal(wc_watch(f->wc, PFX, rs, NULL, &w), 0);
     expect_event(w, WC_ADDED, rh, PFX "ns/huge");
