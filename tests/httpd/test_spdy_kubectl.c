@@ -228,7 +228,7 @@ static void exec_start(httpd_req_t *r)
         if (words++ == 0)
             snprintf(s->cmd, sizeof s->cmd, "%s", value);
         else if (!strcmp(s->cmd, "fail"))
-            s->exit_code = atoi(value);
+            s->exit_code = (int)strtol(value, NULL, 10);
         else {
             if (s->args.len) buf_append(&s->args, " ", 1);
             buf_append(&s->args, value, strlen(value));
