@@ -343,9 +343,10 @@ static int body(spdy_decoder_t *d, const uint8_t *p, size_t take, spdy_on_frame_
 
 int spdy_decode(spdy_decoder_t *d, const void *buf, size_t n, spdy_on_frame_t on_frame, void *arg)
 {
+    if (d->err) return d->err;
+    if (!n) return 0; /* buf may be NULL */
     const uint8_t *p = buf, *end = p + n;
     int rc;
-    if (d->err) return d->err;
     while (p < end) {
         if (d->head_len < SPDY_HEAD_LEN) {
             size_t take = SPDY_HEAD_LEN - d->head_len;
