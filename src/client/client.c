@@ -41,6 +41,7 @@
 #include "lib/base64.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/jsonspan.h"
 #include "lib/log.h"
 #include "lib/yamljson.h"
 
@@ -658,6 +659,8 @@ typedef struct req {
     json_t **out;    /* the 2xx body, parsed; NULL: not wanted */
     json_t **status; /* the error body, parsed; NULL: not wanted */
     const char *accept; /* NULL: JSON (kc__accept()) */
+    int64_t *rv;        /* the 2xx body's metadata.resourceVersion, read without
+                           parsing the body (0: none, or not a number); NULL: not wanted */
 } req_t;
 
 typedef struct sink {
@@ -685,6 +688,22 @@ static json_t *status_of(long code, const char *body, size_t len)
     return json_pack("{s:s,s:s,s:{},s:s,s:s%,s:I}", "kind", "Status", "apiVersion", "v1",
                      "metadata", "status", "Failure", "message", body ? body : "",
                      body ? (len > 1024 ? 1024 : len) : 0, "code", (json_int_t)code);
+}
+
+/* metadata.resourceVersion of the object whose JSON text is p (len bytes)
+ * as a number; 0 when absent or not a positive decimal. */
+static int64_t text_rv(const char *p, size_t len)
+{
+    const char *end = p + len, *mb, *me, *vb, *ve;
+    if (!p || jspan_member(p, end, "metadata", NULL, &mb, &me) ||
+        jspan_member(mb, me, "resourceVersion", NULL, &vb, &ve) || ve - vb < 3 || *vb != '"')
+        return 0;
+    int64_t n = 0;
+    for (const char *q = vb + 1; q < ve - 1; q++) {
+        if (*q < '0' || *q > '9' || n > (INT64_MAX - 9) / 10) return 0;
+        n = n * 10 + (*q - '0');
+    }
+    return ve[-1] == '"' ? n : 0;
 }
 
 /* One attempt of q on server idx; *fail says how a connection failure
@@ -721,6 +740,7 @@ static int attempt(kc_client_t *c, const req_t *q, size_t idx, kc__conn_fail_t *
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     if (code >= 200 && code < 300) {
+        if (q->rv) *q->rv = text_rv(sink.b.p, sink.b.len);
         if (q->out) {
             json_error_t jerr;
             *q->out = sink.b.p ? json_loadb(sink.b.p, sink.b.len, 0, &jerr) : NULL;
@@ -791,19 +811,26 @@ static int pick_ns(const kc_resource_t *r, const char *ns, const json_t *obj, co
 }
 
 /* Serialise, send, and parse. */
-static int send_json(kc_client_t *c, const char *method, const buf_t *url, const char *ctype,
-                     const json_t *body, json_t **out, json_t **status)
+static int send_json_rv(kc_client_t *c, const char *method, const buf_t *url, const char *ctype,
+                        const json_t *body, json_t **out, int64_t *rv, json_t **status)
 {
     char *js = NULL;
+    if (rv) *rv = 0;
     if (body && !(js = json_dumps(body, JSON_COMPACT))) {
         if (out) *out = NULL;
         if (status) *status = NULL;
         return KP_ENOMEM;
     }
-    req_t q = {method, url->p, js ? ctype : NULL, js, js ? strlen(js) : 0, out, status, NULL};
+    req_t q = {method, url->p, js ? ctype : NULL, js, js ? strlen(js) : 0, out, status, NULL, rv};
     int rc = do_request(c, &q);
     free(js);
     return rc;
+}
+
+static int send_json(kc_client_t *c, const char *method, const buf_t *url, const char *ctype,
+                     const json_t *body, json_t **out, json_t **status)
+{
+    return send_json_rv(c, method, url, ctype, body, out, NULL, status);
 }
 
 /* ---- the verbs ---- */
@@ -816,7 +843,7 @@ int kc_get(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *n
     if (rc || !name || !*name) return KP_EINVAL;
     buf_t url;
     if ((rc = kc__url(c, r, n, name, NULL, NULL, &url))) return rc;
-    req_t q = {"GET", url.p, NULL, NULL, 0, out, NULL, kc__accept(c, 0)};
+    req_t q = {"GET", url.p, NULL, NULL, 0, out, NULL, kc__accept(c, 0), NULL};
     rc = do_request(c, &q);
     buf_free(&url);
     return rc;
@@ -826,7 +853,7 @@ int kc_get_path(kc_client_t *c, const char *path, json_t **out)
 {
     *out = NULL;
     if (!path || path[0] != '/' || strlen(path) >= KC__URL_MAX) return KP_EINVAL;
-    req_t q = {"GET", path, NULL, NULL, 0, out, NULL, NULL};
+    req_t q = {"GET", path, NULL, NULL, 0, out, NULL, NULL, NULL};
     return do_request(c, &q);
 }
 
@@ -880,7 +907,7 @@ int kc_list(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *
         rc = kc__url(c, r, ns, NULL, NULL, qb.p, &url);
         buf_free(&qb);
         if (rc) goto fail;
-        req_t q = {"GET", url.p, NULL, NULL, 0, &page, NULL, kc__accept(c, 1)};
+        req_t q = {"GET", url.p, NULL, NULL, 0, &page, NULL, kc__accept(c, 1), NULL};
         rc = do_request(c, &q);
         buf_free(&url);
         if (rc) goto fail;
@@ -960,11 +987,12 @@ int kc_update(kc_client_t *c, const kc_resource_t *r, const char *ns, const json
     return rc;
 }
 
-int kc_patch(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
-             const char *subresource, kc_patch_type_t type, const json_t *patch, const char *query,
-             json_t **out, json_t **status)
+static int patch_req(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+                     const char *subresource, kc_patch_type_t type, const json_t *patch,
+                     const char *query, json_t **out, int64_t *rv, json_t **status)
 {
     if (out) *out = NULL;
+    if (rv) *rv = 0;
     if (status) *status = NULL;
     const char *ctype = NULL;
     switch (type) {
@@ -1000,9 +1028,23 @@ int kc_patch(kc_client_t *c, const kc_resource_t *r, const char *ns, const char 
     if (!rc) rc = kc__url(c, r, n, name, subresource, qb.p, &url);
     buf_free(&qb);
     if (rc) return rc;
-    rc = send_json(c, "PATCH", &url, ctype, patch, out, status);
+    rc = send_json_rv(c, "PATCH", &url, ctype, patch, out, rv, status);
     buf_free(&url);
     return rc;
+}
+
+int kc_patch(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+             const char *subresource, kc_patch_type_t type, const json_t *patch, const char *query,
+             json_t **out, json_t **status)
+{
+    return patch_req(c, r, ns, name, subresource, type, patch, query, out, NULL, status);
+}
+
+int kc_patch_rv(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+                const char *subresource, kc_patch_type_t type, const json_t *patch, int64_t *rv,
+                json_t **status)
+{
+    return patch_req(c, r, ns, name, subresource, type, patch, NULL, NULL, rv, status);
 }
 
 int kc_delete(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,

@@ -192,6 +192,13 @@ int kc_patch(kc_client_t *c, const kc_resource_t *r, const char *ns, const char 
              const char *subresource, kc_patch_type_t type, const json_t *patch,
              const char *query, json_t **out, json_t **status);
 
+/* kc_patch without a query, wanting of the patched object only its
+ * resourceVersion (*rv; 0 when it has none or not a number), read from the
+ * reply without parsing it: for writers that only track their own writes. */
+int kc_patch_rv(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,
+                const char *subresource, kc_patch_type_t type, const json_t *patch, int64_t *rv,
+                json_t **status);
+
 /* DELETE with DeleteOptions `opts` (NULL: none). Returns 0 also when the
  * object is only marked (finalizers, graceful pods). */
 int kc_delete(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *name,

@@ -450,12 +450,10 @@ static int write_status(node_sim_t *s, const json_t *pod, sim_pod_t *st, const c
 {
     json_t *patch = sim__pod_status_patch(s, pod, st);
     if (!patch) return KP_ENOMEM;
-    json_t *out = NULL;
-    int rc =
-        kc_patch(s->client, &kc_pods, ns, name, "status", KC_PATCH_MERGE, patch, NULL, &out, NULL);
+    int64_t rv = 0;
+    int rc = kc_patch_rv(s->client, &kc_pods, ns, name, "status", KC_PATCH_MERGE, patch, &rv, NULL);
     json_decref(patch);
-    if (!rc) st->written_rv = rv_of(out);
-    json_decref(out);
+    if (!rc) st->written_rv = rv;
     atomic_fetch_add(rc ? &s->pod_patch_errors : &s->pod_patches, 1);
     return rc;
 }

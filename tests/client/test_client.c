@@ -530,6 +530,20 @@ static void test_patches(void **state)
     json_decref(out);
     json_decref(sp);
 
+    /* Only the written version's resourceVersion: the one a GET sees. */
+    json_t *rp = json_pack("{s:{s:s}}", "data", "r", "5");
+    int64_t rv = -1;
+    assert_int_equal(
+        kc_patch_rv(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_MERGE, rp, &rv, NULL), 0);
+    assert_int_equal(kc_get(c, &kc_configmaps, "patch", "p", &out), 0);
+    assert_true(rv > 0);
+    assert_int_equal(rv, strtoll(json_string_value(json_object_get(json_object_get(out, "metadata"),
+                                                                   "resourceVersion")),
+                                 NULL, 10));
+    assert_string_equal(str_at(out, "data", "r"), "5");
+    json_decref(out);
+    json_decref(rp);
+
     json_t *jp = json_pack("[{s:s,s:s,s:s}]", "op", "add", "path", "/data/j", "value", "3");
     assert_int_equal(
         kc_patch(c, &kc_configmaps, "patch", "p", NULL, KC_PATCH_JSON, jp, NULL, &out, NULL), 0);
