@@ -117,6 +117,8 @@ const api_pb_root_t api__pb_roots[] = {
     {"storage.k8s.io/v1", "VolumeAttributesClass", &pb_storage_v1_VolumeAttributesClass},
     {"storage.k8s.io/v1", "VolumeAttributesClassList", &pb_storage_v1_VolumeAttributesClassList},
     {"v1", "Binding", &pb_core_v1_Binding},
+    {"v1", "ComponentStatus", &pb_core_v1_ComponentStatus},
+    {"v1", "ComponentStatusList", &pb_core_v1_ComponentStatusList},
     {"v1", "ConfigMap", &pb_core_v1_ConfigMap},
     {"v1", "ConfigMapList", &pb_core_v1_ConfigMapList},
     {"v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},

@@ -62,6 +62,26 @@ static const api_pb_field_t f_pb_core_v1_ClientIPConfig[] = {
 };
 const api_pb_msg_t pb_core_v1_ClientIPConfig = API_PB_MSG("ClientIPConfig", f_pb_core_v1_ClientIPConfig);
 
+static const api_pb_field_t f_pb_core_v1_ComponentCondition[] = {
+    {1, "type", API_PB_STRING, API_PB_KEEP, NULL},
+    {2, "status", API_PB_STRING, API_PB_KEEP, NULL},
+    {3, "message", API_PB_STRING, 0, NULL},
+    {4, "error", API_PB_STRING, 0, NULL},
+};
+const api_pb_msg_t pb_core_v1_ComponentCondition = API_PB_MSG("ComponentCondition", f_pb_core_v1_ComponentCondition);
+
+static const api_pb_field_t f_pb_core_v1_ComponentStatus[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "conditions", API_PB_MESSAGE, API_PB_REP, &pb_core_v1_ComponentCondition},
+};
+const api_pb_msg_t pb_core_v1_ComponentStatus = API_PB_MSG("ComponentStatus", f_pb_core_v1_ComponentStatus);
+
+static const api_pb_field_t f_pb_core_v1_ComponentStatusList[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ListMeta},
+    {2, "items", API_PB_MESSAGE, API_PB_REP, &pb_core_v1_ComponentStatus},
+};
+const api_pb_msg_t pb_core_v1_ComponentStatusList = API_PB_MSG("ComponentStatusList", f_pb_core_v1_ComponentStatusList);
+
 static const api_pb_field_t f_pb_core_v1_ConfigMap[] = {
     {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
     {2, "data", API_PB_MAP, 0, &pb_map_string},

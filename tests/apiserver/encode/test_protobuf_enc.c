@@ -206,6 +206,9 @@ static void test_cluster_kinds(void **state)
     round_trip("{\"kind\":\"RuntimeClass\",\"apiVersion\":\"node.k8s.io/v1\",\"metadata\":{"
                "\"name\":\"gvisor\"},\"handler\":\"runsc\",\"overhead\":{\"podFixed\":{\"cpu\":"
                "\"100m\"}}}");
+    round_trip("{\"kind\":\"ComponentStatus\",\"apiVersion\":\"v1\",\"metadata\":{"
+               "\"name\":\"etcd-0\"},\"conditions\":[{\"type\":\"Healthy\",\"status\":"
+               "\"False\",\"message\":\"no store\",\"error\":\"unreachable\"}]}");
     round_trip("{\"kind\":\"IPAddress\",\"apiVersion\":\"networking.k8s.io/v1\",\"metadata\":{"
                "\"name\":\"10.96.0.1\"},\"spec\":{\"parentRef\":{\"resource\":"
                "\"services\",\"namespace\":\"default\",\"name\":\"kubernetes\"}}}");
