@@ -694,8 +694,9 @@ static json_t *status_of(long code, const char *body, size_t len)
  * as a number; 0 when absent or not a positive decimal. */
 static int64_t text_rv(const char *p, size_t len)
 {
+    if (!p) return 0;
     const char *end = p + len, *mb, *me, *vb, *ve;
-    if (!p || jspan_member(p, end, "metadata", NULL, &mb, &me) ||
+    if (jspan_member(p, end, "metadata", NULL, &mb, &me) ||
         jspan_member(mb, me, "resourceVersion", NULL, &vb, &ve) || ve - vb < 3 || *vb != '"')
         return 0;
     int64_t n = 0;

@@ -389,9 +389,9 @@ static int check_body_namespace(api_req_t *r, json_t *obj)
 }
 
 /* What is stored must fit the object byte limit, checked before it is
- * stored or answered under dryRun: a patch (of any type), an apply or a PUT
- * builds it from a request, and none may make it larger than a request may
- * be. The count stops just past the limit. Returns -1 after replying 413,
+ * stored (stored_text) or answered under dryRun (check_object_size): a patch
+ * (of any type), an apply or a PUT builds it from a request, and none may
+ * make it larger than a request may be. Returns -1 after replying 413,
  * Kubernetes' answer at its request byte limit. */
 static int reply_too_large(api_req_t *r)
 {
@@ -400,7 +400,8 @@ static int reply_too_large(api_req_t *r)
     return -1;
 }
 
-/* A dry run's size check (a write checks the bytes it stores: stored_text). */
+/* A dry run's size check: the object's compact JSON counted, the count
+ * stopping just past the limit. */
 static int check_object_size(api_req_t *r, const json_t *obj)
 {
     return api_json_size(obj, API_BODY_MAX, 4096, NULL) <= API_BODY_MAX ? 0 : reply_too_large(r);
