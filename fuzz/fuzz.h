@@ -31,6 +31,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
  * before any parser runs, and smaller inputs keep the fuzzer fast. */
 #define FZ_INPUT_MAX (256u << 10)
 
+/* Cutting a stream of n bytes into chunks, as a stream decoder's fuzz target
+ * feeds it: `cut` 64 means a byte at a time, else chunks of 0 to 4 * cut
+ * bytes from a seeded generator (the same cuts for the same input). Start
+ * with fz_cuts_seed(); each fz_cut() gives the next chunk's size, at most
+ * `left`. */
+static inline unsigned fz_cuts_seed(unsigned cut, size_t n)
+{
+    return cut * 2654435761u + (unsigned)n;
+}
+
+static inline size_t fz_cut(unsigned *seed, unsigned cut, size_t left)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    size_t k = cut == 64 ? 1 : (*seed >> 8) % (4 * cut + 1);
+    return k < left ? k : left;
+}
+
 /* The next line of *data (without its '\n') as a new NUL-terminated string
  * the caller frees; *data and *size move past it. NULL when out of memory. */
 static inline char *fz_line(const uint8_t **data, size_t *size)

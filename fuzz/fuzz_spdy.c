@@ -140,12 +140,10 @@ static int recheck(void *arg, const spdy_frame_t *f)
 static int run(run_t *r, spdy_decoder_t *d, const uint8_t *p, size_t n, unsigned cut)
 {
     if (!cut) return spdy_decode(d, p, n, record, r);
-    unsigned seed = cut * 2654435761u + (unsigned)n;
+    unsigned seed = fz_cuts_seed(cut, n);
     size_t i = 0;
     while (i < n) {
-        seed = seed * 1103515245u + 12345u;
-        size_t k = cut == 64 ? 1 : (seed >> 8) % (4 * cut + 1);
-        if (k > n - i) k = n - i;
+        size_t k = fz_cut(&seed, cut, n - i);
         int rc = spdy_decode(d, p + i, k, record, r);
         if (rc) return rc;
         i += k;

@@ -505,22 +505,26 @@ int spdy_encode_syn_stream(spdy_encoder_t *e, buf_t *out, uint32_t stream_id, ui
     return put_block_frame(e, out, SPDY_SYN_STREAM, flags, fixed, sizeof fixed, h, n);
 }
 
-int spdy_encode_syn_reply(spdy_encoder_t *e, buf_t *out, uint32_t stream_id, uint8_t flags,
-                          const spdy_header_t *h, size_t n)
+/* SYN_REPLY or HEADERS: a stream id, then the block. */
+static int put_stream_block(spdy_encoder_t *e, buf_t *out, int type, uint32_t stream_id,
+                            uint8_t flags, const spdy_header_t *h, size_t n)
 {
     if (bad_id(stream_id)) return KP_EINVAL;
     uint8_t fixed[4];
     put32(fixed, stream_id);
-    return put_block_frame(e, out, SPDY_SYN_REPLY, flags, fixed, sizeof fixed, h, n);
+    return put_block_frame(e, out, type, flags, fixed, sizeof fixed, h, n);
+}
+
+int spdy_encode_syn_reply(spdy_encoder_t *e, buf_t *out, uint32_t stream_id, uint8_t flags,
+                          const spdy_header_t *h, size_t n)
+{
+    return put_stream_block(e, out, SPDY_SYN_REPLY, stream_id, flags, h, n);
 }
 
 int spdy_encode_headers(spdy_encoder_t *e, buf_t *out, uint32_t stream_id, uint8_t flags,
                         const spdy_header_t *h, size_t n)
 {
-    if (bad_id(stream_id)) return KP_EINVAL;
-    uint8_t fixed[4];
-    put32(fixed, stream_id);
-    return put_block_frame(e, out, SPDY_HEADERS, flags, fixed, sizeof fixed, h, n);
+    return put_stream_block(e, out, SPDY_HEADERS, stream_id, flags, h, n);
 }
 
 int spdy_encode_data(buf_t *out, uint32_t stream_id, uint8_t flags, const void *p, size_t n)
