@@ -31,21 +31,24 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
  * before any parser runs, and smaller inputs keep the fuzzer fast. */
 #define FZ_INPUT_MAX (256u << 10)
 
-/* Cutting a stream of n bytes into chunks, as a stream decoder's fuzz target
- * feeds it: `cut` 64 means a byte at a time, else chunks of 0 to 4 * cut
- * bytes from a seeded generator (the same cuts for the same input). Start
- * with fz_cuts_seed(); each fz_cut() gives the next chunk's size, at most
- * `left`. */
-static inline unsigned fz_cuts_seed(unsigned cut, size_t n)
+/* Feed a stream decoder p[0..n) as a stream decoder's fuzz target does:
+ * whole when `cut` is 0; a byte at a time when it is 64; else in chunks of
+ * 0 to 4 * cut bytes from a generator seeded by the input (the same cuts
+ * for the same input). Stops at feed()'s first nonzero, which it returns. */
+static inline int fz_feed(const uint8_t *p, size_t n, unsigned cut,
+                          int (*feed)(void *arg, const uint8_t *p, size_t k), void *arg)
 {
-    return cut * 2654435761u + (unsigned)n;
-}
-
-static inline size_t fz_cut(unsigned *seed, unsigned cut, size_t left)
-{
-    *seed = *seed * 1103515245u + 12345u;
-    size_t k = cut == 64 ? 1 : (*seed >> 8) % (4 * cut + 1);
-    return k < left ? k : left;
+    if (!cut) return feed(arg, p, n);
+    unsigned seed = cut * 2654435761u + (unsigned)n;
+    for (size_t i = 0; i < n;) {
+        seed = seed * 1103515245u + 12345u;
+        size_t k = cut == 64 ? 1 : (seed >> 8) % (4 * cut + 1);
+        if (k > n - i) k = n - i;
+        int rc = feed(arg, p + i, k);
+        if (rc) return rc;
+        i += k;
+    }
+    return 0;
 }
 
 /* The next line of *data (without its '\n') as a new NUL-terminated string

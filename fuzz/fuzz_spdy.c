@@ -136,19 +136,23 @@ static int recheck(void *arg, const spdy_frame_t *f)
     return 0;
 }
 
+/* One chunk of the stream to the run's decoder (fz_feed). */
+typedef struct feeding {
+    run_t *r;
+    spdy_decoder_t *d;
+} feeding_t;
+
+static int feed(void *arg, const uint8_t *p, size_t k)
+{
+    feeding_t *f = arg;
+    return spdy_decode(f->d, p, k, record, f->r);
+}
+
 /* Decode the stream whole (cut 0) or in chunks; returns the error or 0. */
 static int run(run_t *r, spdy_decoder_t *d, const uint8_t *p, size_t n, unsigned cut)
 {
-    if (!cut) return spdy_decode(d, p, n, record, r);
-    unsigned seed = fz_cuts_seed(cut, n);
-    size_t i = 0;
-    while (i < n) {
-        size_t k = fz_cut(&seed, cut, n - i);
-        int rc = spdy_decode(d, p + i, k, record, r);
-        if (rc) return rc;
-        i += k;
-    }
-    return 0;
+    feeding_t f = {r, d};
+    return fz_feed(p, n, cut, feed, &f);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

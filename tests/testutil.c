@@ -1,9 +1,12 @@
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 char *tu_tmpdir(const char *tag)
@@ -39,4 +42,18 @@ char *tu_lmdb_url(const char *dir)
     if (!u) abort();
     snprintf(u, n, "lmdb:%s", dir);
     return u;
+}
+
+int tu_loopback_socket(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+        perror("a loopback socket");
+        abort();
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
 }

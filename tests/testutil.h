@@ -13,6 +13,10 @@ char *tu_tmpdir(const char *tag);
 /* Remove a directory tree (like rm -rf). */
 void tu_rmtree(const char *path);
 
+/* A TCP socket bound to 127.0.0.1 on a free port (not listening yet); *port
+ * gets the port. Aborts when the system refuses (a test cannot go on). */
+int tu_loopback_socket(int *port);
+
 /* "lmdb:<dir>" in a static-free, caller-freed string. */
 char *tu_lmdb_url(const char *dir);
 

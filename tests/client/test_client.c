@@ -409,13 +409,10 @@ static void test_other_errors(void **state)
     kc_client_free(c2);
 
     /* No connection: a port nobody listens on. */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    socklen_t sl = sizeof sa;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    int port;
+    int fd = tu_loopback_socket(&port);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(sa.sin_port));
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
     cfg = (kc_config_t){.server = url, .timeout_ms = 2000};
     assert_int_equal(kc_client_new(&cfg, &c2), 0);
     assert_int_equal(kc_get(c2, &kc_configmaps, "default", "x", &out), KP_EUNAVAILABLE);
@@ -1129,15 +1126,8 @@ static void fake_start(fake_t *f, const char *resp, size_t chunk)
     memset(f, 0, sizeof *f);
     f->resp = resp;
     f->chunk = chunk ? chunk : 1u << 20;
-    f->fd = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(f->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(f->fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    socklen_t sl = sizeof sa;
-    assert_int_equal(getsockname(f->fd, (struct sockaddr *)&sa, &sl), 0);
+    f->fd = tu_loopback_socket(&f->port);
     assert_int_equal(listen(f->fd, 16), 0);
-    f->port = ntohs(sa.sin_port);
     assert_int_equal(pthread_create(&f->t, NULL, fake_run, f), 0);
 }
 

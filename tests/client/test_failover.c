@@ -42,6 +42,7 @@
 #include "kpserver.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "testutil.h"
 
 static const char *const api_only[] = {"--nodes", "0", "--no-controllers", "--no-scheduler", NULL};
 
@@ -206,14 +207,8 @@ static void *hangup_run(void *arg)
 static void hangup_start(hangup_t *h)
 {
     memset(h, 0, sizeof *h);
-    h->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(h->fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(h->fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    h->fd = tu_loopback_socket(&h->port);
     assert_int_equal(listen(h->fd, 16), 0);
-    socklen_t len = sizeof sa;
-    assert_int_equal(getsockname(h->fd, (struct sockaddr *)&sa, &len), 0);
-    h->port = ntohs(sa.sin_port);
     assert_int_equal(pthread_create(&h->th, NULL, hangup_run, h), 0);
 }
 

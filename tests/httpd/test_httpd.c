@@ -358,12 +358,7 @@ static app_t *start_with(const httpd_limits_t *lim, int tls)
     app_t *a = calloc(1, sizeof *a);
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    socklen_t sl = sizeof sa;
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    a->port = ntohs(sa.sin_port);
+    int fd = tu_loopback_socket(&a->port);
     a->dir = tu_tmpdir("httpd");
     snprintf(a->sock, sizeof a->sock, "%s/s", a->dir);
     int ufd = socket(AF_UNIX, SOCK_STREAM, 0);

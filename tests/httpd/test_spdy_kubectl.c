@@ -300,12 +300,7 @@ typedef struct server {
 
 static void server_start(server_t *sv)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    socklen_t sl = sizeof sa;
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    sv->port = ntohs(sa.sin_port);
+    int fd = tu_loopback_socket(&sv->port);
     httpd_config_t cfg = {.tcp_fd = fd,
                           .unix_fd = -1,
                           .workers = 2,
