@@ -830,3 +830,5 @@ const api_resource_t api_registry_table[] = {
 
 const size_t api_registry_table_count =
     sizeof api_registry_table / sizeof api_registry_table[0];
+
+const char api_namespace_scope[] = "namespaces";

@@ -8,6 +8,10 @@
  *   .../namespaces/NS/R[/NAME[/SUB]]
  *   .../namespaces/NAME[/SUB]    a namespace itself, SUB one of its
  *                                subresources (its row and strategy say which)
+ *
+ * The scope segment ("namespaces") is api_namespace_scope, a fact of the
+ * OpenAPI document's paths generated with the registry: no kind is named
+ * here.
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,8 +50,7 @@ static int parse_resource(const api_view_t *v, api_route_t *rt, char **segs, int
 {
     int rc = 0;
     rt->kind = API_ROUTE_RESOURCE;
-    /* kind-ok: .../namespaces/{ns}/{resource} is the URL grammar (RequestInfo). */
-    if (n >= 2 && !strcmp(segs[0], "namespaces")) {
+    if (n >= 2 && !strcmp(segs[0], api_namespace_scope)) {
         size_t idx = 0;
         const api_resource_t *inner =
             n >= 3 ? api_view_find(v, rt->group, rt->version, segs[2], &idx) : NULL;
