@@ -105,4 +105,30 @@ void kc__rate_wait(kc_client_t *c);
 int kc__http_err(long code, const json_t *status);
 int kc__curl_err(CURLcode cc);
 
+/* watch.c: kc_watch_open() with flags: KC__WATCH_DROP_MANAGED_FIELDS cuts
+ * each event's object.metadata.managedFields out of its bytes before they
+ * are parsed (for an informer that strips them: parsing them only to free
+ * them was a third of its work on pods). */
+#define KC__WATCH_DROP_MANAGED_FIELDS 1
+int kc__watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
+                   const char *rv, int timeout_s, int flags, kc_watch_t **out);
+/* The event line s (n bytes, valid JSON) without object.metadata.managedFields,
+ * in *cut (malloc'd; the caller frees it), and its length; or 0 with *cut
+ * NULL: it has none (or out of memory). The comma that went with the member
+ * goes too: the one after it, else the one before. */
+size_t kc__drop_managed_fields(const char *s, size_t n, char **cut);
+
+/* intern.c: equal subtrees shared between the objects one informer caches
+ * (metadata's and spec's object and array fields). Not thread-safe: one per
+ * informer, used on its thread. kc__intern() edits obj, which must not be
+ * shared yet; prev (may be NULL) is the version it replaces, whose equal
+ * fields it takes first (an update leaves most of them as they were).
+ * NULL from kc__intern_new(): out of memory (kc__intern() then does
+ * nothing). */
+typedef struct kc__intern kc__intern_t;
+kc__intern_t *kc__intern_new(void);
+void kc__intern_free(kc__intern_t *t); /* NULL is fine */
+void kc__intern(kc__intern_t *t, json_t *obj, const json_t *prev);
+size_t kc__intern_size(const kc__intern_t *t); /* entries held, for tests */
+
 #endif

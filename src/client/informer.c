@@ -187,6 +187,7 @@ struct kc_informer {
     int resync_ms;
     kc_transform_fn transform; /* NULL: none; set before start */
     void *transform_arg;
+    kc__intern_t *intern; /* the thread's own; NULL: out of memory, nothing shared */
     pthread_mutex_t hmu; /* guards h, nh; held across each event's apply and dispatch */
     kc_handlers_t *h;
     size_t nh;
@@ -273,6 +274,14 @@ static void index_del(kc_informer_t *inf, entry_t *e)
 
 /* Put obj under key (inf->mu held for writing). *old gets the replaced
  * object's reference, or NULL. Errors: KP_ENOMEM (nothing changed). */
+/* The object cached at key, or NULL: for the informer's thread, the only
+ * one that changes the cache, which may read it without inf->mu. */
+static const json_t *cached(kc_informer_t *inf, const char *key)
+{
+    entry_t *e = hmap_get(&inf->cache, key);
+    return e ? e->obj : NULL;
+}
+
 static int cache_put(kc_informer_t *inf, const char *key, json_t *obj, json_t **old)
 {
     *old = NULL;
@@ -370,6 +379,7 @@ static int replace(kc_informer_t *inf, json_t *list)
         json_t *it = json_array_get(items, i);
         if (kc_key_of(it, key, sizeof key)) continue;
         if (inf->transform) inf->transform(inf->transform_arg, it);
+        kc__intern(inf->intern, it, cached(inf, key));
         int prc = cache_put(inf, key, it, &olds[i].old);
         if (prc) rc = prc;
         olds[i].cached = !prc;
@@ -427,6 +437,7 @@ static void apply_event(kc_informer_t *inf, kc_event_type_t type, json_t *obj)
     }
     int rc = 0;
     if (inf->transform) inf->transform(inf->transform_arg, obj);
+    kc__intern(inf->intern, obj, cached(inf, key));
     pthread_mutex_lock(&inf->hmu);
     pthread_rwlock_wrlock(&inf->mu);
     if (type == KC_DELETED)
@@ -497,7 +508,9 @@ static int watch_once(kc_informer_t *inf, int64_t *next_resync, int *backoff_ms)
     kc_informer_last_rv(inf, rv, sizeof rv);
     int timeout_s = KC_WATCH_MIN_S + (int)(rand_r(&inf->seed) % KC_WATCH_MIN_S);
     kc_watch_t *w = NULL;
-    int rc = kc_watch_open(inf->c, &inf->r, inf->ns, inf->query, rv, timeout_s, &w);
+    int flags =
+        inf->transform == kc_transform_strip_managed_fields ? KC__WATCH_DROP_MANAGED_FIELDS : 0;
+    int rc = kc__watch_open(inf->c, &inf->r, inf->ns, inf->query, rv, timeout_s, flags, &w);
     if (rc) return rc;
     if (!set_watch(inf, w)) {
         kc_watch_close(w);
@@ -616,6 +629,7 @@ int kc_informer_new(kc_client_t *c, const kc_resource_t *r, const char *ns,
     smu = 1;
     if (clock_cond_init(&inf->scv)) goto fail;
     cv = 1;
+    if (!(inf->intern = kc__intern_new())) goto fail;
     *out = inf;
     return 0;
 fail_q:
@@ -838,6 +852,7 @@ void kc_informer_free(kc_informer_t *inf)
     }
     free(inf->ix);
     hmap_clear(&inf->cache, free_entry);
+    kc__intern_free(inf->intern);
     free(inf->h);
     free(inf->ns);
     free(inf->query);

@@ -36,6 +36,7 @@
 #include "client/client_int.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/jsonspan.h"
 #include "lib/log.h"
 
 #define KC_WATCH_LINE_MAX    (64u << 20) /* one event line */
@@ -62,6 +63,7 @@ struct kc_watch {
     wevent_t *q;      /* the FIFO: entries qhead..qlen-1 are pending */
     size_t qhead, qlen, qcap;
     int fed_stop; /* an error entry is queued: ignore the rest */
+    int flags;    /* KC__WATCH_* */
     int done;     /* the transfer ended, with `result` */
     CURLcode result;
     int err; /* sticky error (invariant 2) */
@@ -90,13 +92,43 @@ static int push(kc_watch_t *w, kc_event_type_t type, json_t *obj, int err)
     return 0;
 }
 
+size_t kc__drop_managed_fields(const char *s, size_t n, char **cut)
+{
+    const char *end = s + n, *ob, *oe, *mb, *me, *kb, *vb, *ve;
+    *cut = NULL;
+    if (jspan_member(s, end, "object", NULL, &ob, &oe) ||
+        jspan_member(ob, oe, "metadata", NULL, &mb, &me) ||
+        jspan_member(mb, me, "managedFields", &kb, &vb, &ve))
+        return 0;
+    const char *from = kb, *to = jspan_ws(ve, me);
+    if (to < me && *to == ',') {
+        to++;
+    } else {
+        while (from > mb && from[-1] != ',' && from[-1] != '{')
+            from--;
+        if (from > mb && from[-1] == ',') from--;
+        to = ve;
+    }
+    size_t left = (size_t)(from - s), right = (size_t)(end - to);
+    if (!(*cut = malloc(left + right))) return 0;
+    memcpy(*cut, s, left);
+    memcpy(*cut + left, to, right);
+    return left + right;
+}
+
 static void feed_line(kc_watch_t *w, const char *s, size_t n)
 {
     while (n && (s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
         n--;
     if (!n) return;
+    char *cut = NULL;
+    if (w->flags & KC__WATCH_DROP_MANAGED_FIELDS) {
+        size_t m = kc__drop_managed_fields(s, n, &cut);
+        if (cut) s = cut, n = m;
+    }
     json_error_t jerr;
     json_t *ev = json_loadb(s, n, 0, &jerr);
+    free(cut);
     const char *type = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
     if (!type || !json_is_object(obj)) {
@@ -278,7 +310,7 @@ static int watch_query(buf_t *b, const char *query, const char *rv, int timeout_
 
 /* Open the watch `path` on server idx; *conn says whether it failed for
  * want of a connection (then the caller tries the next server). */
-static int watch_try(kc_client_t *c, const char *path, size_t idx, int timeout_s,
+static int watch_try(kc_client_t *c, const char *path, size_t idx, int timeout_s, int flags,
                      kc_watch_t **out, int *conn)
 {
     *out = NULL;
@@ -291,6 +323,7 @@ static int watch_try(kc_client_t *c, const char *path, size_t idx, int timeout_s
         return KP_ENOMEM;
     }
     w->c = c;
+    w->flags = flags;
     atomic_init(&w->cancelled, 0);
     buf_init(&w->line, KC_WATCH_LINE_MAX);
     buf_init(&w->errbody, KC_WATCH_ERRBODY_MAX);
@@ -342,6 +375,12 @@ fail:
 int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
                   const char *rv, int timeout_s, kc_watch_t **out)
 {
+    return kc__watch_open(c, r, ns, query, rv, timeout_s, 0, out);
+}
+
+int kc__watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const char *query,
+                   const char *rv, int timeout_s, int flags, kc_watch_t **out)
+{
     *out = NULL;
     if (!r || !r->resource || !r->version || timeout_s < 0) return KP_EINVAL;
     buf_t qb, path;
@@ -357,7 +396,7 @@ int kc_watch_open(kc_client_t *c, const kc_resource_t *r, const char *ns, const 
     for (size_t i = 0; i < c->nservers; i++) {
         size_t idx = kc__server_cur(c);
         int conn = 0;
-        rc = watch_try(c, path.p, idx, timeout_s, out, &conn);
+        rc = watch_try(c, path.p, idx, timeout_s, flags, out, &conn);
         if (!conn) break;
         kc__server_failed(c, idx);
     }
