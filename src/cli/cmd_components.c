@@ -66,11 +66,14 @@ static void usage(FILE *out, int which)
               out);
     }
     if (which == COMP_CM)
-        fputs("  --workers N           workers per controller (default 5)\n"
-              "  --node-monitor-grace-period D  a node silent this long goes Ready Unknown\n"
-              "                        and is tainted unreachable (default 40s)\n"
-              "  --node-monitor-period D         how often node health is checked (default 5s)\n",
-              out);
+        fputs(
+            "  --workers N           workers per controller (default 5)\n"
+            "  --node-monitor-grace-period D  a node silent this long goes Ready Unknown\n"
+            "                        and is tainted unreachable (default 40s)\n"
+            "  --node-monitor-period D         how often node health is checked (default 5s)\n"
+            "  --root-ca-file FILE   the CA bundle root-ca-cert-publisher puts in every\n"
+            "                        namespace's kube-root-ca.crt (default: the kubeconfig's CA)\n",
+            out);
     if (which == COMP_NODE)
         fputs("  --simulate N          run N simulated nodes\n"
               "  --name-prefix P       node names P0..PN-1 (default kplane-node-)\n"
@@ -166,7 +169,33 @@ static int known_controller(const char *n)
 }
 
 /* Long options without a short letter. */
-enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE };
+enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_ROOT_CA };
+
+/* The file at path (a PEM bundle, at most 1 MiB) into *out (malloc'd,
+ * NUL-terminated). Errors: KP_ENOTFOUND (cannot be read), KP_ETOOLARGE,
+ * KP_EINVAL (empty), KP_ENOMEM. */
+static int read_pem(const char *path, char **out)
+{
+    enum { PEM_MAX = 1 << 20 };
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return KP_ENOTFOUND;
+    char *b = malloc(PEM_MAX + 1);
+    size_t n = b ? fread(b, 1, PEM_MAX + 1, f) : 0;
+    int rc = !b            ? KP_ENOMEM
+             : ferror(f)   ? KP_ENOTFOUND
+             : n > PEM_MAX ? KP_ETOOLARGE
+             : !n          ? KP_EINVAL
+                           : 0;
+    fclose(f);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    b[n] = '\0';
+    *out = b;
+    return 0;
+}
 
 static int run(int which, int argc, char **argv)
 {
@@ -190,9 +219,10 @@ static int run(int which, int argc, char **argv)
         {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
         {"node-monitor-period", required_argument, NULL, OPT_NODE_PERIOD},
         {"node-lease-duration-seconds", required_argument, NULL, OPT_NODE_LEASE},
+        {"root-ca-file", required_argument, NULL, OPT_ROOT_CA},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *name = names[which], *kubeconfig = NULL, *metrics = NULL;
+    const char *name = names[which], *kubeconfig = NULL, *metrics = NULL, *root_ca = NULL;
     const char *servers[17] = {NULL};
     cli_components_opts_t o = {.controllers = which == COMP_CM, .scheduler = which == COMP_SCHED};
     const char *enabled[32];
@@ -279,6 +309,11 @@ static int run(int which, int argc, char **argv)
             else
                 o.node_monitor_period_ms = (int)ms;
             break;
+        case OPT_ROOT_CA:
+            if (which != COMP_CM)
+                return cli_usage_error(name, "--root-ca-file: controller-manager only");
+            root_ca = optarg;
+            break;
         case OPT_NODE_LEASE:
             o.node_lease_s = (int)strtol(optarg, &end, 10);
             if (which != COMP_NODE || *end || o.node_lease_s <= 0 || o.node_lease_s > 3600)
@@ -328,10 +363,19 @@ static int run(int which, int argc, char **argv)
     if (servers[0]) cfg.servers = servers; /* --server replaces the kubeconfig's */
     cfg.qps = qps;
     cfg.burst = (int)burst;
+    /* What root-ca-cert-publisher publishes: --root-ca-file, else the CA the
+     * kubeconfig trusts for the API server (as kube-controller-manager). */
+    char *root_ca_pem = NULL;
+    if (root_ca && (rc = read_pem(root_ca, &root_ca_pem))) {
+        json_decref(storage);
+        return cli_fail(rc, "reading --root-ca-file %s", root_ca);
+    }
+    o.root_ca_pem = root_ca_pem ? root_ca_pem : cfg.ca_pem;
     o.node_token = cfg.token; /* the API server calls the log server with it */
     kc_client_t *client;
     if ((rc = kc_client_new(&cfg, &client))) {
         json_decref(storage);
+        free(root_ca_pem);
         return cli_fail(rc, "API client for %s", servers[0] ? servers[0] : cfg.server);
     }
     /* Leader election gets a client of its own, not throttled by
@@ -343,6 +387,7 @@ static int run(int which, int argc, char **argv)
         if ((rc = kc_client_new(&cfg, &le_client))) {
             kc_client_free(client);
             json_decref(storage);
+            free(root_ca_pem);
             return cli_fail(rc, "API client for leader election");
         }
         o.leader_client = le_client;
@@ -352,6 +397,7 @@ static int run(int which, int argc, char **argv)
         kc_client_free(le_client);
         kc_client_free(client);
         json_decref(storage);
+        free(root_ca_pem);
         return cli_fail(rc, "starting %s", name);
     }
     health_t h = {.cc = cc};
@@ -368,6 +414,7 @@ static int run(int which, int argc, char **argv)
     kc_client_free(le_client);
     kc_client_free(client);
     json_decref(storage);
+    free(root_ca_pem);
     return CLI_EXIT_OK;
 }
 

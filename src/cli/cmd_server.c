@@ -408,6 +408,7 @@ static int serve(const char *cmd, int argc, char **argv)
          * kube-controller-manager's --cluster-signing-* files would. */
         co.signing_cert_pem = tls.ca_pem;
         co.signing_key_pem = tls.ca_key_pem;
+        co.root_ca_pem = tls.ca_pem; /* every namespace's kube-root-ca.crt */
         char server[128];
         snprintf(server, sizeof server, "https://%s:%d", host, port);
         kc_config_t kc = {.server = use_sock ? "http://localhost" : server, .token = token,

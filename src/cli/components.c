@@ -206,11 +206,14 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
         }
     }
     if (o->controllers) {
-        ctrl_manager_config_t mc = {
-            .workers = o->workers, .enabled = o->enabled, .factory = cc->factory,
-            .node_monitor_grace_ms = o->node_monitor_grace_ms,
-            .node_monitor_period_ms = o->node_monitor_period_ms,
-            .signing_cert_pem = o->signing_cert_pem, .signing_key_pem = o->signing_key_pem};
+        ctrl_manager_config_t mc = {.workers = o->workers,
+                                    .enabled = o->enabled,
+                                    .factory = cc->factory,
+                                    .node_monitor_grace_ms = o->node_monitor_grace_ms,
+                                    .node_monitor_period_ms = o->node_monitor_period_ms,
+                                    .signing_cert_pem = o->signing_cert_pem,
+                                    .signing_key_pem = o->signing_key_pem,
+                                    .root_ca_pem = o->root_ca_pem};
         if ((rc = ctrl_manager_new(c, &mc, &cc->cm))) goto fail;
     }
     if (o->scheduler) {

@@ -36,6 +36,8 @@ typedef struct cli_components_opts {
     int node_monitor_period_ms;   /* --node-monitor-period; 0: 5 s */
     const char *signing_cert_pem; /* the cluster CA csrsigning signs with (borrowed */
     const char *signing_key_pem;  /* until stop); NULL: csrsigning does not run */
+    const char *root_ca_pem;      /* what root-ca-cert-publisher publishes (borrowed until
+                                     stop); NULL: it does not run */
     int node_lease_s;             /* simulated nodes' --node-lease-duration-seconds
                                      (renewed every quarter of it, as a kubelet); 0: 40 */
 } cli_components_opts_t;

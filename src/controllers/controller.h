@@ -54,6 +54,7 @@ extern const ctrl_ops_t ctrl_nodelifecycle, ctrl_tainteviction;
 extern const ctrl_ops_t ctrl_daemonset;
 extern const ctrl_ops_t ctrl_disruption;
 extern const ctrl_ops_t ctrl_csrsigning;
+extern const ctrl_ops_t ctrl_serviceaccount, ctrl_rootcapublisher;
 
 typedef struct ctrl_manager_config {
     int workers;          /* per controller; 0: 5 */
@@ -70,6 +71,10 @@ typedef struct ctrl_manager_config {
      * --cluster-signing-cert-file/--cluster-signing-key-file. */
     const char *signing_cert_pem, *signing_key_pem;
     long long signing_duration_s; /* --cluster-signing-duration; 0: one year */
+    /* The root CA the root-ca-cert-publisher puts in every namespace, PEM
+     * (borrowed as above; NULL: that controller does not run). Kubernetes'
+     * --root-ca-file, else its client's CA. */
+    const char *root_ca_pem;
 } ctrl_manager_config_t;
 
 /* A manager over client `c` (borrowed; it must outlive the manager). */
@@ -101,6 +106,13 @@ kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r);
  * full copy of it (the garbage collector's metadata informers). Only
  * during init; the same rules for handlers. */
 kc_informer_t *ctrl_informer_if_shared(ctrl_t *c, const kc_resource_t *r);
+/* An informer of r's objects that field_selector (a static string) selects (e.g.
+ * "metadata.name=kube-root-ca.crt"), with the "namespace" index: for a
+ * controller that needs a few objects of a resource whose whole cache it
+ * would not use. Shared with any other user of the same selector; only
+ * during init; the same rules for handlers. */
+kc_informer_t *ctrl_informer_selected(ctrl_t *c, const kc_resource_t *r,
+                                      const char *field_selector);
 kc_client_t *ctrl_client(ctrl_t *c);
 /* The manager's discovery client, shared by every controller (thread-safe;
  * borrowed for the controller's lifetime). */

@@ -72,6 +72,13 @@ const json_t *ctrl_labels(const json_t *obj)
     return json_object_get(json_object_get(obj, "metadata"), "labels");
 }
 
+int ctrl_namespace_terminating(const json_t *ns)
+{
+    const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+    return !ns || json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp") ||
+           (phase && !strcmp(phase, "Terminating"));
+}
+
 int ctrl_pod_active(const json_t *pod)
 {
     const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));

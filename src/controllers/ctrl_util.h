@@ -24,6 +24,9 @@ const char *ctrl_meta_str(const json_t *obj, const char *field);
 /* metadata.labels (may be NULL). */
 const json_t *ctrl_labels(const json_t *obj);
 
+/* Is namespace ns (NULL: gone) being deleted? Nothing is made in it then. */
+int ctrl_namespace_terminating(const json_t *ns);
+
 /* Pod state. */
 int ctrl_pod_active(const json_t *pod);     /* not Succeeded/Failed, not being deleted */
 int ctrl_pod_ready(const json_t *pod);      /* condition Ready True */

@@ -40,13 +40,21 @@
 /* In init order. The garbage collector comes last: it watches through the
  * informers the others took, and through metadata informers of its own
  * only what nobody else watches (ctrl_informer_if_shared). */
-static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset, &ctrl_replicationcontroller,
-                                                    &ctrl_deployment, &ctrl_namespace,
-                                                    &ctrl_job, &ctrl_ttlafterfinished,
+static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset,
+                                                    &ctrl_replicationcontroller,
+                                                    &ctrl_deployment,
+                                                    &ctrl_namespace,
+                                                    &ctrl_job,
+                                                    &ctrl_ttlafterfinished,
                                                     &ctrl_statefulset,
-                                                    &ctrl_nodelifecycle, &ctrl_tainteviction,
-                                                    &ctrl_daemonset, &ctrl_disruption,
-                                                    &ctrl_csrsigning, &ctrl_garbagecollector};
+                                                    &ctrl_nodelifecycle,
+                                                    &ctrl_tainteviction,
+                                                    &ctrl_daemonset,
+                                                    &ctrl_disruption,
+                                                    &ctrl_csrsigning,
+                                                    &ctrl_serviceaccount,
+                                                    &ctrl_rootcapublisher,
+                                                    &ctrl_garbagecollector};
 
 /* Sync duration histogram bounds, seconds. */
 static const double bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
@@ -73,6 +81,7 @@ struct ctrl_manager {
     kc_discovery_t *discovery; /* shared by the controllers that follow discovery */
     struct {
         const kc_resource_t *res;
+        const char *field_selector; /* NULL: all of res's objects */
         kc_informer_t *inf;
     } informers[MAX_INFORMERS];
     int ninformers;
@@ -130,24 +139,40 @@ kc_informer_t *ctrl_informer_if_shared(ctrl_t *c, const kc_resource_t *r)
     return kc_factory_lookup(c->m->cfg.factory, r) ? ctrl_informer(c, r) : NULL;
 }
 
-kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r)
+static kc_informer_t *informer(ctrl_t *c, const kc_resource_t *r, const char *field_selector)
 {
     ctrl_manager_t *m = c->m;
-    for (int i = 0; i < m->ninformers; i++)
-        if (m->informers[i].res == r) return m->informers[i].inf;
+    for (int i = 0; i < m->ninformers; i++) {
+        const char *fs = m->informers[i].field_selector;
+        if (m->informers[i].res == r &&
+            (fs && field_selector ? !strcmp(fs, field_selector) : fs == field_selector))
+            return m->informers[i].inf;
+    }
     if (m->ninformers == MAX_INFORMERS) return NULL;
     kc_informer_t *inf;
-    if (kc_factory_informer(m->cfg.factory, r, NULL, NULL, NULL, &inf)) return NULL;
+    if (kc_factory_informer(m->cfg.factory, r, NULL, NULL, field_selector, &inf)) return NULL;
     /* KP_EEXIST: another user of the shared informer added it already. */
     int rc = kc_informer_add_index(inf, "namespace", kc_index_namespace);
-    if (!rc || rc == KP_EEXIST) rc = kc_informer_add_index(inf, "controller", kc_index_controller);
-    if ((!rc || rc == KP_EEXIST) && r == &kc_pods)
+    if (!field_selector && (!rc || rc == KP_EEXIST))
+        rc = kc_informer_add_index(inf, "controller", kc_index_controller);
+    if (!field_selector && (!rc || rc == KP_EEXIST) && r == &kc_pods)
         rc = kc_informer_add_index(inf, "node", kc_index_node);
     if (rc && rc != KP_EEXIST) return NULL;
     m->informers[m->ninformers].res = r;
+    m->informers[m->ninformers].field_selector = field_selector;
     m->informers[m->ninformers].inf = inf;
     m->ninformers++;
     return inf;
+}
+
+kc_informer_t *ctrl_informer(ctrl_t *c, const kc_resource_t *r)
+{
+    return informer(c, r, NULL);
+}
+
+kc_informer_t *ctrl_informer_selected(ctrl_t *c, const kc_resource_t *r, const char *field_selector)
+{
+    return field_selector && *field_selector ? informer(c, r, field_selector) : NULL;
 }
 
 kc_client_t *ctrl_client(ctrl_t *c)
