@@ -272,8 +272,6 @@ static void index_del(kc_informer_t *inf, entry_t *e)
     }
 }
 
-/* Put obj under key (inf->mu held for writing). *old gets the replaced
- * object's reference, or NULL. Errors: KP_ENOMEM (nothing changed). */
 /* The object cached at key, or NULL: for the informer's thread, the only
  * one that changes the cache, which may read it without inf->mu. */
 static const json_t *cached(kc_informer_t *inf, const char *key)
@@ -282,6 +280,8 @@ static const json_t *cached(kc_informer_t *inf, const char *key)
     return e ? e->obj : NULL;
 }
 
+/* Put obj under key (inf->mu held for writing). *old gets the replaced
+ * object's reference, or NULL. Errors: KP_ENOMEM (nothing changed). */
 static int cache_put(kc_informer_t *inf, const char *key, json_t *obj, json_t **old)
 {
     *old = NULL;
