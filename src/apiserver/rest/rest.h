@@ -25,14 +25,14 @@ int api_served_differs(const api_resource_t *res);
 
 /* The built-in table (registry.c); requests look resources up in a view. */
 size_t api_registry_count(void);
+const api_resource_t *api_registry_at(size_t i);
+const api_resource_t *api_registry_find(const char *group, const char *version,
+                                        const char *resource);
 
 /* The path segment that scopes a request to a namespace
  * (".../<scope>/NS/R/..."), as the OpenAPI document's paths have it
  * (generated with the table). */
 extern const char api_namespace_scope[];
-const api_resource_t *api_registry_at(size_t i);
-const api_resource_t *api_registry_find(const char *group, const char *version,
-                                        const char *resource);
 
 /* ---- the served resources at one moment (registry.c) ----
  *
