@@ -24,8 +24,16 @@ typedef struct apiserver_config {
     store_t *store;            /* borrowed: must outlive the server */
     const char *admin_token;   /* bearer token with full access; required */
     /* More bearer tokens (--token-auth-file), borrowed: must outlive the
-     * server; NULL: none. Any authenticated user may do everything. */
+     * server; NULL: none. */
     const struct apiserver_tokens *tokens;
+    /* --authorization-mode: AlwaysAllow, RBAC, Node, comma-separated, in
+     * the order they are asked (NULL: "RBAC"); system:masters may always
+     * do everything. Borrowed for apiserver_start. */
+    const char *authorization_mode;
+    /* --anonymous-auth=false: a request with no credentials gets 401
+     * instead of being system:anonymous (then only what RBAC grants
+     * system:unauthenticated: health, version, discovery). */
+    int no_anonymous;
     /* Limits; 0 takes the default in brackets. Beyond the in-flight limits
      * a request gets 429 with Retry-After (watches are not counted). */
     size_t max_inflight;          /* read-only requests in flight (400) */
@@ -130,12 +138,6 @@ int apiserver_tokens_load(const char *path, apiserver_tokens_t **out, char *err,
 void apiserver_tokens_free(apiserver_tokens_t *t);
 /* How many usable tokens t holds. */
 size_t apiserver_tokens_count(const apiserver_tokens_t *t);
-
-/* The user a bearer token authenticates as ("admin" for admin_token, else
- * the file's user name; borrowed from t), or NULL. Constant-time in the
- * token's bytes (not in its length). */
-const char *apiserver_authn_user(const char *admin_token, const apiserver_tokens_t *t,
-                                 const char *token);
 
 /* ---- first-start bootstrap (used by `kplane server` and `kplane apiserver`) ---- */
 

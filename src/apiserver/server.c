@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "apiserver/http/http.h"
+#include "apiserver/auth/authz.h"
 #include "apiserver/rest/rest.h"
 #include "apiserver/crd/crd.h"
 #include "apiserver/kinds/kinds.h"
@@ -47,13 +48,53 @@
 
 /* ---- intake ---- */
 
-static int authenticate(api_req_t *r)
+static const char *const anonymous_groups[] = {API_GROUP_UNAUTHENTICATED};
+
+/* The authentication chain (authn.h): a verified client certificate, then a
+ * bearer token. Sets r->user on API_AUTHN_OK. */
+static api_authn_result_t authenticate(api_req_t *r)
 {
+    apiserver_t *s = r->srv;
     const char *h = api_header(r, "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
-    /* The admin token and --token-auth-file's, compared in constant time
-     * (authn.c); no authorization follows: AlwaysAllow. */
-    return apiserver_authn_user(r->srv->admin_token, r->srv->cfg.tokens, h + 7) != NULL;
+    if (!h || strncasecmp(h, "Bearer ", 7)) return API_AUTHN_NONE;
+    /* Compared in constant time (authn.c). */
+    return api_authn_token(s->admin_token, &s->admin_user, s->cfg.tokens, h + 7, &r->user);
+}
+
+/* Authorize r (authz.h) and answer 403 as Kubernetes does when no
+ * authorizer allows it: returns nonzero when it replied. */
+static int authorize(api_req_t *r)
+{
+    apiserver_t *s = r->srv;
+    if (!s->authz) return 0;
+    api_attrs_t a;
+    if (api_attrs_of(r, &r->user, &a)) {
+        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        return 1;
+    }
+    char reason[1024];
+    int ok = api_authorize(s->authz, &a, reason, sizeof reason);
+    if (!ok) {
+        char msg[2048], gr[256];
+        api_authz_forbidden_message(&a, msg, sizeof msg);
+        snprintf(gr, sizeof gr, "%s%s%s", a.resource, *a.group ? "." : "", a.group);
+        json_t *details = json_object();
+        if (details && *a.name) json_object_set_new(details, "name", json_string(a.name));
+        if (details && *a.group) json_object_set_new(details, "group", json_string(a.group));
+        if (details && *a.resource) json_object_set_new(details, "kind", json_string(a.resource));
+        const char *sep = *reason ? ": " : "";
+        if (!a.resource_request || !*a.resource)
+            api_reply_status(r, 403, "Forbidden", details, "forbidden: %s%s%s", msg, sep, reason);
+        else if (*a.name)
+            api_reply_status(r, 403, "Forbidden", details, "%s \"%s\" is forbidden: %s%s%s", gr,
+                             a.name, msg, sep, reason);
+        else
+            api_reply_status(r, 403, "Forbidden", details, "%s is forbidden: %s%s%s", gr, msg, sep,
+                             reason);
+        json_decref(details);
+    }
+    api_attrs_clear(&a);
+    return !ok;
 }
 
 static int mutating(const api_req_t *r)
@@ -62,36 +103,34 @@ static int mutating(const api_req_t *r)
 }
 
 /* What can be decided on the headers alone, before any body byte is read:
- * who is asking, and whether the declared body fits. Replies (the body then
- * stays unread) and returns nonzero when the answer is known. On the
- * engine's loop thread: quick, no blocking. */
+ * who is asking, whether they may, and whether the declared body fits.
+ * Replies (the body then stays unread) and returns nonzero when the answer
+ * is known. On the engine's loop thread: quick, no blocking. */
 static int intake(api_req_t *r)
 {
     apiserver_t *s = r->srv;
-    r->authenticated = authenticate(r);
-    if (r->authenticated) {
+    api_authn_result_t who = authenticate(r);
+    if (who == API_AUTHN_FAILED || (who == API_AUTHN_NONE && s->cfg.no_anonymous)) {
+        api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
+        return 1;
+    }
+    if (who == API_AUTHN_OK) {
         httpd_prove(r->hr);
     } else {
-        /* Health and version are public, as with kube-apiserver's
-         * system:public-info-viewer; everything else, existing or not,
-         * is 401 before routing. */
-        api_route_t rt;
-        api_view_t *v = api_view_get(s);
-        int pub = !api_route_parse(v, r->path, &rt) &&
-                  (rt.kind == API_ROUTE_HEALTH || rt.kind == API_ROUTE_VERSION);
-        api_view_put(v);
-        if (!pub) {
-            api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
-            return 1;
-        }
+        /* No credentials: the anonymous user, who may do what RBAC grants
+         * system:unauthenticated (health, version, discovery). Its
+         * connection stays unproven and a refused request's body unread. */
+        r->user = (api_user_t){
+            .name = API_USER_ANONYMOUS, .uid = "", .groups = anonymous_groups, .ngroups = 1};
     }
+    if (authorize(r)) return 1;
     const char *cl = api_header(r, "Content-Length");
     if (cl) {
         char *end;
         unsigned long long n = strtoull(cl, &end, 10);
-        /* An authenticated client's is read and dropped, so that it reads
+        /* An authorized client's is read and dropped, so that it reads
          * the 413 on a clean connection instead of a reset mid-upload; the
-         * body timeout bounds the reading. A stranger's was refused above. */
+         * body timeout bounds the reading. A refused one's was not read. */
         if (end != cl && !*end && n > API_BODY_MAX) {
             r->body_too_large = 1;
             httpd_discard_body(r->hr);
@@ -120,8 +159,6 @@ static int handle(api_req_t *r)
     default:
         break;
     }
-    if (!r->authenticated) return api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
-
     /* Kubernetes' max-requests-inflight and max-mutating-requests-inflight:
      * two budgets, so that a flood of writes cannot starve reads (and the
      * reverse). A watch is counted only while it is set up. */
@@ -221,8 +258,14 @@ int api_internal(apiserver_t *s, const char *method, const char *path, const jso
             in.values[in.nquery++] = eq ? eq : "";
         }
     }
-    api_req_t r = {.srv = s, .internal = &in, .method = method, .path = copy,
-                   .authenticated = 1, .start_ns = clock_mono_ns()};
+    /* The server itself asks: it may do everything. */
+    static const char *const masters[] = {API_GROUP_MASTERS, API_GROUP_AUTHENTICATED};
+    api_req_t r = {.srv = s,
+                   .internal = &in,
+                   .method = method,
+                   .path = copy,
+                   .user = {.name = "system:apiserver", .uid = "", .groups = masters, .ngroups = 2},
+                   .start_ns = clock_mono_ns()};
     buf_init(&r.body, API_BODY_MAX);
     buf_init(&in.out, (size_t)256 << 20);
     int rc = 0;
@@ -348,6 +391,9 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     if (s->cfg.header_timeout_s <= 0) s->cfg.header_timeout_s = 32;
     if (s->cfg.idle_timeout_s <= 0) s->cfg.idle_timeout_s = 90;
     if (s->cfg.body_timeout_s <= 0) s->cfg.body_timeout_s = 60;
+    static const char *const admin_groups[] = {API_GROUP_MASTERS, API_GROUP_AUTHENTICATED};
+    s->admin_user =
+        (api_user_t){.name = API_ADMIN_USER, .uid = "", .groups = admin_groups, .ngroups = 2};
     if (!(s->admin_token = strdup(cfg->admin_token))) {
         free(s);
         return KP_ENOMEM;
@@ -382,7 +428,8 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         }
     }
     if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s)) ||
-        (rc = api_apiservice_start(s)))
+        (rc = api_apiservice_start(s)) ||
+        (rc = api_authz_start(s, cfg->authorization_mode, &s->authz)))
         goto fail;
     int lfd = tcp_listen(&sa);
     if (lfd < 0) {
@@ -439,6 +486,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     *out = s;
     return 0;
 fail:
+    api_authz_stop(s->authz);
     api_apiservice_stop(s);
     api_crd_stop(s);
     api_services_stop(s);
@@ -486,6 +534,7 @@ void apiserver_stop(apiserver_t *s)
     httpd_stop(s->httpd); /* closes the listening sockets */
     if (s->cfg.unix_socket) unlink(s->cfg.unix_socket);
     api_services_stop(s); /* no request can allocate any more */
+    api_authz_stop(s->authz);
     close_caches(s);
     api_view_put(s->view);
     api_schema_free(s->schema);

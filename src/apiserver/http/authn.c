@@ -14,8 +14,9 @@
  * same length is compared in full, with no early exit, so the time does
  * not tell how much of a guess was right (only, as everywhere, its length).
  *
- * There is no authorization: an authenticated user may do everything
- * (kube-apiserver's --authorization-mode=AlwaysAllow).
+ * Each line's user is built once at load (authn.h's api_user_t: the 4th
+ * field split at commas, as Kubernetes splits it, and system:authenticated
+ * added), so that a request borrows it instead of building it.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "apiserver/apiserver.h"
+#include "apiserver/http/authn.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -33,6 +35,8 @@
 typedef struct authn_entry {
     char *token, *user, *uid, *groups; /* groups: the 4th field as written, or NULL */
     size_t len;                        /* strlen(token) */
+    char **group_list;                 /* the groups split, then system:authenticated */
+    size_t ngroups;
 } authn_entry_t;
 
 struct apiserver_tokens {
@@ -48,6 +52,9 @@ void apiserver_tokens_free(apiserver_tokens_t *t)
         free(t->e[i].user);
         free(t->e[i].uid);
         free(t->e[i].groups);
+        for (size_t g = 0; g < t->e[i].ngroups; g++)
+            free(t->e[i].group_list[g]);
+        free(t->e[i].group_list);
     }
     free(t->e);
     free(t);
@@ -185,6 +192,32 @@ static int csv_read(csv_t *c, record_t *r, const char *path, char *err, size_t e
     }
 }
 
+/* The entry's groups as a list: its 4th field split at every comma (empty
+ * pieces kept, as Go's strings.Split keeps them; no 4th field or an empty
+ * one: none), then system:authenticated unless listed. */
+static int split_groups(authn_entry_t *e)
+{
+    size_t n = 1;
+    for (const char *p = e->groups; p && *p; p++)
+        n += *p == ',';
+    n += e->groups && *e->groups; /* pieces, and system:authenticated */
+    if (!(e->group_list = calloc(n, sizeof *e->group_list))) return KP_ENOMEM;
+    int member = 0;
+    const char *p = e->groups && *e->groups ? e->groups : NULL;
+    while (p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *g = strndup(p, len);
+        if (!g) return KP_ENOMEM;
+        e->group_list[e->ngroups++] = g;
+        member |= !strcmp(g, API_GROUP_AUTHENTICATED);
+        p = comma ? comma + 1 : NULL;
+    }
+    if (!member && !(e->group_list[e->ngroups++] = strdup(API_GROUP_AUTHENTICATED)))
+        return KP_ENOMEM;
+    return 0;
+}
+
 static int add_entry(apiserver_tokens_t *t, record_t *r)
 {
     if (t->n == t->cap) {
@@ -205,7 +238,7 @@ static int add_entry(apiserver_tokens_t *t, record_t *r)
         e->groups = r->f[3];
         r->f[3] = NULL;
     }
-    return 0;
+    return split_groups(e);
 }
 
 int apiserver_tokens_load(const char *path, apiserver_tokens_t **out, char *err, size_t errlen)
@@ -290,16 +323,33 @@ static int same(const char *a, const char *b, size_t n)
     return diff == 0;
 }
 
-const char *apiserver_authn_user(const char *admin_token, const apiserver_tokens_t *t,
-                                 const char *tok)
+int api_user_in_group(const api_user_t *u, const char *g)
+{
+    for (size_t i = 0; i < u->ngroups; i++)
+        if (!strcmp(u->groups[i], g)) return 1;
+    return 0;
+}
+
+api_authn_result_t api_authn_token(const char *admin_token, const api_user_t *admin_user,
+                                   const apiserver_tokens_t *t, const char *tok, api_user_t *out)
 {
     size_t n = strlen(tok);
-    const char *user = NULL;
-    if (admin_token && strlen(admin_token) == n && n && same(tok, admin_token, n)) user = "admin";
+    const authn_entry_t *found = NULL;
+    int admin = admin_token && strlen(admin_token) == n && n && same(tok, admin_token, n);
     /* No early exit: every entry of the same length is compared. */
     for (size_t i = 0; t && i < t->n; i++) {
         const authn_entry_t *e = &t->e[i];
-        if (e->len == n && n && same(tok, e->token, n) && !user) user = e->user;
+        if (e->len == n && n && same(tok, e->token, n) && !found) found = e;
     }
-    return user;
+    if (admin) {
+        *out = *admin_user;
+    } else if (found) {
+        *out = (api_user_t){.name = found->user,
+                            .uid = found->uid,
+                            .groups = (const char *const *)found->group_list,
+                            .ngroups = found->ngroups};
+    } else {
+        return API_AUTHN_FAILED;
+    }
+    return API_AUTHN_OK;
 }

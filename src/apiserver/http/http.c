@@ -325,5 +325,6 @@ void api_req_release(api_req_t *r)
     if (!r->body_borrowed) buf_free(&r->body);
     json_decref(r->warnings);
     free(r->path_buf);
+    free(r->user_owned);
     free(r);
 }

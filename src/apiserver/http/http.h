@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "apiserver/apiserver.h"
+#include "apiserver/http/authn.h"
 #include "apiserver/schema/object.h"
 #include "apiserver/schema/resource.h"
 #include "apiserver/encode/status.h"
@@ -104,6 +105,8 @@ struct apiserver {
     api_metrics_t *metrics;
     struct api_schema *schema; /* the API's type facts (schema.h), immutable */
     struct api_alloc *alloc;   /* Services' ClusterIPs and NodePorts (alloc.h) */
+    struct api_authz *authz;   /* the authorizers of cfg.authorization_mode (auth/authz.h) */
+    api_user_t admin_user;     /* the admin token's (API_ADMIN_USER in system:masters) */
     /* Validating admission of every create, set when the server is put
      * together (NamespaceLifecycle: kinds/strategy_namespace.c): 0 to go
      * on, else -1 after replying. NULL: none. */
@@ -138,7 +141,11 @@ typedef struct api_req {
     int streaming;          /* (atomic) a streaming reply runs (api_req_abort) */
     int refs;               /* (atomic) the handler's, and a stream's */
     int verb;               /* for the metrics: set once routed (server.c) */
-    int authenticated;      /* a valid bearer token came with the headers */
+    /* Who asks (authn.h): an in-process request is the server itself, in
+     * system:masters. Its strings are borrowed from the server, the
+     * connection or user_owned (freed with the request). */
+    api_user_t user;
+    void *user_owned;
     int replied;
     int code;               /* HTTP status of the reply */
     int64_t start_ns;       /* monotonic, for the latency histogram */
