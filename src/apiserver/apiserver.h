@@ -92,6 +92,10 @@ typedef struct apiserver_config {
 int apiserver_check_service_ranges(const char *cidr, const char *ports, char *err,
                                    size_t errlen);
 
+/* Check an --authorization-mode value as apiserver_start will (NULL: the
+ * default). Errors: KP_EINVAL, with `err` naming the flag and the reason. */
+int apiserver_check_authorization_mode(const char *modes, char *err, size_t errlen);
+
 /* The IPv4 address of a listen string "ADDR:PORT" (ADDR empty or
  * "localhost": 127.0.0.1; PORT 0: any free port), as apiserver_start reads
  * cfg->listen. Errors: KP_EINVAL (not ADDR:PORT). */

@@ -61,8 +61,31 @@ static api_authn_result_t authenticate(api_req_t *r)
     return api_authn_token(s->admin_token, &s->admin_user, s->cfg.tokens, h + 7, &r->user);
 }
 
-/* Authorize r (authz.h) and answer 403 as Kubernetes does when no
- * authorizer allows it: returns nonzero when it replied. */
+/* Answer 403 for attributes no authorizer allowed, as Kubernetes'
+ * responsewriters.Forbidden words it. */
+static void forbidden(api_req_t *r, const api_attrs_t *a, const char *reason)
+{
+    char msg[2048], gr[256];
+    api_authz_forbidden_message(a, msg, sizeof msg);
+    snprintf(gr, sizeof gr, "%s%s%s", a->resource, *a->group ? "." : "", a->group);
+    json_t *details = json_object();
+    if (details && *a->name) json_object_set_new(details, "name", json_string(a->name));
+    if (details && *a->group) json_object_set_new(details, "group", json_string(a->group));
+    if (details && *a->resource) json_object_set_new(details, "kind", json_string(a->resource));
+    const char *sep = *reason ? ": " : "";
+    if (!a->resource_request || !*a->resource)
+        api_reply_status(r, 403, "Forbidden", details, "forbidden: %s%s%s", msg, sep, reason);
+    else if (*a->name)
+        api_reply_status(r, 403, "Forbidden", details, "%s \"%s\" is forbidden: %s%s%s", gr,
+                         a->name, msg, sep, reason);
+    else
+        api_reply_status(r, 403, "Forbidden", details, "%s is forbidden: %s%s%s", gr, msg, sep,
+                         reason);
+    json_decref(details);
+}
+
+/* Authorize r (authz.h) and answer 403 when no authorizer allows it:
+ * returns nonzero when it replied. */
 static int authorize(api_req_t *r)
 {
     apiserver_t *s = r->srv;
@@ -74,27 +97,176 @@ static int authorize(api_req_t *r)
     }
     char reason[1024];
     int ok = api_authorize(s->authz, &a, reason, sizeof reason);
-    if (!ok) {
-        char msg[2048], gr[256];
-        api_authz_forbidden_message(&a, msg, sizeof msg);
-        snprintf(gr, sizeof gr, "%s%s%s", a.resource, *a.group ? "." : "", a.group);
-        json_t *details = json_object();
-        if (details && *a.name) json_object_set_new(details, "name", json_string(a.name));
-        if (details && *a.group) json_object_set_new(details, "group", json_string(a.group));
-        if (details && *a.resource) json_object_set_new(details, "kind", json_string(a.resource));
-        const char *sep = *reason ? ": " : "";
-        if (!a.resource_request || !*a.resource)
-            api_reply_status(r, 403, "Forbidden", details, "forbidden: %s%s%s", msg, sep, reason);
-        else if (*a.name)
-            api_reply_status(r, 403, "Forbidden", details, "%s \"%s\" is forbidden: %s%s%s", gr,
-                             a.name, msg, sep, reason);
-        else
-            api_reply_status(r, 403, "Forbidden", details, "%s is forbidden: %s%s%s", gr, msg, sep,
-                             reason);
-        json_decref(details);
-    }
+    if (!ok) forbidden(r, &a, reason);
     api_attrs_clear(&a);
     return !ok;
+}
+
+/* ---- impersonation (Kubernetes' WithImpersonation) ---- */
+
+#define IMP_PREFIX_EXTRA "Impersonate-Extra-"
+
+/* May r's user impersonate: verb impersonate on resource (group) `name`
+ * (for user extras: subresource `sub`)? 0, or nonzero after a 403. */
+static int may_impersonate(api_req_t *r, const char *group, const char *resource, const char *ns,
+                           const char *sub, const char *name)
+{
+    if (!r->srv->authz) return 0;
+    api_attrs_t a = {.user = &r->user,
+                     .verb = "impersonate",
+                     .resource_request = 1,
+                     .ns = ns,
+                     .group = group,
+                     .version = "",
+                     .resource = resource,
+                     .sub = sub,
+                     .name = name,
+                     .path = r->path};
+    char reason[1024];
+    if (api_authorize(r->srv->authz, &a, reason, sizeof reason)) return 0;
+    forbidden(r, &a, reason);
+    return 1;
+}
+
+/* An extra key as Kubernetes reads it from the header name: lower case,
+ * %-escapes decoded. */
+static void extra_key(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; in[i] && o + 1 < len; i++) {
+        unsigned v;
+        if (in[i] == '%' && in[i + 1] && in[i + 2] && sscanf(in + i + 1, "%2x", &v) == 1) {
+            out[o++] = (char)v;
+            i += 2;
+        } else {
+            out[o++] = (char)(in[i] >= 'A' && in[i] <= 'Z' ? in[i] - 'A' + 'a' : in[i]);
+        }
+    }
+    out[o] = '\0';
+}
+
+/* The user r's Impersonate-* headers ask to act as, each part authorized
+ * for the authenticated user; r->user becomes it (its strings copied into
+ * r->user_owned). 0 to go on (also when no header asks), or nonzero after
+ * replying (400, 403). */
+static int impersonate(api_req_t *r)
+{
+    const char *user = api_header(r, "Impersonate-User");
+    const char *uid = api_header(r, "Impersonate-Uid");
+    size_t ngroups = 0, nextra = 0, bytes = 0;
+    const char *name, *value;
+    for (size_t i = 0; (value = api_header_at(r, i, &name)); i++) {
+        if (!strcasecmp(name, "Impersonate-Group")) {
+            ngroups++;
+            bytes += strlen(value) + 1;
+        } else if (!strncasecmp(name, IMP_PREFIX_EXTRA, strlen(IMP_PREFIX_EXTRA))) {
+            nextra++;
+            bytes += strlen(name) + strlen(value) + 2;
+        }
+    }
+    if (!user && !uid && !ngroups && !nextra) return 0;
+    if (!user) {
+        api_reply_status(r, 400, "BadRequest", NULL,
+                         "requested impersonation of groups, extra or uid without "
+                         "impersonating a user");
+        return 1;
+    }
+    /* Each part, as the authenticated user. */
+    char sa_ns[256] = "", sa_name[256] = "";
+    int sa = !strncmp(user, "system:serviceaccount:", 22) &&
+             sscanf(user + 22, "%255[^:]:%255s", sa_ns, sa_name) == 2;
+    if (sa ? may_impersonate(r, "", "serviceaccounts", sa_ns, "", sa_name)
+           : may_impersonate(r, "", "users", "", "", user))
+        return 1;
+    for (size_t i = 0; (value = api_header_at(r, i, &name)); i++) {
+        if (!strcasecmp(name, "Impersonate-Group")) {
+            if (may_impersonate(r, "", "groups", "", "", value)) return 1;
+        } else if (!strncasecmp(name, IMP_PREFIX_EXTRA, strlen(IMP_PREFIX_EXTRA))) {
+            char key[256];
+            extra_key(name + strlen(IMP_PREFIX_EXTRA), key, sizeof key);
+            if (may_impersonate(r, "", "userextras", "", key, value)) return 1;
+        }
+    }
+    if (uid && may_impersonate(r, "authentication.k8s.io", "uids", "", "", uid)) return 1;
+
+    /* The user: one block for the arrays and the strings. */
+    size_t ng = ngroups + 3; /* + the ServiceAccount groups, + (un)authenticated */
+    bytes += strlen(user) + (uid ? strlen(uid) : 0) + strlen(sa_ns) + 64;
+    size_t head = ng * sizeof(char *) + nextra * (sizeof(api_user_extra_t) + sizeof(char *));
+    char *block = calloc(1, head + bytes);
+    if (!block) {
+        api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        return 1;
+    }
+    const char **groups = (const char **)block;
+    api_user_extra_t *extra = (api_user_extra_t *)(block + ng * sizeof(char *));
+    const char **values = (const char **)(extra + nextra);
+    char *p = block + head;
+#define COPY(dst, src)                                                                             \
+    do {                                                                                           \
+        size_t n_ = strlen(src) + 1;                                                               \
+        memcpy(p, src, n_);                                                                        \
+        dst = p;                                                                                   \
+        p += n_;                                                                                   \
+    } while (0)
+    api_user_t u = {.uid = ""};
+    COPY(u.name, user);
+    if (uid) COPY(u.uid, uid);
+    size_t n = 0, ne = 0, nv = 0;
+    int has_auth = 0, has_unauth = 0;
+    for (size_t i = 0; (value = api_header_at(r, i, &name)); i++) {
+        if (!strcasecmp(name, "Impersonate-Group")) {
+            COPY(groups[n], value);
+            has_auth |= !strcmp(value, API_GROUP_AUTHENTICATED);
+            has_unauth |= !strcmp(value, API_GROUP_UNAUTHENTICATED);
+            n++;
+        } else if (!strncasecmp(name, IMP_PREFIX_EXTRA, strlen(IMP_PREFIX_EXTRA))) {
+            char key[256];
+            extra_key(name + strlen(IMP_PREFIX_EXTRA), key, sizeof key);
+            /* Values of one key together, in the order received. */
+            size_t k = 0;
+            while (k < ne && strcmp(extra[k].key, key))
+                k++;
+            if (k == ne) {
+                COPY(extra[k].key, key);
+                extra[k].values = values + nv;
+                ne++;
+            }
+            /* Values are laid out per key: move later keys' values up. */
+            const char **slot = (const char **)extra[k].values + extra[k].nvalues;
+            size_t later = 0;
+            for (size_t j = k + 1; j < ne; j++)
+                later += extra[j].nvalues;
+            memmove(slot + 1, slot, later * sizeof *slot);
+            for (size_t j = k + 1; j < ne; j++)
+                extra[j].values++;
+            COPY(*slot, value);
+            extra[k].nvalues++;
+            nv++;
+        }
+    }
+    if (sa && !ngroups) { /* a ServiceAccount's groups are known */
+        COPY(groups[n], "system:serviceaccounts");
+        n++;
+        char g[300];
+        snprintf(g, sizeof g, "system:serviceaccounts:%s", sa_ns);
+        COPY(groups[n], g);
+        n++;
+    }
+    if (strcmp(user, API_USER_ANONYMOUS)) {
+        if (!has_auth && !has_unauth) groups[n++] = API_GROUP_AUTHENTICATED;
+    } else if (!has_unauth) {
+        groups[n++] = API_GROUP_UNAUTHENTICATED;
+    }
+#undef COPY
+    u.groups = groups;
+    u.ngroups = n;
+    u.extra = extra;
+    u.nextra = ne;
+    free(r->user_owned);
+    r->user_owned = block;
+    r->user = u;
+    return 0;
 }
 
 static int mutating(const api_req_t *r)
@@ -123,7 +295,7 @@ static int intake(api_req_t *r)
         r->user = (api_user_t){
             .name = API_USER_ANONYMOUS, .uid = "", .groups = anonymous_groups, .ngroups = 1};
     }
-    if (authorize(r)) return 1;
+    if (impersonate(r) || authorize(r)) return 1;
     const char *cl = api_header(r, "Content-Length");
     if (cl) {
         char *end;
@@ -370,6 +542,11 @@ static int unix_listen(const char *path)
         return rc;
     }
     return fd;
+}
+
+int apiserver_check_authorization_mode(const char *modes, char *err, size_t errlen)
+{
+    return api_authz_check_modes(modes, err, errlen);
 }
 
 int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)

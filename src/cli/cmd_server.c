@@ -10,7 +10,8 @@
  *   kplane apiserver  --store URL [--data-dir DIR] [--listen ADDR:PORT]
  *   both:            [--default-not-ready-toleration-seconds N]
  *                    [--default-unreachable-toleration-seconds N]
- *                    [--token-auth-file FILE]
+ *                    [--token-auth-file FILE] [--authorization-mode MODES]
+ *                    [--anonymous-auth BOOL]
  *                    [--max-requests-inflight N] [--max-mutating-requests-inflight N]
  *                    [--max-connections N] [--max-unauthenticated-connections N]
  *                    [--read-header-timeout D] [--idle-timeout D] [--request-body-timeout D]
@@ -70,9 +71,12 @@ static void usage(FILE *out, const char *cmd)
               "                     renew it every N/4 s (default 40)\n",
               out);
     fputs("  --token-auth-file FILE  more bearer tokens, Kubernetes' static token file (CSV:\n"
-          "                     token,user,uid[,\"group1,group2\"]); the admin token stays valid.\n"
-          "                     There is no authorization: every authenticated user may do\n"
-          "                     everything (AlwaysAllow)\n",
+          "                     token,user,uid[,\"group1,group2\"]); the admin token stays valid\n"
+          "  --authorization-mode MODES  who may do what, asked in this order: RBAC, Node,\n"
+          "                     AlwaysAllow, comma-separated (default RBAC); the group\n"
+          "                     system:masters may always do everything\n"
+          "  --anonymous-auth BOOL  a request with no credentials is system:anonymous, in group\n"
+          "                     system:unauthenticated (true, the default), or gets 401 (false)\n",
           out);
     fputs("  --default-not-ready-toleration-seconds N, --default-unreachable-toleration-seconds N\n"
           "                     tolerationSeconds of the not-ready and unreachable NoExecute\n"
@@ -130,60 +134,64 @@ static int components_running(void *arg, const char *name)
 }
 
 /* Long options without a short letter (node lifecycle and admission). */
-enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_TOL_NOT_READY,
-       OPT_TOL_UNREACHABLE, OPT_TOKEN_FILE, OPT_MAX_INFLIGHT, OPT_MAX_MUTATING, OPT_MAX_CONNS,
-       OPT_MAX_UNAUTH, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_BODY_TIMEOUT,
-       OPT_WATCH_CACHE_BYTES, OPT_WATCH_QUEUE_BYTES, OPT_SVC_CIDR, OPT_SVC_PORTS };
+enum {
+    OPT_NODE_GRACE = 0x100,
+    OPT_NODE_PERIOD,
+    OPT_NODE_LEASE,
+    OPT_TOL_NOT_READY,
+    OPT_TOL_UNREACHABLE,
+    OPT_TOKEN_FILE,
+    OPT_MAX_INFLIGHT,
+    OPT_MAX_MUTATING,
+    OPT_MAX_CONNS,
+    OPT_MAX_UNAUTH,
+    OPT_HEADER_TIMEOUT,
+    OPT_IDLE_TIMEOUT,
+    OPT_BODY_TIMEOUT,
+    OPT_WATCH_CACHE_BYTES,
+    OPT_WATCH_QUEUE_BYTES,
+    OPT_SVC_CIDR,
+    OPT_SVC_PORTS,
+    OPT_AUTHZ_MODE,
+    OPT_ANONYMOUS
+};
 
 static int serve(const char *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {{"data-dir", required_argument, NULL, 'd'},
-                                         {"listen", required_argument, NULL, 'l'},
-                                         {"store", required_argument, NULL, 's'},
-                                         {"nodes", required_argument, NULL, 'n'},
-                                         {"no-controllers", no_argument, NULL, 'C'},
-                                         {"no-scheduler", no_argument, NULL, 'S'},
-                                         {"runtime", required_argument, NULL, 'r'},
-                                         {"kube-api-qps", required_argument, NULL, 'q'},
-                                         {"kube-api-burst", required_argument, NULL, 'b'},
-                                         {"node-monitor-grace-period", required_argument, NULL,
-                                          OPT_NODE_GRACE},
-                                         {"node-monitor-period", required_argument, NULL,
-                                          OPT_NODE_PERIOD},
-                                         {"node-lease-duration-seconds", required_argument, NULL,
-                                          OPT_NODE_LEASE},
-                                         {"default-not-ready-toleration-seconds",
-                                          required_argument, NULL, OPT_TOL_NOT_READY},
-                                         {"default-unreachable-toleration-seconds",
-                                          required_argument, NULL, OPT_TOL_UNREACHABLE},
-                                         {"token-auth-file", required_argument, NULL,
-                                          OPT_TOKEN_FILE},
-                                         {"max-requests-inflight", required_argument, NULL,
-                                          OPT_MAX_INFLIGHT},
-                                         {"max-mutating-requests-inflight", required_argument,
-                                          NULL, OPT_MAX_MUTATING},
-                                         {"max-connections", required_argument, NULL,
-                                          OPT_MAX_CONNS},
-                                         {"max-unauthenticated-connections", required_argument,
-                                          NULL, OPT_MAX_UNAUTH},
-                                         {"read-header-timeout", required_argument, NULL,
-                                          OPT_HEADER_TIMEOUT},
-                                         {"idle-timeout", required_argument, NULL,
-                                          OPT_IDLE_TIMEOUT},
-                                         {"request-body-timeout", required_argument, NULL,
-                                          OPT_BODY_TIMEOUT},
-                                         {"watch-cache-bytes", required_argument, NULL,
-                                          OPT_WATCH_CACHE_BYTES},
-                                         {"watch-queue-bytes", required_argument, NULL,
-                                          OPT_WATCH_QUEUE_BYTES},
-                                         {"service-cluster-ip-range", required_argument, NULL,
-                                          OPT_SVC_CIDR},
-                                         {"service-node-port-range", required_argument, NULL,
-                                          OPT_SVC_PORTS},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"data-dir", required_argument, NULL, 'd'},
+        {"listen", required_argument, NULL, 'l'},
+        {"store", required_argument, NULL, 's'},
+        {"nodes", required_argument, NULL, 'n'},
+        {"no-controllers", no_argument, NULL, 'C'},
+        {"no-scheduler", no_argument, NULL, 'S'},
+        {"runtime", required_argument, NULL, 'r'},
+        {"kube-api-qps", required_argument, NULL, 'q'},
+        {"kube-api-burst", required_argument, NULL, 'b'},
+        {"node-monitor-grace-period", required_argument, NULL, OPT_NODE_GRACE},
+        {"node-monitor-period", required_argument, NULL, OPT_NODE_PERIOD},
+        {"node-lease-duration-seconds", required_argument, NULL, OPT_NODE_LEASE},
+        {"default-not-ready-toleration-seconds", required_argument, NULL, OPT_TOL_NOT_READY},
+        {"default-unreachable-toleration-seconds", required_argument, NULL, OPT_TOL_UNREACHABLE},
+        {"token-auth-file", required_argument, NULL, OPT_TOKEN_FILE},
+        {"authorization-mode", required_argument, NULL, OPT_AUTHZ_MODE},
+        {"anonymous-auth", required_argument, NULL, OPT_ANONYMOUS},
+        {"max-requests-inflight", required_argument, NULL, OPT_MAX_INFLIGHT},
+        {"max-mutating-requests-inflight", required_argument, NULL, OPT_MAX_MUTATING},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+        {"max-unauthenticated-connections", required_argument, NULL, OPT_MAX_UNAUTH},
+        {"read-header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
+        {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+        {"request-body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
+        {"watch-cache-bytes", required_argument, NULL, OPT_WATCH_CACHE_BYTES},
+        {"watch-queue-bytes", required_argument, NULL, OPT_WATCH_QUEUE_BYTES},
+        {"service-cluster-ip-range", required_argument, NULL, OPT_SVC_CIDR},
+        {"service-node-port-range", required_argument, NULL, OPT_SVC_PORTS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
-    const char *token_file = NULL, *svc_cidr = NULL, *svc_ports = NULL;
+    const char *token_file = NULL, *svc_cidr = NULL, *svc_ports = NULL, *authz_mode = NULL;
+    int no_anonymous = 0;
     size_t watch_cache_bytes = 0, watch_queue_bytes = 0; /* 0: the API server's defaults */
     int all = !strcmp(cmd, "server");
     cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
@@ -240,6 +248,17 @@ static int serve(const char *cmd, int argc, char **argv)
             else tol_unreachable = ms;
             break;
         case OPT_TOKEN_FILE: token_file = optarg; break;
+        case OPT_AUTHZ_MODE:
+            authz_mode = optarg;
+            break;
+        case OPT_ANONYMOUS:
+            if (!strcmp(optarg, "true") || !strcmp(optarg, "1"))
+                no_anonymous = 0;
+            else if (!strcmp(optarg, "false") || !strcmp(optarg, "0"))
+                no_anonymous = 1;
+            else
+                return cli_usage_error(cmd, "bad --anonymous-auth '%s' (true or false)", optarg);
+            break;
         case OPT_MAX_INFLIGHT:
         case OPT_MAX_MUTATING:
         case OPT_MAX_CONNS:
@@ -280,7 +299,8 @@ static int serve(const char *cmd, int argc, char **argv)
     if (optind != argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!all && !url_flag) return cli_usage_error(cmd, "--store URL is required");
     char why[256];
-    if (apiserver_check_service_ranges(svc_cidr, svc_ports, why, sizeof why))
+    if (apiserver_check_service_ranges(svc_cidr, svc_ports, why, sizeof why) ||
+        apiserver_check_authorization_mode(authz_mode, why, sizeof why))
         return cli_usage_error(cmd, "%s", why);
     int rc = cli_listen_check(cmd, "--listen", listen);
     if (rc) return rc;
@@ -344,9 +364,14 @@ static int serve(const char *cmd, int argc, char **argv)
     int use_sock = in_process && sn > 0 && sn <= 107;
     if (in_process && !use_sock)
         log_info("server", "%s: too long for a Unix socket; the components use HTTPS", sock);
-    apiserver_config_t cfg = {.listen = listen, .store = store, .admin_token = token,
+    apiserver_config_t cfg = {.listen = listen,
+                              .store = store,
+                              .admin_token = token,
                               .tokens = tokens,
-                              .tls_cert_pem = tls.cert_pem, .tls_key_pem = tls.key_pem,
+                              .authorization_mode = authz_mode,
+                              .no_anonymous = no_anonymous,
+                              .tls_cert_pem = tls.cert_pem,
+                              .tls_key_pem = tls.key_pem,
                               .unix_socket = use_sock ? sock : NULL,
                               .watch_cache_bytes = watch_cache_bytes,
                               .watch_queue_bytes = watch_queue_bytes,

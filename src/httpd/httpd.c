@@ -1419,6 +1419,13 @@ const char *httpd_header(const httpd_req_t *r, const char *name)
     return NULL;
 }
 
+const char *httpd_header_at(const httpd_req_t *r, size_t i, const char **name)
+{
+    if (i >= r->nhdrs) return NULL;
+    *name = r->hdrs[i].name;
+    return r->hdrs[i].value;
+}
+
 const char *httpd_body(const httpd_req_t *r, size_t *len)
 {
     *len = r->body.len;

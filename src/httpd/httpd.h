@@ -220,6 +220,9 @@ void httpd_arg_at(const httpd_req_t *r, size_t i, const char **name, const char 
 /* A header's value (names case-insensitive; repeated headers joined with
  * ", " as RFC 9110 allows), or NULL. */
 const char *httpd_header(const httpd_req_t *r, const char *name);
+/* Header i in the order received: its value, and its name in *name; NULL
+ * when i is past the last. For headers that repeat or share a prefix. */
+const char *httpd_header_at(const httpd_req_t *r, size_t i, const char **name);
 /* The body (NUL-terminated past len; "" with len 0 when none). Only from
  * on_request() on. */
 const char *httpd_body(const httpd_req_t *r, size_t *len);

@@ -5,6 +5,165 @@
 
 #include "apiserver/encode/protobuf_gen.h"
 
+static const api_pb_field_t f_pb_authentication_v1_ExtraValue[] = {
+    {1, "items", API_PB_STRING, API_PB_REP, NULL},
+};
+const api_pb_msg_t pb_authentication_v1_ExtraValue =
+    API_PB_MSG("ExtraValue", f_pb_authentication_v1_ExtraValue);
+
+static const api_pb_field_t f_pb_authentication_v1_SelfSubjectReview[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "status", API_PB_MESSAGE, 0, &pb_authentication_v1_SelfSubjectReviewStatus},
+};
+const api_pb_msg_t pb_authentication_v1_SelfSubjectReview =
+    API_PB_MSG("SelfSubjectReview", f_pb_authentication_v1_SelfSubjectReview);
+
+static const api_pb_field_t f_pb_authentication_v1_SelfSubjectReviewStatus[] = {
+    {1, "userInfo", API_PB_MESSAGE, 0, &pb_authentication_v1_UserInfo},
+};
+const api_pb_msg_t pb_authentication_v1_SelfSubjectReviewStatus =
+    API_PB_MSG("SelfSubjectReviewStatus", f_pb_authentication_v1_SelfSubjectReviewStatus);
+
+static const api_pb_field_t f_pb_authentication_v1_UserInfo[] = {
+    {1, "username", API_PB_STRING, 0, NULL},
+    {2, "uid", API_PB_STRING, 0, NULL},
+    {3, "groups", API_PB_STRING, API_PB_REP, NULL},
+};
+const api_pb_msg_t pb_authentication_v1_UserInfo =
+    API_PB_MSG("UserInfo", f_pb_authentication_v1_UserInfo);
+
+static const api_pb_field_t f_pb_authorization_v1_ExtraValue[] = {
+    {1, "items", API_PB_STRING, API_PB_REP, NULL},
+};
+const api_pb_msg_t pb_authorization_v1_ExtraValue =
+    API_PB_MSG("ExtraValue", f_pb_authorization_v1_ExtraValue);
+
+static const api_pb_field_t f_pb_authorization_v1_FieldSelectorAttributes[] = {
+    {1, "rawSelector", API_PB_STRING, 0, NULL},
+    {2, "requirements", API_PB_MESSAGE, API_PB_REP, &pb_meta_v1_FieldSelectorRequirement},
+};
+const api_pb_msg_t pb_authorization_v1_FieldSelectorAttributes =
+    API_PB_MSG("FieldSelectorAttributes", f_pb_authorization_v1_FieldSelectorAttributes);
+
+static const api_pb_field_t f_pb_authorization_v1_LabelSelectorAttributes[] = {
+    {1, "rawSelector", API_PB_STRING, 0, NULL},
+    {2, "requirements", API_PB_MESSAGE, API_PB_REP, &pb_meta_v1_LabelSelectorRequirement},
+};
+const api_pb_msg_t pb_authorization_v1_LabelSelectorAttributes =
+    API_PB_MSG("LabelSelectorAttributes", f_pb_authorization_v1_LabelSelectorAttributes);
+
+static const api_pb_field_t f_pb_authorization_v1_LocalSubjectAccessReview[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "spec", API_PB_MESSAGE, 0, &pb_authorization_v1_SubjectAccessReviewSpec},
+    {3, "status", API_PB_MESSAGE, 0, &pb_authorization_v1_SubjectAccessReviewStatus},
+};
+const api_pb_msg_t pb_authorization_v1_LocalSubjectAccessReview =
+    API_PB_MSG("LocalSubjectAccessReview", f_pb_authorization_v1_LocalSubjectAccessReview);
+
+static const api_pb_field_t f_pb_authorization_v1_NonResourceAttributes[] = {
+    {1, "path", API_PB_STRING, 0, NULL},
+    {2, "verb", API_PB_STRING, 0, NULL},
+};
+const api_pb_msg_t pb_authorization_v1_NonResourceAttributes =
+    API_PB_MSG("NonResourceAttributes", f_pb_authorization_v1_NonResourceAttributes);
+
+static const api_pb_field_t f_pb_authorization_v1_NonResourceRule[] = {
+    {1, "verbs", API_PB_STRING, API_PB_REP | API_PB_KEEP, NULL},
+    {2, "nonResourceURLs", API_PB_STRING, API_PB_REP, NULL},
+};
+const api_pb_msg_t pb_authorization_v1_NonResourceRule =
+    API_PB_MSG("NonResourceRule", f_pb_authorization_v1_NonResourceRule);
+
+static const api_pb_field_t f_pb_authorization_v1_ResourceAttributes[] = {
+    {1, "namespace", API_PB_STRING, 0, NULL},
+    {2, "verb", API_PB_STRING, 0, NULL},
+    {3, "group", API_PB_STRING, 0, NULL},
+    {4, "version", API_PB_STRING, 0, NULL},
+    {5, "resource", API_PB_STRING, 0, NULL},
+    {6, "subresource", API_PB_STRING, 0, NULL},
+    {7, "name", API_PB_STRING, 0, NULL},
+    {8, "fieldSelector", API_PB_MESSAGE, 0, &pb_authorization_v1_FieldSelectorAttributes},
+    {9, "labelSelector", API_PB_MESSAGE, 0, &pb_authorization_v1_LabelSelectorAttributes},
+};
+const api_pb_msg_t pb_authorization_v1_ResourceAttributes =
+    API_PB_MSG("ResourceAttributes", f_pb_authorization_v1_ResourceAttributes);
+
+static const api_pb_field_t f_pb_authorization_v1_ResourceRule[] = {
+    {1, "verbs", API_PB_STRING, API_PB_REP | API_PB_KEEP, NULL},
+    {2, "apiGroups", API_PB_STRING, API_PB_REP, NULL},
+    {3, "resources", API_PB_STRING, API_PB_REP, NULL},
+    {4, "resourceNames", API_PB_STRING, API_PB_REP, NULL},
+};
+const api_pb_msg_t pb_authorization_v1_ResourceRule =
+    API_PB_MSG("ResourceRule", f_pb_authorization_v1_ResourceRule);
+
+static const api_pb_field_t f_pb_authorization_v1_SelfSubjectAccessReview[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "spec", API_PB_MESSAGE, 0, &pb_authorization_v1_SelfSubjectAccessReviewSpec},
+    {3, "status", API_PB_MESSAGE, 0, &pb_authorization_v1_SubjectAccessReviewStatus},
+};
+const api_pb_msg_t pb_authorization_v1_SelfSubjectAccessReview =
+    API_PB_MSG("SelfSubjectAccessReview", f_pb_authorization_v1_SelfSubjectAccessReview);
+
+static const api_pb_field_t f_pb_authorization_v1_SelfSubjectAccessReviewSpec[] = {
+    {1, "resourceAttributes", API_PB_MESSAGE, 0, &pb_authorization_v1_ResourceAttributes},
+    {2, "nonResourceAttributes", API_PB_MESSAGE, 0, &pb_authorization_v1_NonResourceAttributes},
+};
+const api_pb_msg_t pb_authorization_v1_SelfSubjectAccessReviewSpec =
+    API_PB_MSG("SelfSubjectAccessReviewSpec", f_pb_authorization_v1_SelfSubjectAccessReviewSpec);
+
+static const api_pb_field_t f_pb_authorization_v1_SelfSubjectRulesReview[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "spec", API_PB_MESSAGE, 0, &pb_authorization_v1_SelfSubjectRulesReviewSpec},
+    {3, "status", API_PB_MESSAGE, 0, &pb_authorization_v1_SubjectRulesReviewStatus},
+};
+const api_pb_msg_t pb_authorization_v1_SelfSubjectRulesReview =
+    API_PB_MSG("SelfSubjectRulesReview", f_pb_authorization_v1_SelfSubjectRulesReview);
+
+static const api_pb_field_t f_pb_authorization_v1_SelfSubjectRulesReviewSpec[] = {
+    {1, "namespace", API_PB_STRING, 0, NULL},
+};
+const api_pb_msg_t pb_authorization_v1_SelfSubjectRulesReviewSpec =
+    API_PB_MSG("SelfSubjectRulesReviewSpec", f_pb_authorization_v1_SelfSubjectRulesReviewSpec);
+
+static const api_pb_field_t f_pb_authorization_v1_SubjectAccessReview[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "spec", API_PB_MESSAGE, 0, &pb_authorization_v1_SubjectAccessReviewSpec},
+    {3, "status", API_PB_MESSAGE, 0, &pb_authorization_v1_SubjectAccessReviewStatus},
+};
+const api_pb_msg_t pb_authorization_v1_SubjectAccessReview =
+    API_PB_MSG("SubjectAccessReview", f_pb_authorization_v1_SubjectAccessReview);
+
+static const api_pb_field_t f_pb_authorization_v1_SubjectAccessReviewSpec[] = {
+    {1, "resourceAttributes", API_PB_MESSAGE, 0, &pb_authorization_v1_ResourceAttributes},
+    {2, "nonResourceAttributes", API_PB_MESSAGE, 0, &pb_authorization_v1_NonResourceAttributes},
+    {3, "user", API_PB_STRING, 0, NULL},
+    {4, "groups", API_PB_STRING, API_PB_REP, NULL},
+    {6, "uid", API_PB_STRING, 0, NULL},
+};
+const api_pb_msg_t pb_authorization_v1_SubjectAccessReviewSpec =
+    API_PB_MSG("SubjectAccessReviewSpec", f_pb_authorization_v1_SubjectAccessReviewSpec);
+
+static const api_pb_field_t f_pb_authorization_v1_SubjectAccessReviewStatus[] = {
+    {1, "allowed", API_PB_BOOL, API_PB_KEEP, NULL},
+    {2, "reason", API_PB_STRING, 0, NULL},
+    {3, "evaluationError", API_PB_STRING, 0, NULL},
+    {4, "denied", API_PB_BOOL, 0, NULL},
+};
+const api_pb_msg_t pb_authorization_v1_SubjectAccessReviewStatus =
+    API_PB_MSG("SubjectAccessReviewStatus", f_pb_authorization_v1_SubjectAccessReviewStatus);
+
+static const api_pb_field_t f_pb_authorization_v1_SubjectRulesReviewStatus[] = {
+    {1, "resourceRules", API_PB_MESSAGE, API_PB_REP | API_PB_KEEP,
+     &pb_authorization_v1_ResourceRule},
+    {2, "nonResourceRules", API_PB_MESSAGE, API_PB_REP | API_PB_KEEP,
+     &pb_authorization_v1_NonResourceRule},
+    {3, "incomplete", API_PB_BOOL, API_PB_KEEP, NULL},
+    {4, "evaluationError", API_PB_STRING, 0, NULL},
+};
+const api_pb_msg_t pb_authorization_v1_SubjectRulesReviewStatus =
+    API_PB_MSG("SubjectRulesReviewStatus", f_pb_authorization_v1_SubjectRulesReviewStatus);
+
 static const api_pb_field_t f_pb_autoscaling_v1_CrossVersionObjectReference[] = {
     {1, "kind", API_PB_STRING, 0, NULL},
     {2, "name", API_PB_STRING, 0, NULL},

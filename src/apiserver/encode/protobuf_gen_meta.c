@@ -25,6 +25,14 @@ static const api_pb_field_t f_pb_meta_v1_DeleteOptions[] = {
 };
 const api_pb_msg_t pb_meta_v1_DeleteOptions = API_PB_MSG("DeleteOptions", f_pb_meta_v1_DeleteOptions);
 
+static const api_pb_field_t f_pb_meta_v1_FieldSelectorRequirement[] = {
+    {1, "key", API_PB_STRING, 0, NULL},
+    {2, "operator", API_PB_STRING, 0, NULL},
+    {3, "values", API_PB_STRING, API_PB_REP, NULL},
+};
+const api_pb_msg_t pb_meta_v1_FieldSelectorRequirement =
+    API_PB_MSG("FieldSelectorRequirement", f_pb_meta_v1_FieldSelectorRequirement);
+
 static const api_pb_field_t f_pb_meta_v1_LabelSelector[] = {
     {1, "matchLabels", API_PB_MAP, 0, &pb_map_string},
     {2, "matchExpressions", API_PB_MESSAGE, API_PB_REP, &pb_meta_v1_LabelSelectorRequirement},

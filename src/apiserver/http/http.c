@@ -65,6 +65,11 @@ const char *api_header(api_req_t *r, const char *name)
     return httpd_header(r->hr, name);
 }
 
+const char *api_header_at(api_req_t *r, size_t i, const char **name)
+{
+    return r->internal ? NULL : httpd_header_at(r->hr, i, name);
+}
+
 /* An in-process request's reply: kept, not sent. */
 static int capture(api_req_t *r, int code, const char *body, size_t len)
 {

@@ -173,6 +173,9 @@ void api_query_each(api_req_t *r, int (*fn)(void *arg, const char *name, const c
                     void *arg);
 /* Header value (NULL if absent). */
 const char *api_header(api_req_t *r, const char *name);
+/* Header i in the order received (NULL past the last, and for an
+ * in-process request): its value, its name in *name. */
+const char *api_header_at(api_req_t *r, size_t i, const char **name);
 
 /* Replies (http.c): each takes or copies its body, see there. */
 int api_reply_json(api_req_t *r, int code, json_t *doc);            /* steals doc */

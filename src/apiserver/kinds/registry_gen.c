@@ -29,6 +29,7 @@ extern const api_strategy_t api_strategy_ingressclass;
 extern const api_strategy_t api_strategy_ipaddress;
 extern const api_strategy_t api_strategy_job;
 extern const api_strategy_t api_strategy_limitrange;
+extern const api_strategy_t api_strategy_localsubjectaccessreview;
 extern const api_strategy_t api_strategy_namespace;
 extern const api_strategy_t api_strategy_networkpolicy;
 extern const api_strategy_t api_strategy_persistentvolume;
@@ -44,10 +45,14 @@ extern const api_strategy_t api_strategy_role;
 extern const api_strategy_t api_strategy_rolebinding;
 extern const api_strategy_t api_strategy_runtimeclass;
 extern const api_strategy_t api_strategy_secret;
+extern const api_strategy_t api_strategy_selfsubjectaccessreview;
+extern const api_strategy_t api_strategy_selfsubjectreview;
+extern const api_strategy_t api_strategy_selfsubjectrulesreview;
 extern const api_strategy_t api_strategy_service;
 extern const api_strategy_t api_strategy_servicecidr;
 extern const api_strategy_t api_strategy_statefulset;
 extern const api_strategy_t api_strategy_storageclass;
+extern const api_strategy_t api_strategy_subjectaccessreview;
 extern const api_strategy_t api_strategy_volumeattachment;
 extern const api_strategy_t api_strategy_volumeattributesclass;
 static const char *const fields_core_events[] = {
@@ -171,8 +176,8 @@ const api_resource_t api_registry_table[] = {
         .namespaced = 0,
         .short_names = {"ns"},
         .categories = {NULL},
-        .verbs = API_V_CREATE | API_V_DELETE | API_V_GET | API_V_LIST | API_V_PATCH |
-            API_V_UPDATE | API_V_WATCH,
+        .verbs = API_V_CREATE | API_V_DELETE | API_V_GET | API_V_LIST | API_V_PATCH | API_V_UPDATE |
+                 API_V_WATCH,
         .subresources = API_SUB_STATUS,
         .field_selectors = fields_core_namespaces,
         .strategy = &api_strategy_namespace,
@@ -433,6 +438,81 @@ const api_resource_t api_registry_table[] = {
         .strategy = &api_strategy_event__events_v1,
         .storage_group = "",
         .storage_resource = "events",
+    },
+    {
+        .group = "authentication.k8s.io",
+        .version = "v1",
+        .resource = "selfsubjectreviews",
+        .singular = "selfsubjectreview",
+        .kind = "SelfSubjectReview",
+        .list_kind = "SelfSubjectReviewList",
+        .namespaced = 0,
+        .short_names = {NULL},
+        .categories = {NULL},
+        .verbs = API_V_CREATE,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_selfsubjectreview,
+    },
+    {
+        .group = "authorization.k8s.io",
+        .version = "v1",
+        .resource = "localsubjectaccessreviews",
+        .singular = "localsubjectaccessreview",
+        .kind = "LocalSubjectAccessReview",
+        .list_kind = "LocalSubjectAccessReviewList",
+        .namespaced = 1,
+        .short_names = {NULL},
+        .categories = {NULL},
+        .verbs = API_V_CREATE,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_localsubjectaccessreview,
+    },
+    {
+        .group = "authorization.k8s.io",
+        .version = "v1",
+        .resource = "selfsubjectaccessreviews",
+        .singular = "selfsubjectaccessreview",
+        .kind = "SelfSubjectAccessReview",
+        .list_kind = "SelfSubjectAccessReviewList",
+        .namespaced = 0,
+        .short_names = {NULL},
+        .categories = {NULL},
+        .verbs = API_V_CREATE,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_selfsubjectaccessreview,
+    },
+    {
+        .group = "authorization.k8s.io",
+        .version = "v1",
+        .resource = "selfsubjectrulesreviews",
+        .singular = "selfsubjectrulesreview",
+        .kind = "SelfSubjectRulesReview",
+        .list_kind = "SelfSubjectRulesReviewList",
+        .namespaced = 0,
+        .short_names = {NULL},
+        .categories = {NULL},
+        .verbs = API_V_CREATE,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_selfsubjectrulesreview,
+    },
+    {
+        .group = "authorization.k8s.io",
+        .version = "v1",
+        .resource = "subjectaccessreviews",
+        .singular = "subjectaccessreview",
+        .kind = "SubjectAccessReview",
+        .list_kind = "SubjectAccessReviewList",
+        .namespaced = 0,
+        .short_names = {NULL},
+        .categories = {NULL},
+        .verbs = API_V_CREATE,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_subjectaccessreview,
     },
     {
         .group = "autoscaling",
