@@ -605,7 +605,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         }
     }
     if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s)) ||
-        (rc = api_apiservice_start(s)) ||
+        (rc = api_apiservice_start(s)) || (rc = api_policy_reconcile(s)) ||
         (rc = api_authz_start(s, cfg->authorization_mode, &s->authz)))
         goto fail;
     int lfd = tcp_listen(&sa);

@@ -76,13 +76,30 @@ const kc_resource_t kc_leases = {"coordination.k8s.io", "v1", "leases", "Lease",
 const kc_resource_t kc_serviceaccounts = {"", "v1", "serviceaccounts", "ServiceAccount", 1};
 const kc_resource_t kc_crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                "CustomResourceDefinition", 0};
+const kc_resource_t kc_clusterroles = {"rbac.authorization.k8s.io", "v1", "clusterroles",
+                                       "ClusterRole", 0};
 
 static const kc_resource_t *const builtins[] = {
-    &kc_pods,        &kc_nodes,       &kc_namespaces,  &kc_events,
-    &kc_services,    &kc_endpoints,   &kc_configmaps,  &kc_secrets,
-    &kc_deployments, &kc_replicasets, &kc_statefulsets, &kc_daemonsets,
-    &kc_controllerrevisions, &kc_jobs, &kc_leases,     &kc_replicationcontrollers,
-    &kc_poddisruptionbudgets, &kc_serviceaccounts, &kc_crds,
+    &kc_pods,
+    &kc_nodes,
+    &kc_namespaces,
+    &kc_events,
+    &kc_services,
+    &kc_endpoints,
+    &kc_configmaps,
+    &kc_secrets,
+    &kc_deployments,
+    &kc_replicasets,
+    &kc_statefulsets,
+    &kc_daemonsets,
+    &kc_controllerrevisions,
+    &kc_jobs,
+    &kc_leases,
+    &kc_replicationcontrollers,
+    &kc_poddisruptionbudgets,
+    &kc_serviceaccounts,
+    &kc_crds,
+    &kc_clusterroles,
 };
 
 const kc_resource_t *kc_resource_builtin(const char *group, const char *version,

@@ -131,10 +131,10 @@ typedef struct kc_resource {
     int namespaced;
 } kc_resource_t;
 
-extern const kc_resource_t kc_pods, kc_nodes, kc_namespaces, kc_events, kc_services,
-    kc_endpoints, kc_configmaps, kc_secrets, kc_deployments, kc_replicasets, kc_statefulsets,
-    kc_daemonsets, kc_controllerrevisions, kc_jobs, kc_leases, kc_replicationcontrollers,
-    kc_poddisruptionbudgets, kc_serviceaccounts, kc_crds;
+extern const kc_resource_t kc_pods, kc_nodes, kc_namespaces, kc_events, kc_services, kc_endpoints,
+    kc_configmaps, kc_secrets, kc_deployments, kc_replicasets, kc_statefulsets, kc_daemonsets,
+    kc_controllerrevisions, kc_jobs, kc_leases, kc_replicationcontrollers, kc_poddisruptionbudgets,
+    kc_serviceaccounts, kc_crds, kc_clusterroles;
 
 /* The kc_* constant above for (group, version, resource), or NULL: lets a
  * component that found a resource through discovery share the informer

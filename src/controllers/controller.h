@@ -54,7 +54,7 @@ extern const ctrl_ops_t ctrl_nodelifecycle, ctrl_tainteviction;
 extern const ctrl_ops_t ctrl_daemonset;
 extern const ctrl_ops_t ctrl_disruption;
 extern const ctrl_ops_t ctrl_csrsigning;
-extern const ctrl_ops_t ctrl_serviceaccount, ctrl_rootcapublisher;
+extern const ctrl_ops_t ctrl_serviceaccount, ctrl_rootcapublisher, ctrl_clusterroleaggregation;
 
 typedef struct ctrl_manager_config {
     int workers;          /* per controller; 0: 5 */

@@ -32,7 +32,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 
-#define MAX_CONTROLLERS 16
+#define MAX_CONTROLLERS 24
 #define MAX_INFORMERS   32
 #define MAX_WORKERS     64
 #define SYNC_WAIT_MS    30000
@@ -54,6 +54,7 @@ static const ctrl_ops_t *const all_controllers[] = {&ctrl_replicaset,
                                                     &ctrl_csrsigning,
                                                     &ctrl_serviceaccount,
                                                     &ctrl_rootcapublisher,
+                                                    &ctrl_clusterroleaggregation,
                                                     &ctrl_garbagecollector};
 
 /* Sync duration histogram bounds, seconds. */

@@ -120,9 +120,9 @@ expect_eq "delete -l" "$(k delete cm -n team-a -l app=one)" 'configmap "one" del
 k delete cm -n team-a --all >/dev/null
 expect_eq "all gone" "$(k get cm -n team-a -o name)" ""
 
-echo "--- no token, wrong token: 401"
+echo "--- no token: the anonymous user, refused (403); a wrong token: 401"
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$KP_DIR/data/ca.crt" "https://127.0.0.1:$KP_PORT/api/v1/namespaces")
-expect_eq "no token" "$code" "401"
+expect_eq "no token" "$code" "403"
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$KP_DIR/data/ca.crt" -H "Authorization: Bearer x" "https://127.0.0.1:$KP_PORT/api")
 expect_eq "bad token" "$code" "401"
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$KP_DIR/data/ca.crt" "https://127.0.0.1:$KP_PORT/readyz")

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # token_auth.sh KPLANE KUBECTL -- --token-auth-file, Kubernetes' static token
-# file: kubectl with a kubeconfig holding a token from the file works (and
-# may do everything: no authorization, as with AlwaysAllow); the generated
-# admin token keeps working; a wrong or missing token gets 401; a malformed
-# file makes `kplane server` and `kplane apiserver` exit non-zero naming the
-# line.
+# file: kubectl with a kubeconfig holding a token from the file authenticates
+# as the line's user and groups (kubectl auth whoami), may do what RBAC
+# grants them and no more; the generated admin token keeps working; a wrong
+# token gets 401, none the anonymous user's 403; a malformed file makes
+# `kplane server` and `kplane apiserver` exit non-zero naming the line.
 set -euo pipefail
 KP_BIN=$1
 KUBECTL=$2
@@ -32,9 +32,17 @@ kubeconfig_for() { # FILE TOKEN
   "$KUBECTL" --kubeconfig "$cfg" config use-context kp >/dev/null
 }
 
-echo "--- alice's token from the file works with kubectl (and may do everything)"
+echo "--- alice's token from the file: her name, uid and groups; nothing granted yet"
 kubeconfig_for "$KP_DIR/alice.kubeconfig" alice-token-0123456789abcdef
 ka() { "$KUBECTL" --kubeconfig "$KP_DIR/alice.kubeconfig" "$@"; }
+who=$(ka auth whoami -o jsonpath='{.status.userInfo.username} {.status.userInfo.uid} {.status.userInfo.groups}')
+expect_eq "alice's whoami" "$who" 'alice 1001 ["dev","ops","system:authenticated"]'
+out=$(ka get namespaces 2>&1) && fail "alice listed namespaces before any binding: $out"
+expect_match "alice refused" "$out" \
+  'namespaces is forbidden: User "alice" cannot list resource "namespaces" in API group "" at the cluster scope'
+echo "--- group ops bound to cluster-admin: alice may do everything"
+"$KUBECTL" create clusterrolebinding ops-admin --clusterrole cluster-admin --group ops >/dev/null
+for _ in $(seq 50); do ka auth can-i list namespaces >/dev/null 2>&1 && break; sleep 0.1; done
 # (Output first: under pipefail, grep -q ending early would fail kubectl with SIGPIPE.)
 names=$(ka get namespaces -o name) || fail "alice cannot list namespaces"
 grep -qx namespace/default <<<"$names" || fail "alice's list lacks default: $names"
@@ -45,23 +53,35 @@ ka delete configmap from-alice >/dev/null
 
 echo "--- bob (3 columns, no groups) and carol (a quoted token) work too"
 kubeconfig_for "$KP_DIR/bob.kubeconfig" bob-token-fedcba9876543210
+"$KUBECTL" create clusterrolebinding bob-view --clusterrole view --user bob >/dev/null
+for _ in $(seq 50); do
+  "$KUBECTL" --kubeconfig "$KP_DIR/bob.kubeconfig" auth can-i get namespaces >/dev/null 2>&1 && break
+  sleep 0.1
+done
 "$KUBECTL" --kubeconfig "$KP_DIR/bob.kubeconfig" get namespace alices -o name >/dev/null ||
   fail "bob's token was refused"
-code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$KP_DIR/data/ca.crt" \
-  -H 'Authorization: Bearer carol-token-"quoted"' "https://127.0.0.1:$KP_PORT/api/v1/namespaces")
-expect_eq "carol's quoted token" "$code" "200"
+out=$("$KUBECTL" --kubeconfig "$KP_DIR/bob.kubeconfig" delete namespace alices 2>&1) &&
+  fail "bob (view) deleted a namespace"
+expect_match "bob may only view" "$out" 'User "bob" cannot delete resource "namespaces"'
+body=$(curl -sS --cacert "$KP_DIR/data/ca.crt" -H 'Authorization: Bearer carol-token-"quoted"' \
+  -H 'Content-Type: application/json' -d '{"kind":"SelfSubjectReview","apiVersion":"authentication.k8s.io/v1"}' \
+  "https://127.0.0.1:$KP_PORT/apis/authentication.k8s.io/v1/selfsubjectreviews")
+expect_match "carol's quoted token" "$body" '"username":"carol","uid":"1003","groups":\["a","b","c","system:authenticated"\]'
+
 
 echo "--- the generated admin token keeps working"
 "$KUBECTL" get namespace alices -o name >/dev/null || fail "the admin token was refused"
 
-echo "--- a wrong token and no token get 401"
+echo "--- a wrong token gets 401; no token is the anonymous user"
 kubeconfig_for "$KP_DIR/wrong.kubeconfig" alice-token-0123456789abcdeX
 if out=$("$KUBECTL" --kubeconfig "$KP_DIR/wrong.kubeconfig" get namespaces 2>&1); then
   fail "a wrong token was accepted: $out"
 fi
 expect_match "kubectl with a wrong token" "$out" "Unauthorized|must be logged in"
+body=$(curl -sS -w ' %{http_code}' --cacert "$KP_DIR/data/ca.crt" "https://127.0.0.1:$KP_PORT/api/v1/namespaces")
+expect_match "no token" "$body" 'User \\"system:anonymous\\" cannot list resource \\"namespaces\\".* 403$'
 for hdr in 'Authorization: Bearer alice-token-0123456789abcdeX' \
-  'Authorization: Bearer alice' 'Authorization: Bearer ' 'X-No-Auth: 1'; do
+  'Authorization: Bearer alice' 'Authorization: Bearer '; do
   body=$(curl -sS -w ' %{http_code}' --cacert "$KP_DIR/data/ca.crt" -H "$hdr" \
     "https://127.0.0.1:$KP_PORT/api/v1/namespaces")
   expect_match "[$hdr]" "$body" '"reason":"Unauthorized".* 401$'

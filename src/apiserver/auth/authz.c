@@ -274,18 +274,33 @@ static int rule_covers(const json_t *owner, const atom_t *a)
 
 typedef struct cover {
     const json_t *owner; /* the rules held */
+    json_t *uncovered;   /* atoms not covered, as PolicyRules (NULL: stop at the first) */
     char *missing;
     size_t len;
-    int ok;
+    int ok, oom;
 } cover_t;
+
+static json_t *atom_rule(const atom_t *a)
+{
+    if (a->url) return json_pack("{s:[s],s:[s]}", "verbs", a->verb, "nonResourceURLs", a->url);
+    json_t *r = json_pack("{s:[s],s:[s],s:[s]}", "verbs", a->verb, "apiGroups", a->group,
+                          "resources", a->resource);
+    if (r && a->name) json_object_set_new(r, "resourceNames", json_pack("[s]", a->name));
+    return r;
+}
 
 static void check_atom(cover_t *c, const atom_t *a)
 {
-    if (!c->ok) return;
+    if (!c->ok && !c->uncovered) return;
     size_t i;
     const json_t *o;
     json_array_foreach(c->owner, i, o)
         if (rule_covers(o, a)) return;
+    if (c->uncovered) {
+        json_t *r = atom_rule(a);
+        if (!r || json_array_append_new(c->uncovered, r)) c->oom = 1;
+    }
+    if (!c->ok) return;
     c->ok = 0;
     if (!c->missing || !c->len) return;
     if (a->url)
@@ -324,6 +339,21 @@ static void check_rule(cover_t *c, const json_t *rule)
             atom_t a = {.verb = json_string_value(v), .url = json_string_value(r)};
             if (a.verb && a.url) check_atom(c, &a);
         }
+}
+
+json_t *api_rules_uncovered(const json_t *owner, const json_t *rules)
+{
+    cover_t c = {.owner = owner, .uncovered = json_array(), .ok = 1};
+    if (!c.uncovered) return NULL;
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rules, i, r)
+        check_rule(&c, r);
+    if (c.oom) {
+        json_decref(c.uncovered);
+        return NULL;
+    }
+    return c.uncovered;
 }
 
 int api_authz_covers(api_authz_t *z, const api_user_t *u, const char *ns, const json_t *rules,

@@ -86,9 +86,28 @@ int api_authz_rules(api_authz_t *z, const api_user_t *u, const char *ns, json_t 
 int api_authz_covers(api_authz_t *z, const api_user_t *u, const char *ns, const json_t *rules,
                      char *missing, size_t missinglen);
 
+/* Kubernetes' Covers(owner, rules) as a list: the atoms of `rules` (each
+ * rule broken down to one verb and one group, resource and name, or one
+ * verb and one URL) that no rule of `owner` covers, as PolicyRules in a new
+ * array (empty when owner covers them all); NULL when out of memory. */
+json_t *api_rules_uncovered(const json_t *owner, const json_t *rules);
+
 /* The rules of the role a binding refers to: *rules a new reference to the
  * rules array (NULL when the role does not exist). For bind checks. */
 int api_authz_role_rules(api_authz_t *z, const char *ns, const char *kind, const char *name,
                          json_t **rules);
+
+/* ---- the bootstrap policy (policy.c) ---- */
+
+struct pol_role;
+struct pol_binding;
+/* A row of policy.h as its object (a new reference; NULL: out of memory). */
+json_t *api_policy_role_json(const struct pol_role *p);
+json_t *api_policy_binding_json(const struct pol_binding *p);
+/* Create or extend every object of the bootstrap policy (policy.c says
+ * how), through the normal write path; the server's view must be
+ * published. Errors: KP_ENOMEM, KP_EIO (a write refused), KP_ECONFLICT
+ * (still changing after 5 tries). */
+int api_policy_reconcile(apiserver_t *s);
 
 #endif

@@ -36,6 +36,7 @@
 #include "apiserver/rest/watchcache.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "store/store.h"
 
 #define RBAC_RESYNC_MS 30000
 #define RBAC_GROUP     "rbac.authorization.k8s.io"
@@ -615,6 +616,12 @@ int rbac_start(apiserver_t *srv, rbac_t **out)
     }
     api_view_put(v);
     int rc = 0;
+    /* The first snapshot holds every write made before the start (the
+     * bootstrap policy): the caches catch up to the store's revision. */
+    int64_t rev = 0;
+    if (!store_revision(srv->cfg.store, &rev))
+        for (int k = 0; k < R_COUNT; k++)
+            if (z->caches[k]) wc_wait(z->caches[k], rev, 10000);
     /* Watch first, then build: a change between the two wakes the thread. */
     for (int k = 0; k < R_COUNT && !rc; k++)
         rc = watch(z, k);
