@@ -274,10 +274,8 @@ static int rule_covers(const json_t *owner, const atom_t *a)
 
 typedef struct cover {
     const json_t *owner; /* the rules held */
-    json_t *uncovered;   /* atoms not covered, as PolicyRules (NULL: stop at the first) */
-    char *missing;
-    size_t len;
-    int ok, oom;
+    json_t *uncovered;   /* atoms not covered, as PolicyRules */
+    int oom;
 } cover_t;
 
 static json_t *atom_rule(const atom_t *a)
@@ -291,27 +289,12 @@ static json_t *atom_rule(const atom_t *a)
 
 static void check_atom(cover_t *c, const atom_t *a)
 {
-    if (!c->ok && !c->uncovered) return;
     size_t i;
     const json_t *o;
     json_array_foreach(c->owner, i, o)
         if (rule_covers(o, a)) return;
-    if (c->uncovered) {
-        json_t *r = atom_rule(a);
-        if (!r || json_array_append_new(c->uncovered, r)) c->oom = 1;
-    }
-    if (!c->ok) return;
-    c->ok = 0;
-    if (!c->missing || !c->len) return;
-    if (a->url)
-        snprintf(c->missing, c->len, "{NonResourceURLs:[\"%s\"], Verbs:[\"%s\"]}", a->url, a->verb);
-    else if (a->name)
-        snprintf(c->missing, c->len,
-                 "{APIGroups:[\"%s\"], Resources:[\"%s\"], ResourceNames:[\"%s\"], Verbs:[\"%s\"]}",
-                 a->group, a->resource, a->name, a->verb);
-    else
-        snprintf(c->missing, c->len, "{APIGroups:[\"%s\"], Resources:[\"%s\"], Verbs:[\"%s\"]}",
-                 a->group, a->resource, a->verb);
+    json_t *r = atom_rule(a);
+    if (!r || json_array_append_new(c->uncovered, r)) c->oom = 1;
 }
 
 /* BreakdownRule: every (group, resource, verb[, name]) and (url, verb). */
@@ -343,7 +326,7 @@ static void check_rule(cover_t *c, const json_t *rule)
 
 json_t *api_rules_uncovered(const json_t *owner, const json_t *rules)
 {
-    cover_t c = {.owner = owner, .uncovered = json_array(), .ok = 1};
+    cover_t c = {.owner = owner, .uncovered = json_array()};
     if (!c.uncovered) return NULL;
     size_t i;
     const json_t *r;
@@ -356,22 +339,17 @@ json_t *api_rules_uncovered(const json_t *owner, const json_t *rules)
     return c.uncovered;
 }
 
-int api_authz_covers(api_authz_t *z, const api_user_t *u, const char *ns, const json_t *rules,
-                     char *missing, size_t missinglen)
+int api_authz_held(api_authz_t *z, const api_user_t *u, const char *ns, json_t **rules)
 {
-    if (missing && missinglen) missing[0] = '\0';
-    if (api_user_in_group(u, API_GROUP_MASTERS)) return 1;
-    json_t *held = NULL;
+    *rules = NULL;
     for (int i = 0; i < 3 && z->order[i]; i++)
-        if (z->order[i] == MODE_ALWAYS_ALLOW) return 1;
-    if (!z->rbac || rbac_rules_for(z->rbac, u, ns, &held)) return 0;
-    cover_t c = {.owner = held, .missing = missing, .len = missinglen, .ok = 1};
-    size_t i;
-    const json_t *r;
-    json_array_foreach(rules, i, r)
-        check_rule(&c, r);
-    json_decref(held);
-    return c.ok;
+        if (z->order[i] == MODE_ALWAYS_ALLOW) {
+            *rules = json_pack("[{s:[s],s:[s],s:[s]},{s:[s],s:[s]}]", "verbs", "*", "apiGroups",
+                               "*", "resources", "*", "verbs", "*", "nonResourceURLs", "*");
+            return *rules ? 0 : KP_ENOMEM;
+        }
+    if (z->rbac) return rbac_rules_for(z->rbac, u, ns, rules);
+    return (*rules = json_array()) ? 0 : KP_ENOMEM;
 }
 
 /* ---- request attributes (Kubernetes' RequestInfoFactory) ---- */

@@ -79,12 +79,10 @@ void api_authz_forbidden_message(const api_attrs_t *a, char *out, size_t len);
 int api_authz_rules(api_authz_t *z, const api_user_t *u, const char *ns, json_t **resource_rules,
                     json_t **nonresource_rules, int *incomplete);
 
-/* Whether the rules user `u` holds in `ns` ("" : cluster-wide) cover every
- * rule of `rules` (an array of PolicyRule objects), as Kubernetes' RBAC
- * escalation check asks. On 0, `missing` (may be NULL) gets the first rule
- * not covered, compactly, for the error message. */
-int api_authz_covers(api_authz_t *z, const api_user_t *u, const char *ns, const json_t *rules,
-                     char *missing, size_t missinglen);
+/* Copies of the PolicyRules user `u` holds in `ns` ("": cluster-wide
+ * only), a new array: RBAC's rules, or everything under AlwaysAllow. For
+ * the escalation check. Errors: KP_ENOMEM. */
+int api_authz_held(api_authz_t *z, const api_user_t *u, const char *ns, json_t **rules);
 
 /* Kubernetes' Covers(owner, rules) as a list: the atoms of `rules` (each
  * rule broken down to one verb and one group, resource and name, or one

@@ -25,7 +25,6 @@
  *
  * Runs on the request's thread; no state of its own.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +38,6 @@
 #include "store/store.h"
 
 #define PRIORITY_CLASSES_MAX 1000
-#define PRIORITY_WHY_MAX 512
 
 /* Kubernetes' scheduling.DefaultPriorityWhenNoDefaultClassExists. */
 #define PRIORITY_NO_DEFAULT 0
@@ -47,25 +45,6 @@
 static const api_resource_t *classes_of(api_req_t *r)
 {
     return api_view_find(r->view, "scheduling.k8s.io", "v1", "priorityclasses", NULL);
-}
-
-/* admission.NewForbidden: 403 on the request's resource and `name`. */
-static int forbidden(api_req_t *r, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int forbidden(api_req_t *r, const char *name, const char *fmt, ...)
-{
-    char why[PRIORITY_WHY_MAX], q[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    const api_resource_t *res = r->route.res;
-    json_t *d = json_pack("{s:s, s:s, s:s}", "name", name, "group", res->group, "kind",
-                          res->resource);
-    api_reply_status(r, 403, "Forbidden", d, "%s \"%s\" is forbidden: %s",
-                     rest_qualified(res, q, sizeof q), name, why);
-    json_decref(d);
-    return -1;
 }
 
 /* The class `name`: 0 with *out (caller owns), KP_ENOTFOUND, or an error. */
@@ -136,7 +115,7 @@ int api_priority_admit_pod(api_req_t *r, json_t *pod, const json_t *old, const c
     if (cname && *cname) {
         rc = class_get(r, pcs, cname, &pc);
         if (rc == KP_ENOTFOUND)
-            return forbidden(r, name, "no PriorityClass with name %s was found", cname);
+            return api__reply_forbidden(r, name, "no PriorityClass with name %s was found", cname);
         if (rc) {
             api_reply_error(r, rc, NULL, "failed to get PriorityClass with name %s: %s", cname,
                             err_str(rc));
@@ -155,17 +134,19 @@ int api_priority_admit_pod(api_req_t *r, json_t *pod, const json_t *old, const c
     const char *given_policy = json_string_value(json_object_get(spec, "preemptionPolicy"));
     rc = 0;
     if (json_is_integer(given) && json_integer_value(given) != priority)
-        rc = forbidden(r, name,
-                       "the integer value of priority (%lld) must not be provided in pod spec; "
-                       "priority admission controller computed %lld from the given "
-                       "PriorityClass name",
-                       (long long)json_integer_value(given), (long long)priority);
+        rc = api__reply_forbidden(
+            r, name,
+            "the integer value of priority (%lld) must not be provided in pod spec; "
+            "priority admission controller computed %lld from the given "
+            "PriorityClass name",
+            (long long)json_integer_value(given), (long long)priority);
     else if (policy && given_policy && strcmp(given_policy, policy))
-        rc = forbidden(r, name,
-                       "the string value of PreemptionPolicy (%s) must not be provided in pod "
-                       "spec; priority admission controller computed %s from the given "
-                       "PriorityClass name",
-                       given_policy, policy);
+        rc = api__reply_forbidden(
+            r, name,
+            "the string value of PreemptionPolicy (%s) must not be provided in pod "
+            "spec; priority admission controller computed %s from the given "
+            "PriorityClass name",
+            given_policy, policy);
     if (!rc) {
         if (pc && (!cname || !*cname))
             json_object_set_new(spec, "priorityClassName",
@@ -190,10 +171,11 @@ int api_priority_admit_class(api_req_t *r, json_t *pc, const json_t *old, const 
      * default itself may be updated. */
     const char *dname = dpc ? rest_meta_str(dpc, "name") : NULL;
     if (dname && (!old || strcmp(dname, name)))
-        rc = forbidden(r, name,
-                       "PriorityClass %s is already marked as default. Only one default can "
-                       "exist",
-                       dname);
+        rc = api__reply_forbidden(
+            r, name,
+            "PriorityClass %s is already marked as default. Only one default can "
+            "exist",
+            dname);
     json_decref(dpc);
     return rc;
 }

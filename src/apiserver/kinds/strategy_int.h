@@ -34,6 +34,12 @@ void api__required(json_t *causes, const char *field, const char *detail);
 void api__invalid(json_t *causes, const char *field, const json_t *v, const char *detail);
 /* The same for a string value (Go prints it quoted). */
 void api__invalid_str(json_t *causes, const char *field, const char *s, const char *detail);
+/* admission.NewForbidden: 403 on the request's resource and `name`, the
+ * message `<resource> "<name>" is forbidden: <fmt...>`. Returns -1 (an
+ * admission hook's refusal). */
+struct api_req;
+int api__reply_forbidden(struct api_req *r, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* "Forbidden: <detail>". */
 void api__forbidden(json_t *causes, const char *field, const char *detail);
 /* "Unsupported value: <v>: supported values: "a", "b"". */

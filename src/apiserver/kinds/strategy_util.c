@@ -5,11 +5,14 @@
  * CIDRs, names). See strategy_int.h.
  */
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apiserver/http/http.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/rest/rest_int.h"
 #include "lib/err.h"
 #include "lib/quantity.h"
 #include "apiserver/schema/selector.h"
@@ -260,4 +263,20 @@ void api__port_name(json_t *causes, const char *field, const json_t *v)
     if (!letter) api__invalid(causes, field, v, "must contain at least one letter (a-z)");
     if (n && (s[0] == '-' || s[n - 1] == '-'))
         api__invalid(causes, field, v, "must not begin or end with a hyphen");
+}
+
+int api__reply_forbidden(struct api_req *r, const char *name, const char *fmt, ...)
+{
+    char why[4096], q[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    const api_resource_t *res = r->route.res;
+    json_t *d =
+        json_pack("{s:s, s:s, s:s}", "name", name, "group", res->group, "kind", res->resource);
+    api_reply_status(r, 403, "Forbidden", d, "%s \"%s\" is forbidden: %s",
+                     rest_qualified(res, q, sizeof q), name, why);
+    json_decref(d);
+    return -1;
 }
