@@ -60,7 +60,8 @@ kp_start() {
   export KUBECONFIG="$KP_DIR/data/kubeconfig"
   KP_TOKEN=$(cat "$KP_DIR/data/admin-token")
   for _ in $(seq 100); do
-    curl -fsS --cacert "$KP_DIR/data/ca.crt" "https://127.0.0.1:$KP_PORT/readyz" >/dev/null 2>&1 && return 0
+    curl -fsS --cacert "$KP_DIR/data/ca.crt" -H "Authorization: Bearer $KP_TOKEN" \
+      "https://127.0.0.1:$KP_PORT/readyz" >/dev/null 2>&1 && return 0
     sleep 0.05
   done
   fail "server not ready"
