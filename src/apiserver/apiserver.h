@@ -34,6 +34,15 @@ typedef struct apiserver_config {
      * instead of being system:anonymous (then only what RBAC grants
      * system:unauthenticated: health, version, discovery). */
     int no_anonymous;
+    /* ServiceAccount tokens (auth/satoken.h), borrowed for apiserver_start:
+     * the PEM private key that signs them (--service-account-signing-key-
+     * file; NULL: no TokenRequest), PEM keys that also verify them
+     * (--service-account-key-file: public keys, certificates or private
+     * keys; NULL: only the signing key's), and the issuer
+     * (--service-account-issuer; NULL: https://kubernetes.default.svc.cluster.local). */
+    const char *sa_signing_key_pem;
+    const char *sa_key_pem;
+    const char *sa_issuer;
     /* Limits; 0 takes the default in brackets. Beyond the in-flight limits
      * a request gets 429 with Retry-After (watches are not counted). */
     size_t max_inflight;          /* read-only requests in flight (400) */
@@ -149,6 +158,11 @@ size_t apiserver_tokens_count(const apiserver_tokens_t *t);
  * hex) and write it there with mode 0600. *token is owned by the caller (free).
  * Errors: KP_EIO. */
 int apiserver_admin_token(const char *data_dir, char **token);
+
+/* Read DIR/sa.key (the ServiceAccount token signing key, PEM), or make an
+ * ECDSA P-256 key there (mode 0600) on first start. *pem is the caller's
+ * (free). Errors: KP_EIO. */
+int apiserver_sa_key(const char *data_dir, char **pem);
 
 /* The server's TLS material, PEM, each string owned by the struct. */
 typedef struct apiserver_tls {

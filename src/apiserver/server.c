@@ -31,6 +31,7 @@
 
 #include "apiserver/http/http.h"
 #include "apiserver/auth/authz.h"
+#include "apiserver/auth/satoken.h"
 #include "apiserver/rest/rest.h"
 #include "apiserver/crd/crd.h"
 #include "apiserver/kinds/kinds.h"
@@ -57,8 +58,21 @@ static api_authn_result_t authenticate(api_req_t *r)
     apiserver_t *s = r->srv;
     const char *h = api_header(r, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7)) return API_AUTHN_NONE;
+    const char *tok = h + 7;
+    /* A JWT of ours: a ServiceAccount token (satoken.h). */
+    if (s->sa && api_sa_is_jwt(tok)) {
+        char err[256];
+        void *owned = NULL;
+        api_authn_result_t a =
+            api_sa_authenticate(s->sa, tok, NULL, 0, &r->user, &owned, err, sizeof err);
+        if (a == API_AUTHN_OK) {
+            free(r->user_owned);
+            r->user_owned = owned;
+        }
+        if (a != API_AUTHN_NONE) return a;
+    }
     /* Compared in constant time (authn.c). */
-    return api_authn_token(s->admin_token, &s->admin_user, s->cfg.tokens, h + 7, &r->user);
+    return api_authn_token(s->admin_token, &s->admin_user, s->cfg.tokens, tok, &r->user);
 }
 
 /* Answer 403 for attributes no authorizer allowed, as Kubernetes'
@@ -347,6 +361,7 @@ static int handle(api_req_t *r)
 
     int rc = r->route.kind == API_ROUTE_RESOURCE  ? api_serve_resource(r)
              : r->route.kind == API_ROUTE_METRICS ? api_serve_metrics(r)
+             : r->route.kind == API_ROUTE_OIDC    ? api_sa_serve_oidc(r)
                                                   : api_serve_discovery(r);
     pthread_mutex_lock(&s->mu);
     (*count)--;
@@ -608,6 +623,11 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         (rc = api_apiservice_start(s)) || (rc = api_policy_reconcile(s)) ||
         (rc = api_authz_start(s, cfg->authorization_mode, &s->authz)))
         goto fail;
+    char why[256];
+    if ((rc = api_sa_start(s, &s->sa, why, sizeof why))) {
+        log_error("apiserver", "ServiceAccount tokens: %s", why);
+        goto fail;
+    }
     int lfd = tcp_listen(&sa);
     if (lfd < 0) {
         rc = lfd;
@@ -663,6 +683,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     *out = s;
     return 0;
 fail:
+    api_sa_stop(s->sa);
     api_authz_stop(s->authz);
     api_apiservice_stop(s);
     api_crd_stop(s);
@@ -712,6 +733,7 @@ void apiserver_stop(apiserver_t *s)
     if (s->cfg.unix_socket) unlink(s->cfg.unix_socket);
     api_services_stop(s); /* no request can allocate any more */
     api_authz_stop(s->authz);
+    api_sa_stop(s->sa);
     close_caches(s);
     api_view_put(s->view);
     api_schema_free(s->schema);

@@ -12,6 +12,8 @@
  *                    [--default-unreachable-toleration-seconds N]
  *                    [--token-auth-file FILE] [--authorization-mode MODES]
  *                    [--anonymous-auth BOOL]
+ *                    [--service-account-signing-key-file FILE]
+ *                    [--service-account-key-file FILE] [--service-account-issuer URL]
  *                    [--max-requests-inflight N] [--max-mutating-requests-inflight N]
  *                    [--max-connections N] [--max-unauthenticated-connections N]
  *                    [--read-header-timeout D] [--idle-timeout D] [--request-body-timeout D]
@@ -38,6 +40,7 @@
 #include "cli/cli.h"
 #include "cli/components.h"
 #include "client/client.h"
+#include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "store/store.h"
@@ -76,7 +79,14 @@ static void usage(FILE *out, const char *cmd)
           "                     AlwaysAllow, comma-separated (default RBAC); the group\n"
           "                     system:masters may always do everything\n"
           "  --anonymous-auth BOOL  a request with no credentials is system:anonymous, in group\n"
-          "                     system:unauthenticated (true, the default), or gets 401 (false)\n",
+          "                     system:unauthenticated (true, the default), or gets 401 (false)\n"
+          "  --service-account-signing-key-file FILE  the PEM private key (ECDSA P-256 or RSA)\n"
+          "                     that signs ServiceAccount tokens (default: DIR/sa.key, made at\n"
+          "                     first start)\n"
+          "  --service-account-key-file FILE  more PEM keys that verify ServiceAccount tokens\n"
+          "                     (public keys, certificates or private keys; repeatable)\n"
+          "  --service-account-issuer URL  the tokens' issuer (default\n"
+          "                     https://kubernetes.default.svc.cluster.local)\n",
           out);
     fputs("  --default-not-ready-toleration-seconds N, --default-unreachable-toleration-seconds N\n"
           "                     tolerationSeconds of the not-ready and unreachable NoExecute\n"
@@ -192,6 +202,9 @@ static int serve(const char *cmd, int argc, char **argv)
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
     const char *token_file = NULL, *svc_cidr = NULL, *svc_ports = NULL, *authz_mode = NULL;
     int no_anonymous = 0;
+    const char *sa_signing_file = NULL, *sa_issuer = NULL;
+    const char *sa_key_files[8];
+    size_t n_sa_key_files = 0;
     size_t watch_cache_bytes = 0, watch_queue_bytes = 0; /* 0: the API server's defaults */
     int all = !strcmp(cmd, "server");
     cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
@@ -320,8 +333,38 @@ static int serve(const char *cmd, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    char *token = NULL;
+    char *token = NULL, *sa_sign_pem = NULL, *sa_keys_pem = NULL;
     if ((rc = apiserver_admin_token(dir, &token))) return cli_fail(rc, "admin token in %s", dir);
+    /* ServiceAccount tokens: the signing key given, else DIR/sa.key (made
+     * now on first start); the verifying keys' files concatenated. */
+    {
+        buf_t kb;
+        buf_init(&kb, 4u << 20);
+        const char *bad = NULL;
+        if (sa_signing_file) {
+            if (buf_append_file(&kb, sa_signing_file) || !kb.len) bad = sa_signing_file;
+            size_t len;
+            if (!bad) sa_sign_pem = buf_detach(&kb, &len);
+        } else if ((rc = apiserver_sa_key(dir, &sa_sign_pem))) {
+            bad = "sa.key";
+        }
+        buf_free(&kb);
+        buf_init(&kb, 4u << 20);
+        for (size_t i = 0; !bad && i < n_sa_key_files; i++)
+            if (buf_append_file(&kb, sa_key_files[i]) || buf_append(&kb, "\n", 1))
+                bad = sa_key_files[i];
+        size_t len;
+        if (!bad && kb.len) sa_keys_pem = buf_detach(&kb, &len);
+        buf_free(&kb);
+        if (bad) {
+            fprintf(stderr, "kplane: %s: reading the ServiceAccount key %s failed\n", cmd, bad);
+            free(token);
+            free(sa_sign_pem);
+            free(sa_keys_pem);
+            free(sa_sign_pem);
+            return CLI_EXIT_FAIL;
+        }
+    }
     /* A bad token file stops the start, as it stops kube-apiserver's. */
     apiserver_tokens_t *tokens = NULL;
     if (token_file) {
@@ -330,6 +373,8 @@ static int serve(const char *cmd, int argc, char **argv)
         if (trc) {
             fprintf(stderr, "kplane: %s: --token-auth-file: %s\n", cmd, terr);
             free(token);
+            free(sa_sign_pem);
+            free(sa_keys_pem);
             return CLI_EXIT_FAIL;
         }
         log_info("server", "%zu tokens from %s", apiserver_tokens_count(tokens), token_file);
@@ -340,6 +385,8 @@ static int serve(const char *cmd, int argc, char **argv)
     store_t *store = NULL;
     if ((rc = store_open(url, &sopt, &store))) {
         free(token);
+        free(sa_sign_pem);
+        free(sa_keys_pem);
         apiserver_tokens_free(tokens);
         return cli_fail(rc, "opening store %s", url);
     }
@@ -351,6 +398,8 @@ static int serve(const char *cmd, int argc, char **argv)
     if ((rc = apiserver_tls_load(dir, host, &tls))) {
         store_close(store);
         free(token);
+        free(sa_sign_pem);
+        free(sa_keys_pem);
         apiserver_tokens_free(tokens);
         return cli_fail(rc, "TLS certificates in %s", dir);
     }
@@ -370,6 +419,9 @@ static int serve(const char *cmd, int argc, char **argv)
                               .tokens = tokens,
                               .authorization_mode = authz_mode,
                               .no_anonymous = no_anonymous,
+                              .sa_signing_key_pem = sa_sign_pem,
+                              .sa_key_pem = sa_keys_pem,
+                              .sa_issuer = sa_issuer,
                               .tls_cert_pem = tls.cert_pem,
                               .tls_key_pem = tls.key_pem,
                               .unix_socket = use_sock ? sock : NULL,
@@ -392,6 +444,8 @@ static int serve(const char *cmd, int argc, char **argv)
         apiserver_tls_free(&tls);
         store_close(store);
         free(token);
+        free(sa_sign_pem);
+        free(sa_keys_pem);
         apiserver_tokens_free(tokens);
         /* Taken since the check above? Then say so as the check does. */
         int code = rc == KP_EBUSY ? cli_listen_check(cmd, "--listen", listen) : 0;
@@ -449,6 +503,8 @@ static int serve(const char *cmd, int argc, char **argv)
             apiserver_tls_free(&tls);
             store_close(store);
             free(token);
+            free(sa_sign_pem);
+            free(sa_keys_pem);
             apiserver_tokens_free(tokens);
             return cli_fail(rc, "starting components");
         }
@@ -467,6 +523,8 @@ static int serve(const char *cmd, int argc, char **argv)
     apiserver_tls_free(&tls);
     store_close(store);
     free(token);
+    free(sa_sign_pem);
+    free(sa_keys_pem);
     apiserver_tokens_free(tokens);
     return CLI_EXIT_OK;
 }

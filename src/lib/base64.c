@@ -50,3 +50,53 @@ int base64_decode(const char *text, size_t n, void *out, size_t cap, size_t *out
     *outlen = len;
     return 0;
 }
+
+/* ---- base64url without padding (RFC 4648 section 5; JWS, JWK) ---- */
+
+static const char url_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+char *base64url_encode(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        out[o++] = url_alphabet[(v >> 18) & 63];
+        out[o++] = url_alphabet[(v >> 12) & 63];
+        if (i + 1 < n) out[o++] = url_alphabet[(v >> 6) & 63];
+        if (i + 2 < n) out[o++] = url_alphabet[v & 63];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+int base64url_decode(const char *text, size_t n, void *out, size_t cap, size_t *outlen)
+{
+    unsigned char *o = out;
+    size_t len = 0;
+    if (n % 4 == 1) return KP_EINVAL;
+    for (size_t i = 0; i < n; i += 4) {
+        size_t k = n - i < 4 ? n - i : 4; /* characters in this group */
+        unsigned v = 0;
+        for (size_t j = 0; j < 4; j++) {
+            const char *p = NULL;
+            if (j < k) {
+                char c = text[i + j];
+                if (!c || c == '=' || !(p = strchr(url_alphabet, c))) return KP_EINVAL;
+            }
+            v = (v << 6) | (p ? (unsigned)(p - url_alphabet) : 0);
+        }
+        size_t bytes = k - 1;
+        if (len + bytes > cap) return KP_ETOOLARGE;
+        o[len++] = (unsigned char)(v >> 16);
+        if (bytes > 1) o[len++] = (unsigned char)(v >> 8);
+        if (bytes > 2) o[len++] = (unsigned char)v;
+    }
+    *outlen = len;
+    return 0;
+}

@@ -46,6 +46,8 @@ const api_pb_root_t api__pb_roots[] = {
     {"apps/v1", "StatefulSetList", &pb_apps_v1_StatefulSetList},
     {"authentication.k8s.io/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"authentication.k8s.io/v1", "SelfSubjectReview", &pb_authentication_v1_SelfSubjectReview},
+    {"authentication.k8s.io/v1", "TokenRequest", &pb_authentication_v1_TokenRequest},
+    {"authentication.k8s.io/v1", "TokenReview", &pb_authentication_v1_TokenReview},
     {"authorization.k8s.io/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"authorization.k8s.io/v1", "LocalSubjectAccessReview",
      &pb_authorization_v1_LocalSubjectAccessReview},

@@ -5,6 +5,15 @@
 
 #include "apiserver/encode/protobuf_gen.h"
 
+static const api_pb_field_t f_pb_authentication_v1_BoundObjectReference[] = {
+    {1, "kind", API_PB_STRING, 0, NULL},
+    {2, "apiVersion", API_PB_STRING, 0, NULL},
+    {3, "name", API_PB_STRING, 0, NULL},
+    {4, "uid", API_PB_STRING, 0, NULL},
+};
+const api_pb_msg_t pb_authentication_v1_BoundObjectReference =
+    API_PB_MSG("BoundObjectReference", f_pb_authentication_v1_BoundObjectReference);
+
 static const api_pb_field_t f_pb_authentication_v1_ExtraValue[] = {
     {1, "items", API_PB_STRING, API_PB_REP, NULL},
 };
@@ -23,6 +32,53 @@ static const api_pb_field_t f_pb_authentication_v1_SelfSubjectReviewStatus[] = {
 };
 const api_pb_msg_t pb_authentication_v1_SelfSubjectReviewStatus =
     API_PB_MSG("SelfSubjectReviewStatus", f_pb_authentication_v1_SelfSubjectReviewStatus);
+
+static const api_pb_field_t f_pb_authentication_v1_TokenRequest[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "spec", API_PB_MESSAGE, 0, &pb_authentication_v1_TokenRequestSpec},
+    {3, "status", API_PB_MESSAGE, 0, &pb_authentication_v1_TokenRequestStatus},
+};
+const api_pb_msg_t pb_authentication_v1_TokenRequest =
+    API_PB_MSG("TokenRequest", f_pb_authentication_v1_TokenRequest);
+
+static const api_pb_field_t f_pb_authentication_v1_TokenRequestSpec[] = {
+    {1, "audiences", API_PB_STRING, API_PB_REP, NULL},
+    {3, "boundObjectRef", API_PB_MESSAGE, 0, &pb_authentication_v1_BoundObjectReference},
+    {4, "expirationSeconds", API_PB_INT64, 0, NULL},
+};
+const api_pb_msg_t pb_authentication_v1_TokenRequestSpec =
+    API_PB_MSG("TokenRequestSpec", f_pb_authentication_v1_TokenRequestSpec);
+
+static const api_pb_field_t f_pb_authentication_v1_TokenRequestStatus[] = {
+    {1, "token", API_PB_STRING, 0, NULL},
+    {2, "expirationTimestamp", API_PB_TIME, 0, NULL},
+};
+const api_pb_msg_t pb_authentication_v1_TokenRequestStatus =
+    API_PB_MSG("TokenRequestStatus", f_pb_authentication_v1_TokenRequestStatus);
+
+static const api_pb_field_t f_pb_authentication_v1_TokenReview[] = {
+    {1, "metadata", API_PB_MESSAGE, 0, &pb_meta_v1_ObjectMeta},
+    {2, "spec", API_PB_MESSAGE, 0, &pb_authentication_v1_TokenReviewSpec},
+    {3, "status", API_PB_MESSAGE, 0, &pb_authentication_v1_TokenReviewStatus},
+};
+const api_pb_msg_t pb_authentication_v1_TokenReview =
+    API_PB_MSG("TokenReview", f_pb_authentication_v1_TokenReview);
+
+static const api_pb_field_t f_pb_authentication_v1_TokenReviewSpec[] = {
+    {1, "token", API_PB_STRING, 0, NULL},
+    {2, "audiences", API_PB_STRING, API_PB_REP, NULL},
+};
+const api_pb_msg_t pb_authentication_v1_TokenReviewSpec =
+    API_PB_MSG("TokenReviewSpec", f_pb_authentication_v1_TokenReviewSpec);
+
+static const api_pb_field_t f_pb_authentication_v1_TokenReviewStatus[] = {
+    {1, "authenticated", API_PB_BOOL, 0, NULL},
+    {2, "user", API_PB_MESSAGE, 0, &pb_authentication_v1_UserInfo},
+    {3, "error", API_PB_STRING, 0, NULL},
+    {4, "audiences", API_PB_STRING, API_PB_REP, NULL},
+};
+const api_pb_msg_t pb_authentication_v1_TokenReviewStatus =
+    API_PB_MSG("TokenReviewStatus", f_pb_authentication_v1_TokenReviewStatus);
 
 static const api_pb_field_t f_pb_authentication_v1_UserInfo[] = {
     {1, "username", API_PB_STRING, 0, NULL},

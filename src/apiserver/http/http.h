@@ -57,16 +57,17 @@ struct api_req;
 /* What a request path names (route.c). */
 typedef enum api_route_kind {
     API_ROUTE_NONE = 0,
-    API_ROUTE_ROOT,       /* /: the paths served */
-    API_ROUTE_HEALTH,     /* /healthz /livez /readyz */
-    API_ROUTE_VERSION,    /* /version */
-    API_ROUTE_API,        /* /api */
-    API_ROUTE_APIS,       /* /apis */
-    API_ROUTE_GROUP,      /* /apis/<g> */
+    API_ROUTE_ROOT,          /* /: the paths served */
+    API_ROUTE_HEALTH,        /* /healthz /livez /readyz */
+    API_ROUTE_VERSION,       /* /version */
+    API_ROUTE_API,           /* /api */
+    API_ROUTE_APIS,          /* /apis */
+    API_ROUTE_GROUP,         /* /apis/<g> */
     API_ROUTE_GROUP_VERSION, /* /api/v1, /apis/<g>/<v> */
-    API_ROUTE_RESOURCE,   /* a resource request */
-    API_ROUTE_OPENAPI,    /* /openapi/v2, /openapi/v3[/...] */
-    API_ROUTE_METRICS,    /* /metrics */
+    API_ROUTE_RESOURCE,      /* a resource request */
+    API_ROUTE_OPENAPI,       /* /openapi/v2, /openapi/v3[/...] */
+    API_ROUTE_METRICS,       /* /metrics */
+    API_ROUTE_OIDC,          /* /.well-known/openid-configuration, /openid/v1/jwks */
 } api_route_kind_t;
 
 typedef struct api_route {
@@ -106,6 +107,7 @@ struct apiserver {
     struct api_schema *schema; /* the API's type facts (schema.h), immutable */
     struct api_alloc *alloc;   /* Services' ClusterIPs and NodePorts (alloc.h) */
     struct api_authz *authz;   /* the authorizers of cfg.authorization_mode (auth/authz.h) */
+    struct api_sa *sa;         /* ServiceAccount tokens (auth/satoken.h) */
     api_user_t admin_user;     /* the admin token's (API_ADMIN_USER in system:masters) */
     /* Validating admission of every create, set when the server is put
      * together (NamespaceLifecycle: kinds/strategy_namespace.c): 0 to go

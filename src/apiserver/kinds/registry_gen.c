@@ -49,10 +49,12 @@ extern const api_strategy_t api_strategy_selfsubjectaccessreview;
 extern const api_strategy_t api_strategy_selfsubjectreview;
 extern const api_strategy_t api_strategy_selfsubjectrulesreview;
 extern const api_strategy_t api_strategy_service;
+extern const api_strategy_t api_strategy_serviceaccount;
 extern const api_strategy_t api_strategy_servicecidr;
 extern const api_strategy_t api_strategy_statefulset;
 extern const api_strategy_t api_strategy_storageclass;
 extern const api_strategy_t api_strategy_subjectaccessreview;
+extern const api_strategy_t api_strategy_tokenreview;
 extern const api_strategy_t api_strategy_volumeattachment;
 extern const api_strategy_t api_strategy_volumeattributesclass;
 static const char *const fields_core_events[] = {
@@ -315,7 +317,7 @@ const api_resource_t api_registry_table[] = {
         .verbs = API_V_ALL,
         .subresources = 0,
         .field_selectors = NULL,
-        .strategy = NULL,
+        .strategy = &api_strategy_serviceaccount,
     },
     {
         .group = "",
@@ -453,6 +455,21 @@ const api_resource_t api_registry_table[] = {
         .subresources = 0,
         .field_selectors = NULL,
         .strategy = &api_strategy_selfsubjectreview,
+    },
+    {
+        .group = "authentication.k8s.io",
+        .version = "v1",
+        .resource = "tokenreviews",
+        .singular = "tokenreview",
+        .kind = "TokenReview",
+        .list_kind = "TokenReviewList",
+        .namespaced = 0,
+        .short_names = {NULL},
+        .categories = {NULL},
+        .verbs = API_V_CREATE,
+        .subresources = 0,
+        .field_selectors = NULL,
+        .strategy = &api_strategy_tokenreview,
     },
     {
         .group = "authorization.k8s.io",

@@ -147,6 +147,11 @@ void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unrea
  * else -1 after replying (404, or 403 NamespaceTerminating). */
 int api_namespace_admit_create(struct api_req *r, const char *name);
 
+/* The ServiceAccount admission plugin for pods (admission_serviceaccount.c):
+ * serviceAccountName defaults to "default" and the token volume is added,
+ * on create. Never refuses: returns 0. */
+int api_serviceaccount_admit_pod(struct api_req *r, json_t *pod, const json_t *old,
+                                 const char *name);
 /* Kubernetes' Priority admission (admission_priority.c), the strategy's
  * admission hook (strategy.h) of pods and of PriorityClasses: a pod's
  * spec.priority and preemptionPolicy from its priorityClassName or the

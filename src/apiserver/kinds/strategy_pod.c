@@ -451,6 +451,14 @@ static void pod_admit(const api_ctx_t *c, json_t *pod, const json_t *old)
                                 set ? cfg->unreachable_toleration_s : 300);
 }
 
+/* Admission that reads other objects, in Kubernetes' order: ServiceAccount,
+ * then Priority. */
+static int pod_admission(api_req_t *r, json_t *pod, const json_t *old, const char *name)
+{
+    if (api_serviceaccount_admit_pod(r, pod, old, name)) return -1;
+    return api_priority_admit_pod(r, pod, old, name);
+}
+
 /* CheckGracefulDelete: a bound pod stops on its node first, which then
  * deletes it; an unbound one, one that already ended (Succeeded, Failed:
  * nothing to stop) or a grace period of 0 goes at once. The period is the
@@ -487,7 +495,7 @@ const api_strategy_t api_strategy_pod = {
     .prepare_create = pod_prepare_create,
     .defaults = pod_defaults,
     .admit = pod_admit,
-    .admission = api_priority_admit_pod,
+    .admission = pod_admission,
     .validate = pod_validate,
     .graceful = pod_graceful,
     .subs = pod_subs,

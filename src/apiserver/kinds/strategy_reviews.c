@@ -6,6 +6,7 @@
  * selfsubjectrulesreview):
  *
  *   SelfSubjectReview          the requesting user (kubectl auth whoami)
+ *   TokenReview                who does this bearer token belong to?
  *   SelfSubjectAccessReview    may I? (kubectl auth can-i)
  *   SubjectAccessReview        may this user?
  *   LocalSubjectAccessReview   may this user, in this namespace?
@@ -19,12 +20,19 @@
 #include <string.h>
 
 #include "apiserver/auth/authz.h"
+#include "apiserver/auth/satoken.h"
 #include "apiserver/http/http.h"
 #include "apiserver/kinds/strategy_int.h"
 #include "apiserver/rest/rest.h"
 #include "apiserver/rest/rest_int.h"
 #include "apiserver/schema/strategy.h"
 #include "lib/err.h"
+
+static const char *str(const json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "";
+}
 
 /* The body as the review kind `kind`, or a reply: 0 with *out (the
  * caller's), or 0 with *out NULL after replying. */
@@ -112,13 +120,60 @@ static int selfsubjectreview_serve(api_req_t *r)
 
 const api_strategy_t api_strategy_selfsubjectreview = {.serve = selfsubjectreview_serve};
 
-/* ---- access reviews ---- */
+/* ---- TokenReview ---- */
 
-static const char *str(const json_t *o, const char *k)
+/* The token through the server's token authenticators (ServiceAccount
+ * tokens, the admin token, --token-auth-file), for the audiences asked. */
+static int tokenreview_serve(api_req_t *r)
 {
-    const char *v = json_string_value(json_object_get(o, k));
-    return v ? v : "";
+    json_t *obj;
+    int rc = review_body(r, "TokenReview", &obj);
+    if (rc || !obj) return rc;
+    const json_t *spec = json_object_get(obj, "spec");
+    const char *token = str(spec, "token");
+    if (!*token) {
+        json_decref(obj);
+        return api_reply_status(r, 400, "BadRequest", NULL,
+                                "token is required for TokenReview in authentication");
+    }
+    const json_t *auds = json_object_get(spec, "audiences");
+    size_t na = 0;
+    const char *aud[16];
+    for (size_t i = 0; i < json_array_size(auds) && na < 16; i++)
+        if (json_is_string(json_array_get(auds, i)))
+            aud[na++] = json_string_value(json_array_get(auds, i));
+    apiserver_t *s = r->srv;
+    api_user_t u;
+    void *owned = NULL;
+    char err[256] = "";
+    api_authn_result_t a = API_AUTHN_NONE;
+    if (s->sa && api_sa_is_jwt(token))
+        a = api_sa_authenticate(s->sa, token, na ? aud : NULL, na, &u, &owned, err, sizeof err);
+    /* Static tokens carry the API's audiences only. */
+    if (a == API_AUTHN_NONE && !na)
+        a = api_authn_token(s->admin_token, &s->admin_user, s->cfg.tokens, token, &u);
+    json_t *st = json_pack("{s:b}", "authenticated", a == API_AUTHN_OK);
+    if (st && a == API_AUTHN_OK) {
+        json_object_set_new(st, "user", user_info(&u));
+        json_t *matched = json_array();
+        if (na) {
+            for (size_t i = 0; i < na; i++)
+                json_array_append_new(matched, json_string(aud[i]));
+        } else if (s->sa) {
+            json_array_append_new(matched, json_string(api_sa_issuer(s->sa)));
+        }
+        json_object_set_new(st, "audiences", matched);
+    } else if (st) {
+        json_object_set_new(st, "user", json_object());
+        json_object_set_new(st, "error", json_string(*err ? err : "invalid bearer token"));
+    }
+    free(owned);
+    return reply_review(r, obj, st);
 }
+
+const api_strategy_t api_strategy_tokenreview = {.serve = tokenreview_serve};
+
+/* ---- access reviews ---- */
 
 /* The decision for `spec`'s attributes as user u: the status object. */
 static json_t *decide(api_req_t *r, const api_user_t *u, const json_t *spec)

@@ -2,6 +2,7 @@
  * route.c -- what a request path names.
  *
  *   /healthz /livez /readyz /version /metrics /openapi/...
+ *   /.well-known/openid-configuration /openid/v1/jwks
  *   /api                         /apis   /apis/G
  *   /api/v1                      /apis/G/V
  *   .../R[/NAME[/SUB]]           cluster-scoped, or all namespaces for a list
@@ -113,6 +114,11 @@ int api_route_parse(const api_view_t *v, const char *path, api_route_t *rt)
     }
     if (!strcmp(s0, "openapi")) {
         rt->kind = API_ROUTE_OPENAPI;
+        return 0;
+    }
+    if ((n == 2 && !strcmp(s0, ".well-known") && !strcmp(segs[1], "openid-configuration")) ||
+        (n == 3 && !strcmp(s0, "openid") && !strcmp(segs[1], "v1") && !strcmp(segs[2], "jwks"))) {
+        rt->kind = API_ROUTE_OIDC;
         return 0;
     }
     if (!strcmp(s0, "api")) {
