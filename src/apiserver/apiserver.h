@@ -27,7 +27,7 @@ typedef struct apiserver_config {
      * server; NULL: none. */
     const struct apiserver_tokens *tokens;
     /* --authorization-mode: AlwaysAllow, RBAC, Node, comma-separated, in
-     * the order they are asked (NULL: "RBAC"); system:masters may always
+     * the order they are asked (NULL: "Node,RBAC"); system:masters may always
      * do everything. Borrowed for apiserver_start. */
     const char *authorization_mode;
     /* --anonymous-auth=false: a request with no credentials gets 401

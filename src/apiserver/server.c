@@ -338,6 +338,7 @@ static int handle(api_req_t *r)
     /* Now, while the query is there (the engine's request goes with the
      * reply; the metrics are recorded after it). */
     r->verb = api_verb_of(r);
+    if (api_node_restrict_request(r)) return 0; /* replied: 403 */
     switch (r->route.kind) {
     case API_ROUTE_HEALTH:
     case API_ROUTE_VERSION:
@@ -593,6 +594,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->metrics_mu, NULL);
     s->admit_create = api_namespace_admit_create;
+    s->admit_write = api_node_restrict_write;
     s->req_done = req_done;
     if (!(s->metrics = api_metrics_new())) {
         rc = KP_ENOMEM;

@@ -76,7 +76,7 @@ static void usage(FILE *out, const char *cmd)
     fputs("  --token-auth-file FILE  more bearer tokens, Kubernetes' static token file (CSV:\n"
           "                     token,user,uid[,\"group1,group2\"]); the admin token stays valid\n"
           "  --authorization-mode MODES  who may do what, asked in this order: RBAC, Node,\n"
-          "                     AlwaysAllow, comma-separated (default RBAC); the group\n"
+          "                     AlwaysAllow, comma-separated (default Node,RBAC); the group\n"
           "                     system:masters may always do everything\n"
           "  --anonymous-auth BOOL  a request with no credentials is system:anonymous, in group\n"
           "                     system:unauthenticated (true, the default), or gets 401 (false)\n"

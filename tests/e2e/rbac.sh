@@ -14,6 +14,7 @@ TOKENS="$KP_DIR/tokens.csv"
 cat >"$TOKENS" <<'CSV'
 jane-token-0123456789,jane,2001,"devs"
 vic-token-0123456789,vic,2002
+node1-token-0123456789,system:node:n1,3001,"system:nodes"
 CSV
 kp_start --nodes 0 --no-scheduler --token-auth-file "$TOKENS"
 k() { "$KUBECTL" "$@"; }
@@ -192,6 +193,34 @@ spec: {resourceAttributes: {verb: get, resource: pods}}
 EOF
 ) && fail "a SAR with no user or group was answered"
 expect_match "SAR needs a subject" "$out" 'spec.user: Required value'
+
+echo "--- a node (Node authorizer, NodeRestriction): its own objects only"
+kn() { "$KUBECTL" --token node1-token-0123456789 "$@"; }
+api() { # METHOD PATH BODY: code and body, as node n1
+  curl -sS --cacert "$KP_DIR/data/ca.crt" -H "Authorization: Bearer node1-token-0123456789" \
+    -X "$1" -H 'Content-Type: application/merge-patch+json' -d "$3" -w ' %{http_code}' \
+    "https://127.0.0.1:$KP_PORT$2"
+}
+printf 'apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n' | kn create -f - >/dev/null
+printf 'apiVersion: v1\nkind: Node\nmetadata: {name: n2}\n' | k create -f - >/dev/null
+expect_match "own status" "$(api PATCH /api/v1/nodes/n1/status '{"status":{"capacity":{"cpu":"2"}}}')" ' 200$'
+out=$(api PATCH /api/v1/nodes/n2/status '{"status":{"capacity":{"cpu":"2"}}}')
+expect_match "another node's status" "$out" \
+  'nodes \\"n2\\" is forbidden: node \\"n1\\" is not allowed to modify node \\"n2\\".* 403$'
+out=$(printf 'apiVersion: v1\nkind: Node\nmetadata: {name: n3}\n' | kn create -f - 2>&1) &&
+  fail "n1 registered n3"
+expect_match "another node" "$out" 'node "n1" is not allowed to modify node "n3"'
+k create secret generic n1-secret -n team --from-literal=a=b >/dev/null
+out=$(kn get secret n1-secret -n team 2>&1) && fail "n1 read a secret no pod of it uses"
+expect_match "unrelated secret" "$out" "no relationship found between node 'n1' and this object"
+k run uses-secret -n team --image=x --overrides='{"spec":{"nodeName":"n1","volumes":[{"name":"v","secret":{"secretName":"n1-secret"}}],"containers":[{"name":"c","image":"x","volumeMounts":[{"name":"v","mountPath":"/s"}]}]}}' >/dev/null
+kn get secret n1-secret -n team -o name >/dev/null
+k run elsewhere -n team --image=x --overrides='{"spec":{"nodeName":"n2"}}' >/dev/null
+out=$(kn delete pod elsewhere -n team --wait=false 2>&1) && fail "n1 deleted n2's pod"
+expect_match "another node's pod" "$out" 'node "n1" can only delete pods with spec.nodeName set to itself'
+kn delete pod uses-secret -n team --wait=false >/dev/null
+out=$(api PUT /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2 '{}')
+expect_match "another node's lease" "$out" ' 403$'
 
 echo "--- anonymous: health and version, nothing else"
 code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$KP_DIR/data/ca.crt" "https://127.0.0.1:$KP_PORT$1"; }

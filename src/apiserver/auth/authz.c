@@ -10,6 +10,7 @@
 #include <ctype.h>
 
 #include "apiserver/auth/authz.h"
+#include "apiserver/auth/node.h"
 #include "apiserver/auth/rbac.h"
 #include "lib/err.h"
 
@@ -17,7 +18,9 @@ enum { MODE_ALWAYS_ALLOW = 1, MODE_RBAC = 2, MODE_NODE = 4 };
 
 struct api_authz {
     int order[3]; /* the modes in their order, 0-terminated */
+    apiserver_t *srv;
     rbac_t *rbac;
+    json_t *node_rules; /* the Node authorizer's static rules (system:node's) */
 };
 
 static int mode_of(const char *s, size_t n)
@@ -32,7 +35,7 @@ static int mode_of(const char *s, size_t n)
 static int parse_modes(const char *modes, int order[3], char *err, size_t errlen)
 {
     memset(order, 0, 3 * sizeof *order);
-    if (!modes || !*modes) modes = "RBAC";
+    if (!modes || !*modes) modes = API_AUTHZ_DEFAULT_MODES;
     int seen = 0, n = 0;
     for (const char *p = modes;;) {
         size_t len = strcspn(p, ",");
@@ -69,10 +72,14 @@ int api_authz_start(apiserver_t *s, const char *modes, api_authz_t **out)
     api_authz_t *z = calloc(1, sizeof *z);
     if (!z) return KP_ENOMEM;
     int rc = parse_modes(modes, z->order, err, sizeof err);
-    int want_rbac = 0;
-    for (int i = 0; i < 3; i++)
+    int want_rbac = 0, want_node = 0;
+    for (int i = 0; i < 3; i++) {
         want_rbac |= z->order[i] == MODE_RBAC;
+        want_node |= z->order[i] == MODE_NODE;
+    }
+    z->srv = s;
     if (!rc && want_rbac) rc = rbac_start(s, &z->rbac);
+    if (!rc && want_node && !(z->node_rules = api_node_static_rules())) rc = KP_ENOMEM;
     if (rc) {
         free(z);
         return rc;
@@ -85,6 +92,7 @@ void api_authz_stop(api_authz_t *z)
 {
     if (!z) return;
     rbac_stop(z->rbac);
+    json_decref(z->node_rules);
     free(z);
 }
 
@@ -93,16 +101,31 @@ int api_authorize(api_authz_t *z, const api_attrs_t *a, char *reason, size_t rea
     if (reason && reasonlen) reason[0] = '\0';
     /* kube-apiserver's privileged-group authorizer comes first. */
     if (api_user_in_group(a->user, API_GROUP_MASTERS)) return 1;
+    /* As Kubernetes' union authorizer: the first that allows decides; the
+     * reasons of those with no opinion are joined by newlines. */
+    char one[1024];
+    size_t used = 0;
     for (int i = 0; i < 3 && z->order[i]; i++) {
+        int ok = 0;
+        one[0] = '\0';
         switch (z->order[i]) {
         case MODE_ALWAYS_ALLOW:
-            return 1;
-        case MODE_RBAC:
-            if (rbac_allows(z->rbac, a, reason, reasonlen)) return 1;
+            ok = 1;
             break;
-        default: /* Node: no opinion until nodes have identities */
+        case MODE_RBAC:
+            ok = rbac_allows(z->rbac, a, one, sizeof one);
+            break;
+        default:
+            ok = api_node_authorize(z->srv, z->node_rules, a, one, sizeof one);
             break;
         }
+        if (ok) {
+            if (reason && reasonlen) snprintf(reason, reasonlen, "%s", one);
+            return 1;
+        }
+        if (*one && reason && used < reasonlen)
+            used +=
+                (size_t)snprintf(reason + used, reasonlen - used, "%s%s", used ? "\n" : "", one);
     }
     return 0;
 }

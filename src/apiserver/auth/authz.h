@@ -7,7 +7,8 @@
  *   RBAC         Roles, ClusterRoles and their bindings, evaluated as
  *                Kubernetes' RBAC authorizer does (rbac.c), from a snapshot
  *                of the four watch caches rebuilt when any of them changes.
- *   (Node comes with the nodes' own identities.)
+ *   Node         kubelets (system:node:NAME in system:nodes): the objects
+ *                their own pods use, their own Lease (node.c).
  *
  * A request no authorizer allows is refused: 403 with Kubernetes' message
  * (api_authz_forbidden_message()).
@@ -50,8 +51,12 @@ void api_attrs_clear(api_attrs_t *a);
 
 typedef struct api_authz api_authz_t;
 
+/* What --authorization-mode is when not given: kubeadm's choice (kube-
+ * apiserver's own default is AlwaysAllow; kplane's is least privilege). */
+#define API_AUTHZ_DEFAULT_MODES "Node,RBAC"
+
 /* Check a --authorization-mode value: a comma-separated list of AlwaysAllow,
- * RBAC and Node, none twice (NULL or "": "RBAC"). Errors: KP_EINVAL, with
+ * RBAC and Node, none twice (NULL or "": API_AUTHZ_DEFAULT_MODES). Errors: KP_EINVAL, with
  * `err` saying what is wrong. */
 int api_authz_check_modes(const char *modes, char *err, size_t errlen);
 

@@ -371,6 +371,40 @@ static int rule_allows(const rule_t *r, const api_attrs_t *a)
            (!r->names.n || has(&r->names, a->name));
 }
 
+/* A PolicyRule object read into a rule_t over fixed arrays (the first 64
+ * strings of each list: a longer list is cut, never overrun). */
+typedef struct json_rule {
+    rule_t r;
+    const char *v[5][64];
+} json_rule_t;
+
+static void json_rule_of(const json_t *o, json_rule_t *jr)
+{
+    static const char *const keys[5] = {"verbs", "apiGroups", "resources", "resourceNames",
+                                        "nonResourceURLs"};
+    strs_t *dst[5] = {&jr->r.verbs, &jr->r.groups, &jr->r.resources, &jr->r.names, &jr->r.urls};
+    for (int k = 0; k < 5; k++) {
+        dst[k]->v = jr->v[k];
+        dst[k]->n = 0;
+        size_t i;
+        const json_t *e;
+        json_array_foreach(json_object_get(o, keys[k]), i, e)
+            if (json_is_string(e) && dst[k]->n < 64) jr->v[k][dst[k]->n++] = json_string_value(e);
+    }
+}
+
+int rbac_json_rules_allow(const json_t *rules, const api_attrs_t *a)
+{
+    size_t i;
+    const json_t *o;
+    json_array_foreach(rules, i, o) {
+        json_rule_t jr;
+        json_rule_of(o, &jr);
+        if (rule_allows(&jr.r, a)) return 1;
+    }
+    return 0;
+}
+
 /* Call fn for every role that applies to `u` in `ns` ("": cluster-wide
  * bindings only), once per binding subject that names the user; stops when
  * fn returns nonzero and returns that. */

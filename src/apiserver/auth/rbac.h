@@ -26,6 +26,10 @@ void rbac_stop(rbac_t *z);
  * allowed, on 0 the roles that bindings name and that do not exist. */
 int rbac_allows(rbac_t *z, const api_attrs_t *a, char *reason, size_t len);
 
+/* 1 when one of `rules` (an array of PolicyRule objects) allows a, as
+ * Kubernetes' rbac.RulesAllow (the Node authorizer's static rules). */
+int rbac_json_rules_allow(const json_t *rules, const api_attrs_t *a);
+
 /* Copies of the PolicyRules user u holds in ns ("" : from
  * ClusterRoleBindings only), a new array (the caller's). Errors: KP_ENOMEM. */
 int rbac_rules_for(rbac_t *z, const api_user_t *u, const char *ns, json_t **rules);

@@ -113,6 +113,11 @@ struct apiserver {
      * together (NamespaceLifecycle: kinds/strategy_namespace.c): 0 to go
      * on, else -1 after replying. NULL: none. */
     int (*admit_create)(struct api_req *r, const char *name);
+    /* Validating admission of every create and update, subresources
+     * included, after the kind's own (NodeRestriction:
+     * kinds/admission_noderestriction.c): 0 to go on, else -1 after
+     * replying. NULL: none. */
+    int (*admit_write)(struct api_req *r, json_t *obj, const json_t *old, const char *name);
     /* A request from the network ends (its last reference released, its
      * reply complete): what the rooms above keep on it (metrics, the view). */
     void (*req_done)(struct api_req *r);

@@ -147,6 +147,15 @@ void api_pod_default_tolerations(json_t *pod, int64_t not_ready_s, int64_t unrea
  * else -1 after replying (404, or 403 NamespaceTerminating). */
 int api_namespace_admit_create(struct api_req *r, const char *name);
 
+/* NodeRestriction (admission_noderestriction.c): what a kubelet writes is
+ * about its own node. _write on every create and update (subresources
+ * too), _request on a routed request (deletes and evictions of pods),
+ * _token by serviceaccounts/token with the request's boundObjectRef. Each
+ * returns 0 to go on, or -1 after a 403. Other users always pass. */
+int api_node_restrict_write(struct api_req *r, json_t *obj, const json_t *old, const char *name);
+int api_node_restrict_request(struct api_req *r);
+int api_node_restrict_token(struct api_req *r, const json_t *bound_ref);
+
 /* The ServiceAccount admission plugin for pods (admission_serviceaccount.c):
  * serviceAccountName defaults to "default" and the token volume is added,
  * on create. Never refuses: returns 0. */

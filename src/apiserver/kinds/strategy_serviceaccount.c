@@ -143,6 +143,10 @@ static int sa_token(api_req_t *r)
         goto out;
     }
     const json_t *ref = json_object_get(spec, "boundObjectRef");
+    if (api_node_restrict_token(r, ref)) { /* replied: 403 */
+        rc = 0;
+        goto out;
+    }
     if (json_is_object(ref) && (rc = bound_object(r, ref, &bound), !bound)) goto out;
     char *jwt = NULL;
     int64_t exp = 0;

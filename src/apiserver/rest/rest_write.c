@@ -188,6 +188,7 @@ static int apply_strategy(api_req_t *r, json_t *obj, const json_t *old, const ch
         st->admit(&c, obj, old);
     }
     if (st && st->admission && !r->route.sub[0] && st->admission(r, obj, old, name)) return -1;
+    if (r->srv->admit_write && r->srv->admit_write(r, obj, old, name)) return -1;
     if (res->crd_schema) api_crd_prune_and_default(res->crd_schema, obj);
     json_t *causes = json_array();
     validate_metadata(obj, causes);
@@ -616,6 +617,10 @@ static json_t *status_for_write(api_req_t *r, const json_t *cur, json_t *in,
         return NULL;
     }
     json_decref(causes);
+    if (r->srv->admit_write && r->srv->admit_write(r, in, cur, r->route.name)) {
+        json_decref(in);
+        return NULL;
+    }
     return in;
 }
 
