@@ -26,6 +26,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 declare -A NOT_CREATABLE=(
   [bindings]="create only, no object of its own (e2e_bindings binds pods through it)"
   [componentstatuses]="read-only health reports (e2e_componentstatuses)"
+  [selfsubjectreviews.authentication.k8s.io]="a question, never stored (e2e_rbac)"
+  [tokenreviews.authentication.k8s.io]="a question, never stored (e2e_satokens)"
+  [selfsubjectaccessreviews.authorization.k8s.io]="a question, never stored (e2e_rbac)"
+  [selfsubjectrulesreviews.authorization.k8s.io]="a question, never stored (e2e_rbac)"
+  [subjectaccessreviews.authorization.k8s.io]="a question, never stored (e2e_rbac)"
+  [localsubjectaccessreviews.authorization.k8s.io]="a question, never stored (e2e_rbac)"
 )
 
 # `kubectl get` headers of Kubernetes 1.32 (pkg/printers/internalversion;
