@@ -149,10 +149,22 @@ typedef struct apiserver_tokens apiserver_tokens_t;
  * KP_EINVAL (a bad record: err names the file and the line), KP_ENOMEM. */
 int apiserver_tokens_load(const char *path, apiserver_tokens_t **out, char *err, size_t errlen);
 void apiserver_tokens_free(apiserver_tokens_t *t);
+/* Add a token for user (uid, groups: comma-separated; NULL: none) to *t,
+ * made when NULL: the identities kplane server gives the components it
+ * runs. Errors: KP_EINVAL (empty token or user), KP_ENOMEM. */
+int apiserver_tokens_add(apiserver_tokens_t **t, const char *token, const char *user,
+                         const char *uid, const char *groups);
 /* How many usable tokens t holds. */
 size_t apiserver_tokens_count(const apiserver_tokens_t *t);
 
 /* ---- first-start bootstrap (used by `kplane server` and `kplane apiserver`) ---- */
+
+/* A new bearer token: 32 random bytes in hex. Errors: KP_EIO. */
+int apiserver_random_token(char out[65]);
+
+/* The user kplane server's simulated nodes act as (many kubelets in one
+ * process): bound at start to the ClusterRole system:node. */
+#define APISERVER_NODE_SIMULATOR_USER "kplane:node-simulator"
 
 /* Read the admin token from DIR/admin-token, or generate one (32 random bytes,
  * hex) and write it there with mode 0600. *token is owned by the caller (free).

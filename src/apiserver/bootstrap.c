@@ -14,6 +14,15 @@
 #include "lib/base64.h"
 #include "lib/err.h"
 
+int apiserver_random_token(char out[65])
+{
+    unsigned char rnd[32];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return KP_EIO;
+    for (size_t i = 0; i < sizeof rnd; i++)
+        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+    return 0;
+}
+
 /* Write `text` to `path` through a temporary file: mode 0600, fsynced, renamed. */
 static int write_file(const char *path, const char *text)
 {
@@ -42,10 +51,8 @@ int apiserver_admin_token(const char *data_dir, char **token)
         buf[strcspn(buf, "\r\n")] = '\0';
         if (ok && strlen(buf) >= 16) return (*token = strdup(buf)) ? 0 : KP_ENOMEM;
     }
-    unsigned char rnd[32];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return KP_EIO;
     char hex[65];
-    for (size_t i = 0; i < sizeof rnd; i++) snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    if (apiserver_random_token(hex)) return KP_EIO;
     char line[80];
     snprintf(line, sizeof line, "%s\n", hex);
     int rc = write_file(path, line);

@@ -380,6 +380,50 @@ static int serve(const char *cmd, int argc, char **argv)
         log_info("server", "%zu tokens from %s", apiserver_tokens_count(tokens), token_file);
     }
 
+    /* The components in this process act as themselves, each with its own
+     * identity and the bootstrap roles (least privilege): tokens made for
+     * this run only, never written down. The controller manager's (whose
+     * client also runs the shared informers), the scheduler's, and the
+     * nodes': a process node is system:node:NAME under the Node authorizer
+     * and NodeRestriction; simulated nodes, many kubelets in one process,
+     * share kplane:node-simulator, bound to system:node's role. */
+    int in_process = co.controllers || co.scheduler || co.nodes || co.node_runtime;
+    /* --runtime process: one real node in place of the simulated ones. */
+    char node_name[64] = "kplane-node-0", node_dir[CLI_PATH_MAX + 8];
+    if (co.node_runtime && !strcmp(co.node_runtime, "process")) {
+        char h[64] = "";
+        int ok = !gethostname(h, sizeof h - 1) && h[0];
+        for (char *q = h; ok && *q; q++) {
+            if (*q >= 'A' && *q <= 'Z') *q = (char)(*q - 'A' + 'a');
+            if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '-' || *q == '.'))
+                ok = 0;
+        }
+        if (ok && h[0] != '-' && h[0] != '.') snprintf(node_name, sizeof node_name, "%s", h);
+        snprintf(node_dir, sizeof node_dir, "%s/node", dir);
+        co.nodes = 0;
+        co.node_name = node_name;
+        co.node_dir = node_dir;
+        co.node_token = token;
+    }
+    char kcm_tok[65] = "", sched_tok[65] = "", node_tok[65] = "", node_user[128];
+    if (co.node_name)
+        snprintf(node_user, sizeof node_user, "system:node:%s", co.node_name);
+    else
+        snprintf(node_user, sizeof node_user, "%s", APISERVER_NODE_SIMULATOR_USER);
+    if (in_process &&
+        (apiserver_random_token(kcm_tok) || apiserver_random_token(sched_tok) ||
+         apiserver_random_token(node_tok) ||
+         apiserver_tokens_add(&tokens, kcm_tok, "system:kube-controller-manager", "", NULL) ||
+         apiserver_tokens_add(&tokens, sched_tok, "system:kube-scheduler", "", NULL) ||
+         apiserver_tokens_add(&tokens, node_tok, node_user, "",
+                              co.node_name ? "system:nodes" : NULL))) {
+        free(token);
+        free(sa_sign_pem);
+        free(sa_keys_pem);
+        apiserver_tokens_free(tokens);
+        return cli_fail(KP_ENOMEM, "the components' identities");
+    }
+
     /* Keep five minutes of history, as kube-apiserver compacts etcd. */
     store_options_t sopt = {.keep_seconds = 300, .compact_interval_ms = 60000};
     store_t *store = NULL;
@@ -407,7 +451,6 @@ static int serve(const char *cmd, int argc, char **argv)
      * the data dir: plain HTTP, the admin token still required. A TLS
      * session and TCP over loopback cost a fifth of the CPU of a burst of
      * pods. A path too long for a socket keeps them on HTTPS. */
-    int in_process = co.controllers || co.scheduler || co.nodes || co.node_runtime;
     char sock[CLI_PATH_MAX + 16];
     int sn = snprintf(sock, sizeof sock, "%s/kplane.sock", dir);
     int use_sock = in_process && sn > 0 && sn <= 107;
@@ -463,25 +506,8 @@ static int serve(const char *cmd, int argc, char **argv)
            cmd, host, port, dir);
     fflush(stdout);
     /* The components: clients of this API server like any other. */
-    kc_client_t *client = NULL;
+    kc_client_t *client = NULL, *sched_client = NULL, *node_client = NULL;
     cli_components_t *comps = NULL;
-    /* --runtime process: one real node in place of the simulated ones. */
-    char node_name[64] = "kplane-node-0", node_dir[CLI_PATH_MAX + 8];
-    if (co.node_runtime && !strcmp(co.node_runtime, "process")) {
-        char h[64] = "";
-        int ok = !gethostname(h, sizeof h - 1) && h[0];
-        for (char *q = h; ok && *q; q++) {
-            if (*q >= 'A' && *q <= 'Z') *q = (char)(*q - 'A' + 'a');
-            if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '-' || *q == '.'))
-                ok = 0;
-        }
-        if (ok && h[0] != '-' && h[0] != '.') snprintf(node_name, sizeof node_name, "%s", h);
-        snprintf(node_dir, sizeof node_dir, "%s/node", dir);
-        co.nodes = 0;
-        co.node_name = node_name;
-        co.node_dir = node_dir;
-        co.node_token = token;
-    }
     if (in_process) {
         /* The CA signs approved CSRs in process (csrsigning), as
          * kube-controller-manager's --cluster-signing-* files would. */
@@ -490,15 +516,24 @@ static int serve(const char *cmd, int argc, char **argv)
         co.root_ca_pem = tls.ca_pem; /* every namespace's kube-root-ca.crt */
         char server[128];
         snprintf(server, sizeof server, "https://%s:%d", host, port);
-        kc_config_t kc = {.server = use_sock ? "http://localhost" : server, .token = token,
+        kc_config_t kc = {.server = use_sock ? "http://localhost" : server,
+                          .token = kcm_tok,
                           .ca_pem = use_sock ? NULL : tls.ca_pem,
                           .unix_socket = use_sock ? sock : NULL,
-                          .user_agent = "kplane-server", .qps = qps, .burst = (int)burst};
+                          .user_agent = "kplane-server",
+                          .qps = qps,
+                          .burst = (int)burst};
+        co.sa_credentials = 1; /* kubeadm's --use-service-account-credentials */
         if ((rc = kc_client_new(&kc, &client)) ||
-            (rc = cli_components_start(client, &co, &comps))) {
+            (rc = kc_client_with_token(client, sched_tok, &sched_client)) ||
+            (rc = kc_client_with_token(client, node_tok, &node_client)) ||
+            ((co.sched_client = sched_client), (co.node_client = node_client),
+             (rc = cli_components_start(client, &co, &comps)))) {
             log_error("server", "starting the controllers, scheduler and nodes: %s",
                       err_str(rc));
             kc_client_free(client);
+            kc_client_free(sched_client);
+            kc_client_free(node_client);
             apiserver_stop(api);
             apiserver_tls_free(&tls);
             store_close(store);
@@ -519,6 +554,8 @@ static int serve(const char *cmd, int argc, char **argv)
     apiserver_set_component_probe(api, NULL, NULL);
     cli_components_stop(comps);
     kc_client_free(client);
+    kc_client_free(sched_client);
+    kc_client_free(node_client);
     apiserver_stop(api);
     apiserver_tls_free(&tls);
     store_close(store);

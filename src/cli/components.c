@@ -180,7 +180,8 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
         pc.token = o->node_token;
         pc.backoff_scale = backoff_scale;
         pc.factory = cc->factory;
-        if ((rc = node_proc_new(c, &pc, &cc->proc)) || (rc = node_proc_start(cc->proc))) {
+        if ((rc = node_proc_new(o->node_client ? o->node_client : c, &pc, &cc->proc)) ||
+            (rc = node_proc_start(cc->proc))) {
             log_error("node", "starting the process node %s: %s",
                       o->node_name ? o->node_name : "(no name)", err_str(rc));
             goto fail;
@@ -200,7 +201,8 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
         }
         nc.backoff_scale = backoff_scale;
         nc.factory = cc->factory;
-        if ((rc = node_sim_new(c, &nc, &cc->nodes)) || (rc = node_sim_start(cc->nodes))) {
+        if ((rc = node_sim_new(o->node_client ? o->node_client : c, &nc, &cc->nodes)) ||
+            (rc = node_sim_start(cc->nodes))) {
             log_error("node", "starting %d simulated nodes: %s", o->nodes, err_str(rc));
             goto fail;
         }
@@ -213,12 +215,13 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
                                     .node_monitor_period_ms = o->node_monitor_period_ms,
                                     .signing_cert_pem = o->signing_cert_pem,
                                     .signing_key_pem = o->signing_key_pem,
-                                    .root_ca_pem = o->root_ca_pem};
+                                    .root_ca_pem = o->root_ca_pem,
+                                    .sa_credentials = o->sa_credentials};
         if ((rc = ctrl_manager_new(c, &mc, &cc->cm))) goto fail;
     }
     if (o->scheduler) {
         sched_config_t sc = {.factory = cc->factory};
-        if ((rc = sched_new(c, &sc, &cc->sched))) goto fail;
+        if ((rc = sched_new(o->sched_client ? o->sched_client : c, &sc, &cc->sched))) goto fail;
     }
     for (int which = 0; which < 2; which++) {
         int want = which == 0 ? o->controllers : o->scheduler;
@@ -234,8 +237,11 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
                 .on_stopped = lost,
                 .arg = cc,
             };
-            rc = kc_leader_start(o->leader_client ? o->leader_client : c, &lc,
-                                 which == 0 ? &cc->cm_leader : &cc->sched_leader);
+            /* The scheduler's Lease is the scheduler's to hold. */
+            kc_client_t *lcl = which == 1 && o->sched_client ? o->sched_client
+                               : o->leader_client            ? o->leader_client
+                                                             : c;
+            rc = kc_leader_start(lcl, &lc, which == 0 ? &cc->cm_leader : &cc->sched_leader);
         } else if (which == 0) {
             if (!(rc = ctrl_manager_start(cc->cm))) cc->cm_running = 1;
         } else {

@@ -40,6 +40,12 @@ typedef struct cli_components_opts {
                                      stop); NULL: it does not run */
     int node_lease_s;             /* simulated nodes' --node-lease-duration-seconds
                                      (renewed every quarter of it, as a kubelet); 0: 40 */
+    /* Each component's own identity (borrowed as c; NULL: c's): the
+     * scheduler's writes and its Lease, and the nodes'. The shared
+     * informers stay on c. */
+    kc_client_t *sched_client, *node_client;
+    int sa_credentials; /* controllers act as their ServiceAccounts
+                           (ctrl_manager_config_t.sa_credentials) */
 } cli_components_opts_t;
 
 /* Start what `o` asks for on client `c` (borrowed; it must outlive the

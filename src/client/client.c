@@ -343,6 +343,23 @@ int kc_client_metadata(const kc_client_t *c, kc_client_t **out)
     return rc;
 }
 
+int kc_client_with_token(const kc_client_t *c, const char *token, kc_client_t **out)
+{
+    const char *servers[KC__SERVERS_MAX + 1] = {NULL};
+    for (size_t i = 0; i < c->nservers; i++)
+        servers[i] = c->servers[i];
+    kc_config_t cfg = {.servers = servers,
+                       .token = token,
+                       .ca_pem = c->ca_pem,
+                       .user_agent = c->user_agent,
+                       .qps = c->qps,
+                       .burst = (int)c->burst,
+                       .timeout_ms = c->timeout_ms,
+                       .insecure = c->insecure,
+                       .unix_socket = c->unix_socket};
+    return kc_client_new(&cfg, out);
+}
+
 int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
 {
     *out = NULL;
@@ -1076,6 +1093,29 @@ int kc_delete(kc_client_t *c, const kc_resource_t *r, const char *ns, const char
     if ((rc = kc__url(c, r, n, name, NULL, NULL, &url))) return rc;
     rc = send_json(c, "DELETE", &url, "application/json", opts, NULL, status);
     buf_free(&url);
+    return rc;
+}
+
+int kc_request_token(kc_client_t *c, const char *ns, const char *sa, long long seconds,
+                     char **token)
+{
+    *token = NULL;
+    if (!ns || !*ns || !sa || !*sa || seconds <= 0) return KP_EINVAL;
+    json_t *b = json_pack("{s:s,s:s,s:{s:I}}", "apiVersion", "authentication.k8s.io/v1", "kind",
+                          "TokenRequest", "spec", "expirationSeconds", (json_int_t)seconds);
+    if (!b) return KP_ENOMEM;
+    buf_t url;
+    json_t *out = NULL;
+    int rc = kc__url(c, &kc_serviceaccounts, ns, sa, "token", NULL, &url);
+    if (!rc) {
+        rc = send_json(c, "POST", &url, "application/json", b, &out, NULL);
+        buf_free(&url);
+    }
+    json_decref(b);
+    const char *t = json_string_value(json_object_get(json_object_get(out, "status"), "token"));
+    if (!rc && !t) rc = KP_ECORRUPT;
+    if (!rc && !(*token = strdup(t))) rc = KP_ENOMEM;
+    json_decref(out);
     return rc;
 }
 

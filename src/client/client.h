@@ -114,6 +114,11 @@ void kc_client_free(kc_client_t *c);
  * Errors: KP_ENOMEM. */
 int kc_client_metadata(const kc_client_t *c, kc_client_t **out);
 
+/* A client with c's configuration (servers, trust, user agent, limits) but
+ * its own identity: the bearer token `token`, and none of c's credentials.
+ * Errors: KP_EINVAL, KP_ENOMEM. */
+int kc_client_with_token(const kc_client_t *c, const char *token, kc_client_t **out);
+
 /* Requests sent and errors seen so far (for metrics and benchmarks). */
 typedef struct kc_client_stats {
     uint64_t requests, errors, watches;
@@ -206,6 +211,11 @@ int kc_delete(kc_client_t *c, const kc_resource_t *r, const char *ns, const char
 
 /* POST pods/<name>/binding to `node`. */
 int kc_bind(kc_client_t *c, const char *ns, const char *pod, const char *node);
+/* A TokenRequest (serviceaccounts/SA/token in ns) for `seconds`: *token is
+ * the JWT (malloc'd, the caller's). Errors: as any request; KP_ECORRUPT when
+ * the answer carries no token. */
+int kc_request_token(kc_client_t *c, const char *ns, const char *sa, long long seconds,
+                     char **token);
 
 /* ---- watches ---- */
 

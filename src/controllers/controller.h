@@ -33,6 +33,11 @@ typedef struct ctrl_ops {
     /* Events' source.component; NULL: "<name>-controller". Set where
      * Kubernetes' own name differs (e.g. "node-controller"). */
     const char *event_source;
+    /* The ServiceAccount in kube-system it acts as under
+     * --use-service-account-credentials (the subject of its bootstrap role
+     * system:controller:<account>); NULL: "<name>-controller". Set where
+     * Kubernetes' own name differs. */
+    const char *service_account;
     /* Take the informers it needs (ctrl_informer), add handlers that call
      * ctrl_enqueue, allocate *self. Called before informers start.
      * KP_ENOTFOUND: what it needs is not configured (csrsigning without a
@@ -75,6 +80,12 @@ typedef struct ctrl_manager_config {
      * (borrowed as above; NULL: that controller does not run). Kubernetes'
      * --root-ca-file, else its client's CA. */
     const char *root_ca_pem;
+    /* Kubernetes' --use-service-account-credentials: each controller acts
+     * as its own ServiceAccount (kube-system/<service_account>, made when
+     * missing) with a token the manager asks for at start (TokenRequest),
+     * under its bootstrap role system:controller:<account>. The informers
+     * stay on the manager's client. 0: every controller is the manager. */
+    int sa_credentials;
 } ctrl_manager_config_t;
 
 /* A manager over client `c` (borrowed; it must outlive the manager). */

@@ -524,6 +524,7 @@ static void signing_free(void *self)
 
 const ctrl_ops_t ctrl_csrsigning = {
     .name = "csrsigning",
+    .service_account = "certificate-controller",
     .event_source = "csrsigning-controller",
     .init = signing_init,
     .sync = signing_sync,

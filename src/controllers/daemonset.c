@@ -1252,6 +1252,7 @@ out:
 
 const ctrl_ops_t ctrl_daemonset = {
     .name = "daemonset",
+    .service_account = "daemon-set-controller",
     .init = ds_init,
     .sync = ds_sync,
     .free = ds_free,

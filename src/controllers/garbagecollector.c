@@ -833,6 +833,7 @@ static int gc_sync(ctrl_t *c, void *self, const char *key)
 
 const ctrl_ops_t ctrl_garbagecollector = {
     .name = "garbagecollector",
+    .service_account = "generic-garbage-collector",
     .event_source = "garbage-collector-controller",
     .init = gc_init,
     .sync = gc_sync,

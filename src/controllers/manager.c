@@ -33,6 +33,10 @@
 #include "lib/log.h"
 
 #define MAX_CONTROLLERS 24
+#define CTRL_SA_NAMESPACE "kube-system"
+/* Each controller's token lives as long as the process that asked for it:
+ * a year, asked again at every start. */
+#define CTRL_TOKEN_SECONDS (365LL * 24 * 3600)
 #define MAX_INFORMERS   32
 #define MAX_WORKERS     64
 #define SYNC_WAIT_MS    30000
@@ -67,6 +71,7 @@ struct ctrl {
     void *self;
     kc_queue_t *queue;
     kc_recorder_t *recorder; /* events from ops->event_source or "<name>-controller" */
+    kc_client_t *client;     /* its own identity (sa_credentials), else NULL: the manager's */
     pthread_t workers[MAX_WORKERS];
     int nworkers;
     pthread_mutex_t mu; /* guards the metrics below */
@@ -178,7 +183,7 @@ kc_informer_t *ctrl_informer_selected(ctrl_t *c, const kc_resource_t *r, const c
 
 kc_client_t *ctrl_client(ctrl_t *c)
 {
-    return c->m->client;
+    return c->client ? c->client : c->m->client;
 }
 kc_discovery_t *ctrl_discovery(ctrl_t *c)
 {
@@ -265,6 +270,34 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* --use-service-account-credentials: controller c acts as the ServiceAccount
+ * kube-system/<its account> (made here when missing), with a token the
+ * manager asks for it; its informers stay the manager's. */
+static int own_identity(ctrl_manager_t *m, ctrl_t *c)
+{
+    char sa[96];
+    if (c->ops->service_account)
+        snprintf(sa, sizeof sa, "%s", c->ops->service_account);
+    else
+        snprintf(sa, sizeof sa, "%s-controller", c->ops->name);
+    json_t *have = NULL;
+    int rc = kc_get(m->client, &kc_serviceaccounts, CTRL_SA_NAMESPACE, sa, &have);
+    json_decref(have);
+    if (rc == KP_ENOTFOUND) {
+        json_t *body = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "ServiceAccount",
+                                 "metadata", "name", sa);
+        rc = body ? kc_create(m->client, &kc_serviceaccounts, CTRL_SA_NAMESPACE, body, NULL, NULL)
+                  : KP_ENOMEM;
+        json_decref(body);
+        if (rc == KP_EEXIST) rc = 0;
+    }
+    char *token = NULL;
+    if (!rc) rc = kc_request_token(m->client, CTRL_SA_NAMESPACE, sa, CTRL_TOKEN_SECONDS, &token);
+    if (!rc) rc = kc_client_with_token(m->client, token, &c->client);
+    free(token);
+    return rc;
+}
+
 int ctrl_manager_start(ctrl_manager_t *m)
 {
     int rc = 0;
@@ -278,17 +311,23 @@ int ctrl_manager_start(ctrl_manager_t *m)
         kc_queue_config_t qc = {0};
         if ((rc = kc_queue_new(&qc, &c->queue))) return rc;
         m->nctrls++;
+        if (m->cfg.sa_credentials && (rc = own_identity(m, c))) {
+            log_error("controller-manager", "%s: its ServiceAccount's credentials: %s", ops->name,
+                      err_str(rc));
+            return rc;
+        }
         char component[96];
         if (ops->event_source)
             snprintf(component, sizeof component, "%s", ops->event_source);
         else
             snprintf(component, sizeof component, "%s-controller", ops->name);
-        if ((rc = kc_recorder_new(m->client, component, &c->recorder))) return rc;
+        if ((rc = kc_recorder_new(ctrl_client(c), component, &c->recorder))) return rc;
         if ((rc = ops->init(c, &c->self)) == KP_ENOTFOUND) {
             /* Not configured (controller.h; init said what is missing). */
             log_info("controller-manager", "%s: skipped: not configured", ops->name);
             m->nctrls--;
             kc_recorder_free(c->recorder);
+            kc_client_free(c->client);
             kc_queue_free(c->queue);
             pthread_mutex_destroy(&c->mu);
             memset(c, 0, sizeof *c);
@@ -339,6 +378,7 @@ void ctrl_manager_free(ctrl_manager_t *m)
         if (c->self && c->ops->free) c->ops->free(c->self);
         kc_queue_free(c->queue);
         kc_recorder_free(c->recorder);
+        kc_client_free(c->client);
         pthread_mutex_destroy(&c->mu);
     }
     kc_factory_free(m->own);

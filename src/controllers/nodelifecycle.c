@@ -474,6 +474,7 @@ out:
 
 const ctrl_ops_t ctrl_nodelifecycle = {
     .name = "nodelifecycle",
+    .service_account = "node-controller",
     .event_source = "node-controller", /* Kubernetes' name for its events */
     .init = nlc_init,
     .sync = nlc_sync,

@@ -701,6 +701,7 @@ const ctrl_ops_t ctrl_replicaset = {
  * events' source "replication-controller". */
 const ctrl_ops_t ctrl_replicationcontroller = {
     .name = "replicationcontroller",
+    .service_account = "replication-controller",
     .event_source = "replication-controller",
     .init = rc_init,
     .sync = rs_sync,

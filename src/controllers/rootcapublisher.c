@@ -142,6 +142,7 @@ out:
 
 const ctrl_ops_t ctrl_rootcapublisher = {
     .name = "root-ca-cert-publisher",
+    .service_account = "root-ca-cert-publisher",
     .init = ca_init,
     .sync = ca_sync,
     .free = ca_free,

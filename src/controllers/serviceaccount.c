@@ -100,6 +100,7 @@ out:
 
 const ctrl_ops_t ctrl_serviceaccount = {
     .name = "serviceaccount",
+    .service_account = "service-account-controller",
     .event_source = "service-account-controller",
     .init = sa_init,
     .sync = sa_sync,

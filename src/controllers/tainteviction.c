@@ -280,6 +280,7 @@ static int te_sync(ctrl_t *c, void *self, const char *key)
 
 const ctrl_ops_t ctrl_tainteviction = {
     .name = "taint-eviction",
+    .service_account = "node-controller",
     .init = te_init,
     .sync = te_sync,
     .free = te_free,

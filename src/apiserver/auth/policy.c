@@ -278,6 +278,15 @@ static void paths(const char *ns, const char *resource, const char *name, char *
     snprintf(path, plen, "%s/%s", coll, name);
 }
 
+/* kplane's own bootstrap objects, beside Kubernetes' policy: the simulated
+ * nodes of kplane server act as one user with a kubelet's role. */
+static const pol_binding_t kplane_bindings[] = {
+    {.name = "kplane:node-simulator",
+     .role_kind = "ClusterRole",
+     .role = "system:node",
+     .subjects = (const char *const[]){"User:" APISERVER_NODE_SIMULATOR_USER, NULL}},
+};
+
 int api_policy_reconcile(apiserver_t *s)
 {
     char coll[512], path[1024];
@@ -296,8 +305,11 @@ int api_policy_reconcile(apiserver_t *s)
         }
         made++;
     }
-    for (size_t i = 0; i < api_policy_nbindings; i++) {
-        const pol_binding_t *p = &api_policy_bindings[i];
+    size_t nk = sizeof kplane_bindings / sizeof kplane_bindings[0];
+    for (size_t i = 0; i < api_policy_nbindings + nk; i++) {
+        const pol_binding_t *p = i < api_policy_nbindings
+                                     ? &api_policy_bindings[i]
+                                     : &kplane_bindings[i - api_policy_nbindings];
         json_t *o = api_policy_binding_json(p);
         if (!o) return KP_ENOMEM;
         paths(p->ns, p->ns ? "rolebindings" : "clusterrolebindings", p->name, coll, sizeof coll,

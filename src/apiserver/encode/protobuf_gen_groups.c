@@ -124,7 +124,7 @@ const api_pb_msg_t pb_authorization_v1_NonResourceAttributes =
     API_PB_MSG("NonResourceAttributes", f_pb_authorization_v1_NonResourceAttributes);
 
 static const api_pb_field_t f_pb_authorization_v1_NonResourceRule[] = {
-    {1, "verbs", API_PB_STRING, API_PB_REP | API_PB_KEEP, NULL},
+    {1, "verbs", API_PB_STRING, API_PB_REP, NULL},
     {2, "nonResourceURLs", API_PB_STRING, API_PB_REP, NULL},
 };
 const api_pb_msg_t pb_authorization_v1_NonResourceRule =
@@ -145,7 +145,7 @@ const api_pb_msg_t pb_authorization_v1_ResourceAttributes =
     API_PB_MSG("ResourceAttributes", f_pb_authorization_v1_ResourceAttributes);
 
 static const api_pb_field_t f_pb_authorization_v1_ResourceRule[] = {
-    {1, "verbs", API_PB_STRING, API_PB_REP | API_PB_KEEP, NULL},
+    {1, "verbs", API_PB_STRING, API_PB_REP, NULL},
     {2, "apiGroups", API_PB_STRING, API_PB_REP, NULL},
     {3, "resources", API_PB_STRING, API_PB_REP, NULL},
     {4, "resourceNames", API_PB_STRING, API_PB_REP, NULL},
@@ -210,10 +210,8 @@ const api_pb_msg_t pb_authorization_v1_SubjectAccessReviewStatus =
     API_PB_MSG("SubjectAccessReviewStatus", f_pb_authorization_v1_SubjectAccessReviewStatus);
 
 static const api_pb_field_t f_pb_authorization_v1_SubjectRulesReviewStatus[] = {
-    {1, "resourceRules", API_PB_MESSAGE, API_PB_REP | API_PB_KEEP,
-     &pb_authorization_v1_ResourceRule},
-    {2, "nonResourceRules", API_PB_MESSAGE, API_PB_REP | API_PB_KEEP,
-     &pb_authorization_v1_NonResourceRule},
+    {1, "resourceRules", API_PB_MESSAGE, API_PB_REP, &pb_authorization_v1_ResourceRule},
+    {2, "nonResourceRules", API_PB_MESSAGE, API_PB_REP, &pb_authorization_v1_NonResourceRule},
     {3, "incomplete", API_PB_BOOL, API_PB_KEEP, NULL},
     {4, "evaluationError", API_PB_STRING, 0, NULL},
 };

@@ -305,6 +305,21 @@ int apiserver_tokens_load(const char *path, apiserver_tokens_t **out, char *err,
     return 0;
 }
 
+int apiserver_tokens_add(apiserver_tokens_t **t, const char *token, const char *user,
+                         const char *uid, const char *groups)
+{
+    if (!token || !*token || !user || !*user) return KP_EINVAL;
+    if (!*t && !(*t = calloc(1, sizeof **t))) return KP_ENOMEM;
+    record_t r = {.n = groups ? 4 : 3};
+    r.f[0] = strdup(token);
+    r.f[1] = strdup(user);
+    r.f[2] = strdup(uid ? uid : "");
+    if (groups) r.f[3] = strdup(groups);
+    int rc = r.f[0] && r.f[1] && r.f[2] && (!groups || r.f[3]) ? add_entry(*t, &r) : KP_ENOMEM;
+    record_clear(&r);
+    return rc;
+}
+
 size_t apiserver_tokens_count(const apiserver_tokens_t *t)
 {
     size_t n = 0;
