@@ -24,6 +24,14 @@
  *                  it), the case runs again on `kplane server --store URL`
  *                  as api.create.c16.etcd, and api.create.c16.ratio gives
  *                  embedded_over_etcd, the embedded ops_per_s over etcd's.
+ *  api.create.rbac The creates of api.create.c16 by a user of --token-auth-file
+ *                  bound (ClusterRole create on configmaps) instead of the
+ *                  admin (system:masters, whom no authorizer is asked
+ *                  about): api.create.c16.alwaysallow on a server with
+ *                  --authorization-mode AlwaysAllow, api.create.c16.rbac with
+ *                  Node,RBAC (every request decided by RBAC's snapshot), and
+ *                  rbac_over_alwaysallow, their ops_per_s ratio (issue 17:
+ *                  within 10%).
  *  api.list.10k    10,000 pods (one container, label app=bench) created by
  *                  16 threads, then GET .../namespaces/default/pods, no
  *                  limit. ms: median of 5 after a warm-up; every body must
@@ -98,6 +106,7 @@
 #define SEC           1000000000LL
 #define CM_PATH       "/api/v1/namespaces/default/configmaps"
 #define POD_PATH      "/api/v1/namespaces/default/pods"
+#define BENCH_USER_TOKEN "bench-user-token-0123456789abcdef"
 
 /* The only global mutable state: the running server's pid (0: none), for the
  * atexit and signal handlers. Only the main thread writes it. */
@@ -213,6 +222,11 @@ static double pct_ms(const int64_t *v, size_t n, double q)
 typedef struct bench_env {
     const char *kplane;
     const char *store; /* --store URL for the server, NULL: its embedded store */
+    /* More arguments for `kplane server` (NULL-terminated, at most 4; NULL:
+     * none), and whether the clients are a user of the token file the
+     * case writes (bound to create ConfigMaps) instead of the admin. */
+    const char *const *extra;
+    int as_user;
     char base[PATH_MAX];
     double seconds;
     char payload[PAYLOAD_BYTES + 1];
@@ -425,12 +439,26 @@ static void server_start(const bench_env_t *env, server_t *s, int fresh, int64_t
     snprintf(log, sizeof log, "%s/server.log", s->dir);
     int out[2], logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (logfd < 0 || pipe2(out, O_CLOEXEC) != 0) fail(s, "%s: %s", log, strerror(errno));
-    char *argv[] = {(char *)env->kplane, "server",      "--data-dir", s->dir,
-                    "--listen",          "127.0.0.1:0", NULL,         NULL, NULL};
-    if (env->store) {
-        argv[6] = "--store";
-        argv[7] = (char *)env->store;
+    char tokens[PATH_MAX + 16];
+    snprintf(tokens, sizeof tokens, "%s/tokens.csv", s->dir);
+    if (env->as_user) {
+        FILE *tf = fopen(tokens, "w");
+        if (!tf || fprintf(tf, "%s,bench-user,1000\n", BENCH_USER_TOKEN) < 0 || fclose(tf))
+            fail(s, "%s: %s", tokens, strerror(errno));
     }
+    char *argv[16] = {(char *)env->kplane, "server", "--data-dir", s->dir, "--listen",
+                      "127.0.0.1:0"};
+    int na = 6;
+    if (env->store) {
+        argv[na++] = "--store";
+        argv[na++] = (char *)env->store;
+    }
+    if (env->as_user) {
+        argv[na++] = "--token-auth-file";
+        argv[na++] = tokens;
+    }
+    for (int i = 0; env->extra && env->extra[i] && na < 15; i++)
+        argv[na++] = (char *)env->extra[i];
     int64_t t0 = now_ns();
     pid_t pid = fork();
     if (pid < 0) fail(s, "fork: %s", strerror(errno));
@@ -469,6 +497,34 @@ static void server_start(const bench_env_t *env, server_t *s, int fresh, int64_t
         if (code != 200 && now_ns() - t0 > 30 * SEC)
             fail(s, "GET /readyz: no 200 in 30 s (last: HTTP %ld %s)", code, c.err);
         if (code != 200) sleep_ns(5000000);
+    }
+    if (env->as_user) {
+        /* The user may create ConfigMaps through a ClusterRole of its own
+         * (RBAC decides each request; AlwaysAllow does not ask). */
+        static const char *const grant[][2] = {
+            {"/apis/rbac.authorization.k8s.io/v1/clusterroles",
+             "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRole\","
+             "\"metadata\":{\"name\":\"bench-configmaps\"},\"rules\":[{\"apiGroups\":[\"\"],"
+             "\"resources\":[\"configmaps\",\"pods\"],\"verbs\":[\"create\",\"get\",\"list\"]}]}"},
+            {"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+             "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRoleBinding\","
+             "\"metadata\":{\"name\":\"bench-configmaps\"},\"roleRef\":{\"apiGroup\":"
+             "\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":"
+             "\"bench-configmaps\"},\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\","
+             "\"kind\":\"User\",\"name\":\"bench-user\"}]}"}};
+        for (size_t i = 0; i < 2; i++) {
+            long code = client_do(&c, grant[i][0], grant[i][1]);
+            if (code != 201) fail(s, "POST %s: HTTP %ld %s", grant[i][0], code, c.err);
+        }
+        client_free(&c);
+        snprintf(s->auth, sizeof s->auth, "Authorization: Bearer %s", BENCH_USER_TOKEN);
+        /* Until the authorizer's snapshot has the binding. */
+        client_init(&c, s);
+        int64_t t1 = now_ns();
+        while (client_do(&c, CM_PATH "?limit=1", NULL) != 200) {
+            if (now_ns() - t1 > 10 * SEC) fail(s, "bench-user never got access");
+            sleep_ns(5000000);
+        }
     }
     client_free(&c);
 }
@@ -1052,8 +1108,9 @@ static int wanted(int argc, char **argv, const char *name)
 int main(int argc, char **argv)
 {
     static bench_env_t env;
-    static const char *all[] = {"server.start", "api.create.c16", "api.list.10k", "server.rss",
-                                "api.watch.1000", "api.idle.2000"};
+    static const char *all[] = {"server.start",   "api.create.c16", "api.create.rbac",
+                                "api.list.10k",   "server.rss",     "api.watch.1000",
+                                "api.idle.2000"};
     if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "Usage: bench_api PATH-TO-KPLANE [CASE...]\n");
         return 2;
@@ -1112,6 +1169,20 @@ int main(int argc, char **argv)
             printf("BENCH api.create.c16.ratio embedded_over_etcd=%.2f\n", embedded / etcd);
             fflush(stdout);
         }
+    }
+    if (wanted(argc, argv, "api.create.rbac")) {
+        /* Issue 17: the same creates by a user RBAC authorizes, against
+         * AlwaysAllow, side by side. */
+        static const char *const rbac[] = {"--authorization-mode", "Node,RBAC", NULL};
+        static const char *const allow[] = {"--authorization-mode", "AlwaysAllow", NULL};
+        bench_env_t e = env;
+        e.as_user = 1;
+        e.extra = allow;
+        double a = case_create(&e, ".alwaysallow");
+        e.extra = rbac;
+        double r = case_create(&e, ".rbac");
+        printf("BENCH api.create.rbac rbac_over_alwaysallow=%.3f\n", r / a);
+        fflush(stdout);
     }
     int list = wanted(argc, argv, "api.list.10k"), rss = wanted(argc, argv, "server.rss");
     if (list || rss) case_list(&env, list, rss);
