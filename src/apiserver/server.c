@@ -81,6 +81,12 @@ static void forbidden(api_req_t *r, const api_attrs_t *a, const char *reason)
 {
     char msg[2048], gr[256];
     api_authz_forbidden_message(a, msg, sizeof msg);
+    /* A component refused is a cluster that does not work: say so (users
+     * refused are only answered). */
+    const char *u = a->user && a->user->name ? a->user->name : "";
+    if (!strncmp(u, "system:serviceaccount:kube-system:", 34) || !strncmp(u, "system:kube-", 12) ||
+        !strcmp(u, APISERVER_NODE_SIMULATOR_USER))
+        log_warn("apiserver", "a component was refused: %s", msg);
     snprintf(gr, sizeof gr, "%s%s%s", a->resource, *a->group ? "." : "", a->group);
     json_t *details = json_object();
     if (details && *a->name) json_object_set_new(details, "name", json_string(a->name));

@@ -218,3 +218,44 @@ int ctrl_adopt(kc_client_t *cl, const kc_resource_t *r, const json_t *obj, const
     json_decref(patch);
     return rc;
 }
+
+/* RFC 7386: patch merged into target (a null deletes a member). */
+static void merge_into(json_t *target, const json_t *patch)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)patch, k, v) {
+        json_t *t = json_object_get(target, k);
+        if (json_is_null(v))
+            json_object_del(target, k);
+        else if (json_is_object(v) && json_is_object(t))
+            merge_into(t, v);
+        else if (json_is_object(v))
+            json_object_set_new(target, k, json_deep_copy(v));
+        else
+            json_object_set(target, k, v);
+    }
+    /* An object of the patch that is now empty stays: as RFC 7386 leaves it. */
+}
+
+int ctrl_update_merged(kc_client_t *cl, const kc_resource_t *r, const json_t *obj, const char *sub,
+                       const json_t *patch, json_t **out)
+{
+    if (out) *out = NULL;
+    /* A patch that names the resourceVersion wants exactly that one. */
+    int retry = !json_object_get(json_object_get(patch, "metadata"), "resourceVersion");
+    const char *ns = ctrl_meta_str(obj, "namespace"), *name = ctrl_meta_str(obj, "name");
+    json_t *fresh = NULL;
+    int rc = KP_ECONFLICT;
+    for (int attempt = 0; attempt < 2 && rc == KP_ECONFLICT; attempt++) {
+        if (attempt && (!retry || (rc = kc_get(cl, r, *ns ? ns : NULL, name, &fresh)))) break;
+        json_t *upd = json_deep_copy(attempt ? fresh : obj);
+        json_decref(fresh);
+        fresh = NULL;
+        if (!upd) return KP_ENOMEM;
+        merge_into(upd, patch);
+        rc = kc_update(cl, r, *ns ? ns : NULL, upd, sub, out, NULL);
+        json_decref(upd);
+    }
+    return rc;
+}

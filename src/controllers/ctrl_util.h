@@ -55,6 +55,18 @@ int ctrl_release(kc_client_t *cl, const kc_resource_t *r, const json_t *obj,
 int ctrl_adopt(kc_client_t *cl, const kc_resource_t *r, const json_t *obj, const json_t *owner,
                const char *api_version, const char *kind, json_t **adopted);
 
+/* Kubernetes' Update/UpdateStatus from the cache: a copy of `obj` (a
+ * cached object, borrowed) with the merge patch `patch` applied (RFC 7386),
+ * PUT to `sub` (NULL: the object itself, else "status") with obj's
+ * resourceVersion as the precondition: what the controllers' bootstrap
+ * roles allow (update, not patch, of status subresources). On a conflict the object is
+ * read again and the patch applied to it, once, as Kubernetes' controllers
+ * retry a status update; not when `patch` names a resourceVersion (the
+ * caller wants exactly that one). *out (NULL: not wanted) gets the answer.
+ * Errors: as kc_update (KP_ECONFLICT, KP_ENOTFOUND, ...). */
+int ctrl_update_merged(kc_client_t *cl, const kc_resource_t *r, const json_t *obj, const char *sub,
+                       const json_t *patch, json_t **out);
+
 /* Run fn(arg, i) for i in [0, n) on up to `threads` threads at once and
  * return how many returned 0. Each call's rc lands in rcs[i] when rcs is not
  * NULL. For the batches of creates and deletes a sync issues. */

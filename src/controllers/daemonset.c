@@ -831,8 +831,7 @@ static int construct_history(ds_ctl_t *s, const json_t *ds, json_t **cur, json_t
                 } else if (!rc) {
                     json_t *patch = json_pack("{s:{s:I}}", "status", "collisionCount",
                                               (json_int_t)(collision_count(ds) + 1));
-                    rc = kc_patch(cl, &kc_daemonsets, ns, ctrl_meta_str(ds, "name"), "status",
-                                  KC_PATCH_MERGE, patch, NULL, NULL, NULL);
+                    rc = ctrl_update_merged(cl, &kc_daemonsets, fresh, "status", patch, NULL);
                     json_decref(patch);
                     log_info("daemonset", "%s/%s: revision name collision, collisionCount %lld", ns,
                              ctrl_meta_str(ds, "name"), (long long)collision_count(ds) + 1);
@@ -1155,8 +1154,7 @@ static int update_status(ds_ctl_t *s, const json_t *ds, const ds_counts_t *k, in
     int rc = 0;
     if (!same) {
         json_t *patch = json_pack("{s:O}", "status", st);
-        rc = kc_patch(ctrl_client(s->c), &kc_daemonsets, ctrl_meta_str(ds, "namespace"),
-                      ctrl_meta_str(ds, "name"), "status", KC_PATCH_MERGE, patch, NULL, NULL, NULL);
+        rc = ctrl_update_merged(ctrl_client(s->c), &kc_daemonsets, ds, "status", patch, NULL);
         json_decref(patch);
         if (rc == KP_ENOTFOUND) rc = 0;
     }

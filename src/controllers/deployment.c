@@ -452,8 +452,7 @@ static int set_revision(deploy_sync_t *s, int64_t rev)
         return KP_ENOMEM;
     }
     deploy__set_num(pann, DEPLOY_ANN_REVISION, rev);
-    int rc = kc_patch(ctrl_client(s->ctl->c), &kc_deployments, s->ns, s->name, NULL, KC_PATCH_MERGE,
-                      patch, NULL, &out, NULL);
+    int rc = ctrl_update_merged(ctrl_client(s->ctl->c), &kc_deployments, s->d, NULL, patch, &out);
     json_decref(patch);
     if (rc) return rc;
     json_decref(s->d);

@@ -772,43 +772,24 @@ static int valid_index(const jctx_t *x, const json_t *pod)
     return ix >= 0 && ix < x->completions ? ix : -1;
 }
 
-/* The merge patch (RFC 7386) that turns object `from` into object `to`
- * (a new reference). */
-static json_t *merge_diff(const json_t *from, const json_t *to)
-{
-    json_t *d = json_object();
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)to, k, v) {
-        const json_t *o = json_object_get(from, k);
-        if (json_is_object(o) && json_is_object(v)) {
-            json_t *sub = merge_diff(o, v);
-            if (json_object_size(sub))
-                json_object_set_new(d, k, sub);
-            else
-                json_decref(sub);
-        } else if (!o || !json_equal(o, v)) {
-            json_object_set_new(d, k, json_deep_copy(v));
-        }
-    }
-    json_object_foreach((json_t *)from, k, v) {
-        if (!json_object_get(to, k)) json_object_set_new(d, k, json_null());
-    }
-    return d;
-}
-
 /* Write x->st if it differs from what the Job has, guarded by its
  * resourceVersion. */
 static int flush_status(jctx_t *x, json_t **last)
 {
     if (json_equal(*last, x->st)) return 0;
-    json_t *st = merge_diff(*last, x->st);
-    json_t *patch = json_pack("{s:{s:s}, s:o}", "metadata", "resourceVersion", x->rv, "status", st);
-    json_t *out = NULL;
-    int rc =
-        kc_patch(ctrl_client(x->s->c), &kc_jobs, ctrl_meta_str(x->job, "namespace"),
-                 ctrl_meta_str(x->job, "name"), "status", KC_PATCH_MERGE, patch, NULL, &out, NULL);
-    json_decref(patch);
+    /* UpdateStatus (the job-controller role may update jobs/status, not
+     * patch it): the Job with x->st, at the resourceVersion last seen. */
+    json_t *upd = json_deep_copy(x->job), *out = NULL;
+    json_t *m = upd ? json_object_get(upd, "metadata") : NULL;
+    if (!m) {
+        json_decref(upd);
+        return KP_ENOMEM;
+    }
+    json_object_set_new(m, "resourceVersion", json_string(x->rv));
+    json_object_set_new(upd, "status", json_deep_copy(x->st));
+    int rc = kc_update(ctrl_client(x->s->c), &kc_jobs, ctrl_meta_str(x->job, "namespace"), upd,
+                       "status", &out, NULL);
+    json_decref(upd);
     if (rc) return rc;
     snprintf(x->rv, sizeof x->rv, "%s", ctrl_meta_str(out, "resourceVersion"));
     written_at(x->s, x->key, x->rv);

@@ -582,8 +582,7 @@ static int update_status(rs_ctl_t *s, const json_t *rs, const rs__counts_t *c, l
     int rc = 0;
     if (!same) {
         json_t *patch = json_pack("{s:O}", "status", st);
-        rc = kc_patch(ctrl_client(s->c), s->k->res, ctrl_meta_str(rs, "namespace"),
-                      ctrl_meta_str(rs, "name"), "status", KC_PATCH_MERGE, patch, NULL, NULL, NULL);
+        rc = ctrl_update_merged(ctrl_client(s->c), s->k->res, rs, "status", patch, NULL);
         json_decref(patch);
         if (rc == KP_ENOTFOUND) rc = 0;
     }

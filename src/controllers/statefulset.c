@@ -717,9 +717,7 @@ static int update_status(sts_ctl_t *s, const json_t *set, const revs_t *r, json_
     int rc = 0;
     if (!same) {
         json_t *patch = json_pack("{s:O}", "status", st);
-        rc =
-            kc_patch(ctrl_client(s->c), &kc_statefulsets, ctrl_meta_str(set, "namespace"),
-                     ctrl_meta_str(set, "name"), "status", KC_PATCH_MERGE, patch, NULL, NULL, NULL);
+        rc = ctrl_update_merged(ctrl_client(s->c), &kc_statefulsets, set, "status", patch, NULL);
         json_decref(patch);
         if (rc == KP_ENOTFOUND) rc = 0;
     }
