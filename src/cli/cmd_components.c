@@ -72,7 +72,11 @@ static void usage(FILE *out, int which)
             "                        and is tainted unreachable (default 40s)\n"
             "  --node-monitor-period D         how often node health is checked (default 5s)\n"
             "  --root-ca-file FILE   the CA bundle root-ca-cert-publisher puts in every\n"
-            "                        namespace's kube-root-ca.crt (default: the kubeconfig's CA)\n",
+            "                        namespace's kube-root-ca.crt (default: the kubeconfig's CA)\n"
+            "  --use-service-account-credentials BOOL  each controller acts as its own\n"
+            "                        ServiceAccount in kube-system, with a token asked for at\n"
+            "                        start (default false, as kube-controller-manager; every\n"
+            "                        API server must then verify this one's tokens)\n",
             out);
     if (which == COMP_NODE)
         fputs("  --simulate N          run N simulated nodes\n"
@@ -169,7 +173,7 @@ static int known_controller(const char *n)
 }
 
 /* Long options without a short letter. */
-enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_ROOT_CA };
+enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_ROOT_CA, OPT_SA_CREDS };
 
 /* The file at path (a PEM bundle, at most 1 MiB) into *out (malloc'd,
  * NUL-terminated). Errors: KP_ENOTFOUND (cannot be read), KP_ETOOLARGE,
@@ -220,6 +224,7 @@ static int run(int which, int argc, char **argv)
         {"node-monitor-period", required_argument, NULL, OPT_NODE_PERIOD},
         {"node-lease-duration-seconds", required_argument, NULL, OPT_NODE_LEASE},
         {"root-ca-file", required_argument, NULL, OPT_ROOT_CA},
+        {"use-service-account-credentials", required_argument, NULL, OPT_SA_CREDS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *name = names[which], *kubeconfig = NULL, *metrics = NULL, *root_ca = NULL;
@@ -308,6 +313,12 @@ static int run(int which, int argc, char **argv)
                 o.node_monitor_grace_ms = (int)ms;
             else
                 o.node_monitor_period_ms = (int)ms;
+            break;
+        case OPT_SA_CREDS:
+            if (which != COMP_CM || (strcmp(optarg, "true") && strcmp(optarg, "false")))
+                return cli_usage_error(name, "bad --use-service-account-credentials (true or "
+                                             "false; controller-manager only)");
+            o.sa_credentials = !strcmp(optarg, "true");
             break;
         case OPT_ROOT_CA:
             if (which != COMP_CM)
