@@ -55,6 +55,13 @@ expect_eq "forbidden text" "$out" \
 out=$(kj get pods -n default 2>&1) && fail "a RoleBinding in team reached default"
 expect_eq "other namespace" "$out" \
   'Error from server (Forbidden): pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "default"'
+# What kubectl prints for view: the rows of Kubernetes' aggregated view
+# role, system:basic-user, system:discovery and system:public-info-viewer
+# (rbac_view_list.expected; the duplicate health rows are Kubernetes' own:
+# two roles grant them).
+"$KUBECTL" auth can-i --list -n team --as jane >"$KP_DIR/view.txt"
+diff -u "$(dirname "$0")/rbac_view_list.expected" "$KP_DIR/view.txt" ||
+  fail "can-i --list for view differs"
 out=$(kj get secrets -n team 2>&1) && fail "view read secrets"
 expect_match "view has no secrets" "$out" 'cannot list resource "secrets"'
 
