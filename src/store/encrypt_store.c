@@ -283,6 +283,23 @@ static int es_backup(store_t *s, const char *path, int64_t *out_rev)
     return store_backup(ES(s)->inner, path, out_rev);
 }
 
+static int es_stale(store_t *s, const char *key, size_t klen, int64_t rev)
+{
+    store_t *in = ES(s)->inner;
+    const enc_rule_t *r = store_enc__rule(ES(s)->enc, key);
+    store_kv_t *kv = NULL;
+    if (!r || in->ops->get(in, key, klen, rev, &kv)) return 0;
+    char *val = NULL;
+    size_t len;
+    int stale = 0;
+    if (kv->mod_rev != rev ||
+        store_enc__open(r, key, kv->value, kv->value_len, &val, &len, &stale, NULL, 0))
+        stale = 0;
+    free(val);
+    free(kv);
+    return stale;
+}
+
 static int es_health(store_t *s, char *why, size_t len)
 {
     return store_health(ES(s)->inner, why, len);
@@ -300,6 +317,7 @@ static const store_ops_t enc_ops = {
     .compact = es_compact,
     .backup = es_backup,
     .health = es_health,
+    .stale = es_stale,
 };
 
 int store_enc_wrap(store_t *inner, store_enc_t *e, store_t **out)

@@ -531,6 +531,11 @@ static void test_store_wrapper(void **state)
     snprintf(provs, sizeof provs, "%s%s", provider("aesgcm", "key2", K32B),
              provider("aesgcm", "key1", K32));
     s = open_enc(dir, config("secrets", provs));
+    assert_int_equal(store_get(s, SECRET_KEY, 0, &kv), 0);
+    int64_t mod = kv->mod_rev;
+    free(kv);
+    assert_int_equal(store_stale(s, SECRET_KEY, mod), 1); /* under key1, key2 writes */
+    assert_int_equal(store_stale(s, cm, 0), 0);
     size_t total, rewritten;
     char why[256];
     assert_int_equal(store_enc_rewrite(s, &total, &rewritten, why, sizeof why), 0);
@@ -538,6 +543,9 @@ static void test_store_wrapper(void **state)
     assert_int_equal(rewritten, 2);
     assert_int_equal(store_enc_rewrite(s, &total, &rewritten, why, sizeof why), 0);
     assert_int_equal(rewritten, 0); /* nothing stale left */
+    assert_int_equal(store_get(s, SECRET_KEY, 0, &kv), 0);
+    assert_int_equal(store_stale(s, SECRET_KEY, kv->mod_rev), 0);
+    free(kv);
     store_close(s);
     raw_expect(dir, SECRET_KEY, "k8s:enc:aesgcm:v1:key2:");
     raw_expect(dir, "/registry/core/secrets/other/s", "k8s:enc:aesgcm:v1:key2:");
