@@ -19,6 +19,7 @@
  *                    [--read-header-timeout D] [--idle-timeout D] [--request-body-timeout D]
  *                    [--watch-cache-bytes N] [--watch-queue-bytes N]
  *                    [--service-cluster-ip-range CIDR] [--service-node-port-range A-B]
+ *                    [--encryption-provider-config FILE]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin token in DIR/admin-token (created on first start), print how to point
@@ -27,13 +28,23 @@
  * the same process, each a client of the API over HTTPS like any other (no
  * shortcut around the API: the boundaries stay the same as when they run
  * apart); their metrics join the API server's /metrics.
+ *
+ * Secrets at rest: --encryption-provider-config names Kubernetes'
+ * EncryptionConfiguration (store/encrypt.h), and the store the API server
+ * gets seals and opens the values it covers. Without the flag `server`
+ * uses DIR/encryption-config.yaml, made (mode 0600) at its first start with
+ * one random aescbc key for Secrets; `apiserver` encrypts nothing, as
+ * kube-apiserver does not (its peers would need the same key).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "apiserver/apiserver.h"
@@ -43,6 +54,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "store/encrypt.h"
 #include "store/store.h"
 
 static void usage(FILE *out, const char *cmd)
@@ -116,6 +128,60 @@ static void usage(FILE *out, const char *cmd)
           "  --service-node-port-range A-B  the NodePorts of NodePort and LoadBalancer\n"
           "                     Services (default 30000-32767)\n",
           out);
+    fputs("  --encryption-provider-config FILE  Kubernetes' EncryptionConfiguration: which\n"
+          "                     resources are encrypted at rest, with which keys (aescbc,\n"
+          "                     aesgcm, secretbox, identity)",
+          out);
+    fputs(!strcmp(cmd, "server") ? "; default DIR/encryption-config.yaml,\n"
+                                   "                     made at the first start: Secrets with "
+                                   "one aescbc key\n"
+                                 : " (default: none)\n",
+          out);
+}
+
+/* The encryption config of the API server's store: `flag`'s file, else for
+ * `server` DIR/encryption-config.yaml, made (mode 0600, one random aescbc
+ * key for Secrets, identity second) when missing. *out NULL: none. A bad
+ * file stops the start, naming the field. */
+static int encryption_setup(const char *cmd, const char *flag, const char *dir, int all,
+                            store_enc_t **out)
+{
+    *out = NULL;
+    char path[CLI_PATH_MAX + 32];
+    if (!flag && !all) return 0;
+    if (flag)
+        snprintf(path, sizeof path, "%s", flag);
+    else
+        snprintf(path, sizeof path, "%s/encryption-config.yaml", dir);
+    int fd = flag ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        char *text = NULL;
+        int rc = store_enc_default_config(&text);
+        size_t n = text ? strlen(text) : 0;
+        int ok = !rc && write(fd, text, n) == (ssize_t)n && !fsync(fd);
+        free(text);
+        close(fd);
+        if (!ok) {
+            unlink(path);
+            return cli_fail(rc ? rc : KP_EIO, "writing %s", path);
+        }
+        log_info("server", "%s: a new key encrypts Secrets at rest; keep this file", path);
+    } else if (!flag && errno != EEXIST) {
+        return cli_fail(KP_EIO, "creating %s (%s)", path, strerror(errno));
+    }
+    struct stat st;
+    if (!stat(path, &st) && (st.st_mode & 077))
+        log_warn("server", "%s has mode %03o: others may read the keys (chmod 600 %s)", path,
+                 (unsigned)(st.st_mode & 0777), path);
+    char err[1024], desc[512];
+    int rc = store_enc_load(path, out, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "kplane: %s: --encryption-provider-config: %s\n", cmd, err);
+        return CLI_EXIT_FAIL;
+    }
+    store_enc_describe(*out, desc, sizeof desc);
+    log_info("server", "encryption at rest from %s: %s", path, desc);
+    return 0;
 }
 
 /* "N", "NKi", "NMi" or "NGi": at least 64 KiB, at most 64 GiB. */
@@ -163,7 +229,8 @@ enum {
     OPT_SVC_CIDR,
     OPT_SVC_PORTS,
     OPT_AUTHZ_MODE,
-    OPT_ANONYMOUS
+    OPT_ANONYMOUS,
+    OPT_ENC_CONFIG
 };
 
 static int serve(const char *cmd, int argc, char **argv)
@@ -197,10 +264,12 @@ static int serve(const char *cmd, int argc, char **argv)
         {"watch-queue-bytes", required_argument, NULL, OPT_WATCH_QUEUE_BYTES},
         {"service-cluster-ip-range", required_argument, NULL, OPT_SVC_CIDR},
         {"service-node-port-range", required_argument, NULL, OPT_SVC_PORTS},
+        {"encryption-provider-config", required_argument, NULL, OPT_ENC_CONFIG},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
     const char *token_file = NULL, *svc_cidr = NULL, *svc_ports = NULL, *authz_mode = NULL;
+    const char *enc_flag = NULL;
     int no_anonymous = 0;
     const char *sa_signing_file = NULL, *sa_issuer = NULL;
     const char *sa_key_files[8];
@@ -305,6 +374,9 @@ static int serve(const char *cmd, int argc, char **argv)
             break;
         case OPT_SVC_CIDR: svc_cidr = optarg; break;
         case OPT_SVC_PORTS: svc_ports = optarg; break;
+        case OPT_ENC_CONFIG:
+            enc_flag = optarg;
+            break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_option_error(cmd, c, argv);
         }
@@ -379,6 +451,12 @@ static int serve(const char *cmd, int argc, char **argv)
         }
         log_info("server", "%zu tokens from %s", apiserver_tokens_count(tokens), token_file);
     }
+    store_enc_t *enc = NULL;
+    if ((rc = encryption_setup(cmd, enc_flag, dir, all, &enc))) {
+        free(token);
+        apiserver_tokens_free(tokens);
+        return rc;
+    }
 
     /* The components in this process act as themselves, each with its own
      * identity and the bootstrap roles (least privilege): tokens made for
@@ -428,6 +506,13 @@ static int serve(const char *cmd, int argc, char **argv)
     store_options_t sopt = {.keep_seconds = 300, .compact_interval_ms = 60000};
     store_t *store = NULL;
     if ((rc = store_open(url, &sopt, &store))) {
+        store_enc_free(enc);
+        free(token);
+        apiserver_tokens_free(tokens);
+        return cli_fail(rc, "opening store %s", url);
+    }
+    /* The wrapper owns both from here; store_close() frees them. */
+    if (enc && (rc = store_enc_wrap(store, enc, &store))) {
         free(token);
         free(sa_sign_pem);
         free(sa_keys_pem);

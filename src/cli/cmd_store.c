@@ -17,10 +17,17 @@
  *
  * Read-only subcommands refuse to create a store where none exists; put,
  * watch and restore create the data directory as needed.
+ *
+ * Values are shown as stored: an encrypted Secret as Kubernetes' ciphertext
+ * ("k8s:enc:aescbc:v1:key1:..."), unless --encryption-provider-config names
+ * the config to open them with (get, list, watch). rewrite-secrets reads
+ * every value that config covers and writes the ones not under its writing
+ * key again (DATA_DIR/encryption-config.yaml unless the flag names another).
  */
 #include "cli/cli.h"
 
 #include "lib/err.h"
+#include "store/encrypt.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -42,6 +49,7 @@
 typedef struct store_args {
     const char *data_dir; /* --data-dir */
     const char *url;      /* --store */
+    const char *enc;      /* --encryption-provider-config */
     int64_t rev;          /* --rev */
     int64_t from;         /* --from */
     int64_t limit;        /* --limit */
@@ -61,6 +69,7 @@ enum {
     OPT_KEYS_ONLY = 1u << 5,
     OPT_WRITE_OUT = 1u << 6,
     OPT_HELP = 1u << 7,
+    OPT_ENC = 1u << 8,
 };
 
 /* A subcommand: its name, positional argument count, the options it accepts
@@ -71,6 +80,7 @@ typedef struct store_cmd {
     unsigned opts;
     int creates;
     int (*run)(store_t *s, const store_args_t *a);
+    int encrypted; /* needs the encryption config, by default the data dir's */
 } store_cmd_t;
 
 void cmd_store_usage(FILE *out)
@@ -91,12 +101,17 @@ void cmd_store_usage(FILE *out)
           "  restore FILE                     install backup FILE as the data dir's store\n"
           "                                   (which must not exist yet)\n"
           "  status [-w json]                 revision, compaction, keys and sizes\n"
+          "  rewrite-secrets                  write every encrypted value (Secrets) not under\n"
+          "                                   the config's first key again, under it\n"
           "\n"
           "Options:\n"
           "  --data-dir DIR    data directory (default: $KPLANE_DATA_DIR, else\n"
           "                    /var/lib/kplane as root, else ~/.local/share/kplane)\n"
           "  --store URL       store URL (default: lmdb:<data-dir>/store)\n"
           "  -w, --write-out FORMAT   'text' (default) or 'json'\n"
+          "  --encryption-provider-config FILE  open encrypted values with this\n"
+          "                    EncryptionConfiguration (get, list, watch; rewrite-secrets:\n"
+          "                    default <data-dir>/encryption-config.yaml)\n"
           "\n"
           "Exit status: 0 success, 1 failure, 2 usage error.\n",
           out);
@@ -572,16 +587,31 @@ static int run_status(store_t *s, const store_args_t *a)
     return finish_output();
 }
 
+static int run_rewrite(store_t *s, const store_args_t *a)
+{
+    (void)a;
+    size_t total = 0, rewritten = 0;
+    char why[512], desc[512];
+    store_enc_describe(store_enc_of(s), desc, sizeof desc);
+    int rc = store_enc_rewrite(s, &total, &rewritten, why, sizeof why);
+    if (rc)
+        return cli_fail(rc, "rewrite-secrets: %s (%zu of %zu values rewritten before)", why,
+                        rewritten, total);
+    printf("rewrote %zu of %zu values under the first key (%s)\n", rewritten, total, desc);
+    return finish_output();
+}
+
 static const store_cmd_t commands[] = {
-    {"get", 1, OPT_REV | OPT_WRITE_OUT, 0, run_get},
-    {"list", 1, OPT_LIMIT | OPT_REV | OPT_KEYS_ONLY, 0, run_list},
-    {"put", 2, 0, 1, run_put},
-    {"delete", 1, 0, 0, run_delete},
-    {"watch", 1, OPT_FROM, 1, run_watch},
-    {"compact", 1, 0, 0, run_compact},
-    {"backup", 1, 0, 0, run_backup},
-    {"restore", 1, 0, 1, NULL}, /* needs no open store: see run_restore() */
-    {"status", 0, OPT_WRITE_OUT, 0, run_status},
+    {"get", 1, OPT_REV | OPT_WRITE_OUT | OPT_ENC, 0, run_get, 0},
+    {"list", 1, OPT_LIMIT | OPT_REV | OPT_KEYS_ONLY | OPT_ENC, 0, run_list, 0},
+    {"put", 2, 0, 1, run_put, 0},
+    {"delete", 1, 0, 0, run_delete, 0},
+    {"watch", 1, OPT_FROM | OPT_ENC, 1, run_watch, 0},
+    {"compact", 1, 0, 0, run_compact, 0},
+    {"backup", 1, 0, 0, run_backup, 0},
+    {"restore", 1, 0, 1, NULL, 0}, /* needs no open store: see run_restore() */
+    {"status", 0, OPT_WRITE_OUT, 0, run_status, 0},
+    {"rewrite-secrets", 0, OPT_ENC, 0, run_rewrite, 1},
 };
 
 /* restore works on a store that does not exist yet, so it gets no handle. */
@@ -620,6 +650,7 @@ static int parse_args(int argc, char **argv, store_args_t *a)
         {"limit", required_argument, NULL, 'l'},
         {"keys-only", no_argument, NULL, 'k'},
         {"write-out", required_argument, NULL, 'w'},
+        {"encryption-provider-config", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -666,6 +697,10 @@ static int parse_args(int argc, char **argv, store_args_t *a)
                                        optarg);
             a->seen |= OPT_WRITE_OUT;
             break;
+        case 'E':
+            a->enc = optarg;
+            a->seen |= OPT_ENC;
+            break;
         case 'h':
             a->seen |= OPT_HELP;
             break;
@@ -702,8 +737,9 @@ int cmd_store(int argc, char **argv)
                                cmd->nargs == 1 ? "" : "s", a.npos - 1);
     unsigned extra = a.seen & ~(cmd->opts | OPT_DATA_DIR | OPT_STORE);
     if (extra) {
-        static const char *names[] = {"--data-dir", "--store",     "--rev",      "--from",
-                                      "--limit",    "--keys-only", "--write-out"};
+        static const char *names[] = {"--data-dir",  "--store", "--rev",
+                                      "--from",      "--limit", "--keys-only",
+                                      "--write-out", "--help",  "--encryption-provider-config"};
         size_t bit = 0;
         while (!(extra & (1u << bit)))
             bit++;
@@ -740,9 +776,31 @@ int cmd_store(int argc, char **argv)
         pthread_sigmask(SIG_BLOCK, &set, NULL);
     }
 
+    /* The encryption config: a bad one stops here, naming the field. */
+    store_enc_t *enc = NULL;
+    if (a.enc || cmd->encrypted) {
+        char path[CLI_PATH_MAX + 32], err[1024];
+        if (a.enc) {
+            snprintf(path, sizeof path, "%s", a.enc);
+        } else {
+            char data[CLI_PATH_MAX];
+            if ((rc = cli_data_dir(a.data_dir, data, sizeof data)))
+                return cli_fail(rc, "resolve the data directory");
+            snprintf(path, sizeof path, "%s/encryption-config.yaml", data);
+        }
+        if ((rc = store_enc_load(path, &enc, err, sizeof err))) {
+            fprintf(stderr, "kplane: store %s: --encryption-provider-config: %s\n", cmd->name, err);
+            return CLI_EXIT_FAIL;
+        }
+    }
+
     store_t *s = NULL;
     rc = store_open(url, NULL, &s);
-    if (rc) return cli_fail(rc, "open store %s", url);
+    if (rc) {
+        store_enc_free(enc);
+        return cli_fail(rc, "open store %s", url);
+    }
+    if (enc && (rc = store_enc_wrap(s, enc, &s))) return cli_fail(rc, "open store %s", url);
     int code = cmd->run(s, &a);
     store_close(s);
     return code;

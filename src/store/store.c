@@ -102,6 +102,13 @@ int store_status(store_t *s, store_status_t *out)
     return s->ops->status(s, out);
 }
 
+int store_stale(store_t *s, const char *key, int64_t rev)
+{
+    size_t klen;
+    if (!s->ops->stale || rev <= 0 || check_key(key, &klen)) return 0;
+    return s->ops->stale(s, key, klen, rev);
+}
+
 int store_revision(store_t *s, int64_t *out)
 {
     *out = 0;

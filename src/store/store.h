@@ -165,6 +165,14 @@ void store_range_free(store_range_t *r);
 
 int store_status(store_t *s, store_status_t *out);
 
+/* Is `key`'s value at mod_rev `rev` stored in a form other than the one a
+ * write would give it now: under an encryption key that is not the writing
+ * one (store/encrypt.h; Kubernetes calls such a read "stale")? An update
+ * that changes nothing is then still written, so that rewriting an object
+ * unchanged (`kubectl replace`) moves it to the new key. 0 for stores that
+ * encrypt nothing, for keys they do not cover, and on any error. */
+int store_stale(store_t *s, const char *key, int64_t rev);
+
 /* The newest accepted revision, read linearizably: every write acknowledged
  * before the call began is at or below it (what a consistent read waits
  * for). Cheaper than store_status() on a remote backend: one round trip. */

@@ -28,6 +28,8 @@ typedef struct store_ops {
     int (*backup)(store_t *s, const char *path, int64_t *out_rev);
     /* store_health(); NULL: a revision read (store_revision()). */
     int (*health)(store_t *s, char *why, size_t len);
+    /* store_stale(); NULL: never stale. */
+    int (*stale)(store_t *s, const char *key, size_t klen, int64_t rev);
 } store_ops_t;
 
 typedef struct store_watch_ops {

@@ -700,7 +700,9 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
          * spec.finalizers). */
         int had_finalizers = json_array_size(json_object_get(rest_meta(cur), "finalizers")) > 0 ||
                              finalizing(r->route.res, cur);
-        if (rest_same_but_managed(cur, next)) { /* no change: no write, no new revision */
+        /* No change: no write, no new revision; unless the stored form is
+         * under an old encryption key (Kubernetes writes a stale read). */
+        if (rest_same_but_managed(cur, next) && !store_stale(st, key, cur_rev)) {
             json_decref(next);
             return reply_unwritten(r, cur, cur_rev, reply);
         }
