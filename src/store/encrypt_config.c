@@ -214,8 +214,8 @@ static int add_keys(store_enc_t *e, enc_kind_t kind, const json_t *conf, const c
 {
     static const char *const fields[] = {"keys", NULL};
     static const char *const key_fields[] = {"name", "secret", NULL};
-    char kp[160];
-    snprintf(kp, sizeof kp, "%s.keys", path);
+    char kp[192];
+    snprintf(kp, sizeof kp, "%.150s.keys", path);
     if (!json_is_object(conf) && !json_is_null(conf))
         return fail(err, len, "%s: Invalid value: must be an object", path);
     int rc = json_is_object(conf) ? only_fields(conf, path, fields, err, len) : 0;
@@ -228,7 +228,7 @@ static int add_keys(store_enc_t *e, enc_kind_t kind, const json_t *conf, const c
     size_t i;
     json_t *k;
     json_array_foreach(keys, i, k) {
-        char at[192];
+        char at[224];
         snprintf(at, sizeof at, "%s[%zu]", kp, i);
         if (!json_is_object(k)) return fail(err, len, "%s: Invalid value: must be an object", at);
         if ((rc = only_fields(k, at, key_fields, err, len))) return rc;
