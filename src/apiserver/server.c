@@ -49,6 +49,10 @@
 
 static int authenticate(api_req_t *r)
 {
+    /* x509: a client certificate the cluster CA signed (the engine verified
+     * it), user = its CN (none: no user), groups = its O values. */
+    const char *cn = NULL;
+    if (r->hr && httpd_peer_cert(r->hr, &cn, NULL, NULL) == 1 && *cn) return 1;
     const char *h = api_header(r, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
     /* The admin token and --token-auth-file's, compared in constant time
@@ -414,6 +418,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         .unix_fd = ufd,
         .cert_pem = tls ? cfg->tls_cert_pem : NULL,
         .key_pem = tls ? cfg->tls_key_pem : NULL,
+        .client_ca_pem = tls ? cfg->client_ca_pem : NULL,
         .workers = 4,
         .max_workers = (int)(s->cfg.max_inflight + s->cfg.max_mutating_inflight + 32),
         .limits = {.max_connections = s->cfg.max_connections,

@@ -18,12 +18,15 @@
  *                    [--service-cluster-ip-range CIDR] [--service-node-port-range A-B]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
- * admin token in DIR/admin-token (created on first start), print how to point
- * kubectl at it, and run until SIGINT or SIGTERM. `server` also runs the
- * controller manager, the scheduler and N simulated nodes (3 by default) in
- * the same process, each a client of the API over HTTPS like any other (no
- * shortcut around the API: the boundaries stay the same as when they run
- * apart); their metrics join the API server's /metrics.
+ * admin (kubernetes-admin in system:masters: the client certificate
+ * DIR/admin.crt and admin.key, signed by the cluster CA; the admin token of
+ * DIR/admin-token when the CA's key is not in DIR; both created on first
+ * start), print how to point kubectl at it, and run until SIGINT or
+ * SIGTERM. `server` also runs the controller manager, the scheduler and N
+ * simulated nodes (3 by default) in the same process, each a client of the
+ * API over HTTPS like any other (no shortcut around the API: the boundaries
+ * stay the same as when they run apart); their metrics join the API
+ * server's /metrics.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -344,9 +347,13 @@ static int serve(const char *cmd, int argc, char **argv)
     int use_sock = in_process && sn > 0 && sn <= 107;
     if (in_process && !use_sock)
         log_info("server", "%s: too long for a Unix socket; the components use HTTPS", sock);
-    apiserver_config_t cfg = {.listen = listen, .store = store, .admin_token = token,
+    apiserver_config_t cfg = {.listen = listen,
+                              .store = store,
+                              .admin_token = token,
                               .tokens = tokens,
-                              .tls_cert_pem = tls.cert_pem, .tls_key_pem = tls.key_pem,
+                              .tls_cert_pem = tls.cert_pem,
+                              .tls_key_pem = tls.key_pem,
+                              .client_ca_pem = tls.ca_pem,
                               .unix_socket = use_sock ? sock : NULL,
                               .watch_cache_bytes = watch_cache_bytes,
                               .watch_queue_bytes = watch_queue_bytes,
@@ -374,8 +381,17 @@ static int serve(const char *cmd, int argc, char **argv)
         return cli_fail(rc, "starting the API server on %s", listen);
     }
     int port = apiserver_port(api);
-    if ((rc = apiserver_write_kubeconfig(dir, host, port, token, tls.ca_pem)))
+    /* The kubeconfig's user: the admin's client certificate, as kubeadm's
+     * admin.conf; the admin token when the CA's key is not here (another
+     * API server of the cluster, given ca.crt but not ca.key). */
+    char *admin_crt = NULL, *admin_key = NULL;
+    if (tls.ca_key_pem && (rc = apiserver_admin_cert(dir, &tls, &admin_crt, &admin_key)))
+        log_warn("server", "the admin's client certificate in %s: %s; the kubeconfig has the token",
+                 dir, err_str(rc));
+    if ((rc = apiserver_write_kubeconfig(dir, host, port, tls.ca_pem, token, admin_crt, admin_key)))
         log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
+    free(admin_crt);
+    free(admin_key);
     /* The API serves from here on, as kube-apiserver is ready whether or
      * not a controller manager runs; the components start after the line
      * and catch up through their informers' lists. */
