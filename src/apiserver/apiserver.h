@@ -72,6 +72,11 @@ typedef struct apiserver_config {
     int body_timeout_s;           /* (60, Kubernetes' --request-timeout) */
     const char *tls_cert_pem;  /* server certificate (PEM); NULL: plain HTTP */
     const char *tls_key_pem;   /* its private key (PEM) */
+    /* Client certificates (Kubernetes' --client-ca-file): the CAs (PEM)
+     * whose certificates authenticate as user = subject CN, groups = subject
+     * O values, requested but not required in the TLS handshake. Borrowed
+     * for apiserver_start; NULL: no client certificates. */
+    const char *client_ca_pem;
     /* Also serve plain HTTP on this Unix socket (NULL: no), for clients in
      * this process (kplane server's components): the same API and tokens,
      * without TLS and TCP over loopback. Created mode 0600, replacing a
@@ -192,10 +197,34 @@ typedef struct apiserver_tls {
 int apiserver_tls_load(const char *data_dir, const char *host, apiserver_tls_t *out);
 void apiserver_tls_free(apiserver_tls_t *t);
 
+/* A client certificate and its new key (ECDSA P-256), PEM, signed by the
+ * cluster CA (tls->ca_pem, tls->ca_key_pem) for user `cn` in groups `orgs`
+ * (subject O values; NULL-terminated, NULL: none): TLS client
+ * authentication only, digitalSignature, valid for a year (from an hour
+ * ago, for clocks behind). *cert_pem and *key_pem are the caller's (free).
+ * Thread-safe. Errors: KP_EINVAL (no CA key, a CA that does not load, cn
+ * NULL or empty), KP_EIO, KP_ENOMEM. */
+int apiserver_client_cert(const apiserver_tls_t *tls, const char *cn, const char *const *orgs,
+                          char **cert_pem, char **key_pem);
+
+/* The admin's client certificate, kubeadm's admin.conf user: CN
+ * kubernetes-admin, O system:masters. Read from DIR/admin.crt and
+ * DIR/admin.key, or (when missing, not signed by tls's CA, less than 30
+ * days from its end, or not matching its key) made with
+ * apiserver_client_cert() and written there (mode 0600). *cert_pem and
+ * *key_pem are the caller's (free). Errors: KP_EINVAL (no CA key), KP_EIO,
+ * KP_ENOMEM. */
+int apiserver_admin_cert(const char *data_dir, const apiserver_tls_t *tls, char **cert_pem,
+                         char **key_pem);
+
 /* Write DIR/kubeconfig (mode 0600, replaced atomically) pointing at
- * https://HOST:PORT (trusting `ca_pem`; http:// when ca_pem is NULL) with
- * `token` as the user's bearer token, current-context set. Errors: KP_EIO. */
-int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port,
-                               const char *token, const char *ca_pem);
+ * https://HOST:PORT (trusting `ca_pem`; http:// when ca_pem is NULL), with
+ * current-context kubernetes-admin@kplane: user kubernetes-admin of cluster
+ * kplane. The user's credentials are the client certificate cert_pem and its
+ * key key_pem (client-certificate-data, client-key-data, as kubeadm's
+ * admin.conf) when both are given, else `token` as a bearer token.
+ * Errors: KP_EINVAL (no credentials), KP_EIO, KP_ENOMEM. */
+int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port, const char *ca_pem,
+                               const char *token, const char *cert_pem, const char *key_pem);
 
 #endif

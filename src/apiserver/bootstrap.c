@@ -1,5 +1,6 @@
 /*
- * bootstrap.c -- first start: the admin token and the kubeconfig next to it.
+ * bootstrap.c -- first start: the admin token and the kubeconfig next to it
+ * (its user: the admin's client certificate, tls.c's, or the token).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 
 #include "apiserver/apiserver.h"
 #include "lib/base64.h"
+#include "lib/buf.h"
 #include "lib/err.h"
 
 int apiserver_random_token(char out[65])
@@ -60,36 +62,49 @@ int apiserver_admin_token(const char *data_dir, char **token)
     return (*token = strdup(hex)) ? 0 : KP_ENOMEM;
 }
 
-int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port,
-                               const char *token, const char *ca_pem)
+/* "    NAME: base64(pem)\n" into b (longer than buf_printf's line). */
+static int b64_line(buf_t *b, const char *name, const char *pem)
 {
-    char path[4096], text[8192], ca_line[6144] = "";
+    char *b64 = base64_encode(pem, strlen(pem));
+    if (!b64) return KP_ENOMEM;
+    int rc = buf_printf(b, "    %s: ", name);
+    if (!rc) rc = buf_append(b, b64, strlen(b64));
+    if (!rc) rc = buf_append(b, "\n", 1);
+    free(b64);
+    return rc;
+}
+
+int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port, const char *ca_pem,
+                               const char *token, const char *cert_pem, const char *key_pem)
+{
+    int cert = cert_pem && key_pem;
+    if (!cert && !token) return KP_EINVAL;
+    char path[4096];
     snprintf(path, sizeof path, "%s/kubeconfig", data_dir);
-    if (ca_pem) {
-        char *b64 = base64_encode(ca_pem, strlen(ca_pem));
-        if (!b64) return KP_ENOMEM;
-        snprintf(ca_line, sizeof ca_line, "    certificate-authority-data: %s\n", b64);
-        free(b64);
-    }
-    snprintf(text, sizeof text,
-             "apiVersion: v1\n"
-             "kind: Config\n"
-             "clusters:\n"
-             "- name: kplane\n"
-             "  cluster:\n"
-             "    server: %s://%s:%d\n"
-             "%s"
-             "users:\n"
-             "- name: admin\n"
-             "  user:\n"
-             "    token: %s\n"
-             "contexts:\n"
-             "- name: kplane\n"
-             "  context:\n"
-             "    cluster: kplane\n"
-             "    user: admin\n"
-             "    namespace: default\n"
-             "current-context: kplane\n",
-             ca_pem ? "https" : "http", host, port, ca_line, token);
-    return write_file(path, text);
+    buf_t b;
+    buf_init(&b, 1u << 20);
+    int rc = buf_printf(&b,
+                        "apiVersion: v1\n"
+                        "kind: Config\n"
+                        "clusters:\n"
+                        "- name: kplane\n"
+                        "  cluster:\n"
+                        "    server: %s://%s:%d\n",
+                        ca_pem ? "https" : "http", host, port);
+    if (!rc && ca_pem) rc = b64_line(&b, "certificate-authority-data", ca_pem);
+    if (!rc) rc = buf_printf(&b, "users:\n- name: kubernetes-admin\n  user:\n");
+    if (!rc && cert) rc = b64_line(&b, "client-certificate-data", cert_pem);
+    if (!rc && cert) rc = b64_line(&b, "client-key-data", key_pem);
+    if (!rc && !cert) rc = buf_printf(&b, "    token: %s\n", token);
+    if (!rc)
+        rc = buf_printf(&b, "contexts:\n"
+                            "- name: kubernetes-admin@kplane\n"
+                            "  context:\n"
+                            "    cluster: kplane\n"
+                            "    user: kubernetes-admin\n"
+                            "    namespace: default\n"
+                            "current-context: kubernetes-admin@kplane\n");
+    if (!rc) rc = write_file(path, b.p);
+    buf_free(&b);
+    return rc;
 }

@@ -56,8 +56,33 @@ static const char *const anonymous_groups[] = {API_GROUP_UNAUTHENTICATED};
 static api_authn_result_t authenticate(api_req_t *r)
 {
     apiserver_t *s = r->srv;
+    /* x509: a client certificate the cluster CA signed (the engine verified
+     * it once per connection): user = its CN, groups = its O values, and
+     * system:authenticated. One that did not verify is no credential. */
+    const char *cn = NULL;
+    const char *const *orgs = NULL;
+    size_t norgs = 0;
+    int cert = r->hr ? httpd_peer_cert(r->hr, &cn, &orgs, &norgs) : 0;
+    if (cert == 1 && cn && *cn) {
+        const char **groups = calloc(norgs + 1, sizeof *groups);
+        if (!groups) return API_AUTHN_FAILED;
+        size_t n = 0;
+        int member = 0;
+        for (size_t i = 0; i < norgs; i++) {
+            groups[n++] = orgs[i];
+            member |= !strcmp(orgs[i], API_GROUP_AUTHENTICATED);
+        }
+        if (!member) groups[n++] = API_GROUP_AUTHENTICATED;
+        free(r->user_owned);
+        r->user_owned = groups;
+        r->user = (api_user_t){.name = cn, .uid = "", .groups = groups, .ngroups = n};
+        return API_AUTHN_OK;
+    }
+    /* A certificate that did not verify is an error, not "no credentials":
+     * unless a token succeeds, 401 (never the anonymous user). */
+    api_authn_result_t none = cert == -1 ? API_AUTHN_FAILED : API_AUTHN_NONE;
     const char *h = api_header(r, "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7)) return API_AUTHN_NONE;
+    if (!h || strncasecmp(h, "Bearer ", 7)) return none;
     const char *tok = h + 7;
     /* A JWT of ours: a ServiceAccount token (satoken.h). */
     if (s->sa && api_sa_is_jwt(tok)) {
@@ -666,6 +691,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         .unix_fd = ufd,
         .cert_pem = tls ? cfg->tls_cert_pem : NULL,
         .key_pem = tls ? cfg->tls_key_pem : NULL,
+        .client_ca_pem = tls ? cfg->client_ca_pem : NULL,
         .workers = 4,
         .max_workers = (int)(s->cfg.max_inflight + s->cfg.max_mutating_inflight + 32),
         .limits = {.max_connections = s->cfg.max_connections,

@@ -383,6 +383,10 @@ static int run(int which, int argc, char **argv)
     }
     o.root_ca_pem = root_ca_pem ? root_ca_pem : cfg.ca_pem;
     o.node_token = cfg.token; /* the API server calls the log server with it */
+    /* A kubeconfig with a client certificate (kplane server's own) names no
+     * token: the API server's admin token cannot be checked then. */
+    if (proc && !cfg.token)
+        log_warn(name, "the kubeconfig has no token: the log server takes requests without one");
     kc_client_t *client;
     if ((rc = kc_client_new(&cfg, &client))) {
         json_decref(storage);

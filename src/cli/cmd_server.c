@@ -22,12 +22,15 @@
  *                    [--encryption-provider-config FILE]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
- * admin token in DIR/admin-token (created on first start), print how to point
- * kubectl at it, and run until SIGINT or SIGTERM. `server` also runs the
- * controller manager, the scheduler and N simulated nodes (3 by default) in
- * the same process, each a client of the API over HTTPS like any other (no
- * shortcut around the API: the boundaries stay the same as when they run
- * apart); their metrics join the API server's /metrics.
+ * admin (kubernetes-admin in system:masters: the client certificate
+ * DIR/admin.crt and admin.key, signed by the cluster CA; the admin token of
+ * DIR/admin-token when the CA's key is not in DIR; both created on first
+ * start), print how to point kubectl at it, and run until SIGINT or
+ * SIGTERM. `server` also runs the controller manager, the scheduler and N
+ * simulated nodes (3 by default) in the same process, each a client of the
+ * API over HTTPS like any other (no shortcut around the API: the boundaries
+ * stay the same as when they run apart); their metrics join the API
+ * server's /metrics.
  *
  * Secrets at rest: --encryption-provider-config names Kubernetes'
  * EncryptionConfiguration (store/encrypt.h), and the store the API server
@@ -552,6 +555,7 @@ static int serve(const char *cmd, int argc, char **argv)
                               .sa_issuer = sa_issuer,
                               .tls_cert_pem = tls.cert_pem,
                               .tls_key_pem = tls.key_pem,
+                              .client_ca_pem = tls.ca_pem,
                               .unix_socket = use_sock ? sock : NULL,
                               .watch_cache_bytes = watch_cache_bytes,
                               .watch_queue_bytes = watch_queue_bytes,
@@ -581,8 +585,17 @@ static int serve(const char *cmd, int argc, char **argv)
         return cli_fail(rc, "starting the API server on %s", listen);
     }
     int port = apiserver_port(api);
-    if ((rc = apiserver_write_kubeconfig(dir, host, port, token, tls.ca_pem)))
+    /* The kubeconfig's user: the admin's client certificate, as kubeadm's
+     * admin.conf; the admin token when the CA's key is not here (another
+     * API server of the cluster, given ca.crt but not ca.key). */
+    char *admin_crt = NULL, *admin_key = NULL;
+    if (tls.ca_key_pem && (rc = apiserver_admin_cert(dir, &tls, &admin_crt, &admin_key)))
+        log_warn("server", "the admin's client certificate in %s: %s; the kubeconfig has the token",
+                 dir, err_str(rc));
+    if ((rc = apiserver_write_kubeconfig(dir, host, port, tls.ca_pem, token, admin_crt, admin_key)))
         log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
+    free(admin_crt);
+    free(admin_key);
     /* The API serves from here on, as kube-apiserver is ready whether or
      * not a controller manager runs; the components start after the line
      * and catch up through their informers' lists. */

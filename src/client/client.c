@@ -186,6 +186,30 @@ static int store_file(json_t *store, const char *key, const char *kubeconfig, co
     return 0;
 }
 
+/* A kubeconfig's PEM: *_data (base64, as certificate-authority-data) or
+ * the file *_file names, into store[key]; neither: nothing. what names the
+ * field and owner for messages. */
+static int store_pem(json_t *store, const char *key, const char *kubeconfig, const char *data,
+                     const char *file, const char *what, char *err, size_t errlen)
+{
+    if (data && *data) {
+        size_t n = strlen(data), outlen = 0;
+        char *pem = malloc(n / 4 * 3 + 4);
+        if (!pem) return KP_ENOMEM;
+        int rc = base64_decode(data, n, pem, n / 4 * 3 + 3, &outlen);
+        json_t *s = rc ? NULL : json_stringn(pem, outlen);
+        free(pem);
+        if (!s) {
+            set_err(err, errlen, "%s: %s is not base64 PEM", kubeconfig, what);
+            return KP_EINVAL;
+        }
+        json_object_set_new(store, key, s);
+        return 0;
+    }
+    if (file && *file) return store_file(store, key, kubeconfig, file, 0, err, errlen);
+    return 0;
+}
+
 static int load_doc(json_t *doc, const char *path, json_t *store, char *err, size_t errlen)
 {
     if (!json_is_object(doc)) {
@@ -215,25 +239,12 @@ static int load_doc(json_t *doc, const char *path, json_t *store, char *err, siz
     }
     json_object_set_new(store, "server", json_string(server));
 
-    int rc = 0;
-    const char *cad = json_string_value(json_object_get(cl, "certificate-authority-data"));
-    const char *caf = json_string_value(json_object_get(cl, "certificate-authority"));
-    if (cad && *cad) {
-        size_t n = strlen(cad), outlen = 0;
-        char *pem = malloc(n / 4 * 3 + 4);
-        if (!pem) return KP_ENOMEM;
-        rc = base64_decode(cad, n, pem, n / 4 * 3 + 3, &outlen);
-        json_t *s = rc ? NULL : json_stringn(pem, outlen);
-        free(pem);
-        if (!s) {
-            set_err(err, errlen, "%s: certificate-authority-data of \"%s\" is not base64 PEM", path,
-                    cname);
-            return KP_EINVAL;
-        }
-        json_object_set_new(store, "ca_pem", s);
-    } else if (caf && *caf) {
-        if ((rc = store_file(store, "ca_pem", path, caf, 0, err, errlen))) return rc;
-    }
+    char what[256];
+    snprintf(what, sizeof what, "certificate-authority-data of \"%s\"", cname);
+    int rc = store_pem(
+        store, "ca_pem", path, json_string_value(json_object_get(cl, "certificate-authority-data")),
+        json_string_value(json_object_get(cl, "certificate-authority")), what, err, errlen);
+    if (rc) return rc;
     json_t *ins = json_object_get(cl, "insecure-skip-tls-verify");
     const char *inss = json_string_value(ins);
     json_object_set_new(store, "insecure",
@@ -252,16 +263,35 @@ static int load_doc(json_t *doc, const char *path, json_t *store, char *err, siz
         json_object_set_new(store, "token", json_string(tok));
     else if (tokf && *tokf)
         rc = store_file(store, "token", path, tokf, 1, err, errlen);
-    else if (json_object_get(u, "client-certificate-data") ||
-             json_object_get(u, "client-certificate") || json_object_get(u, "exec") ||
-             json_object_get(u, "auth-provider")) {
+    /* A client certificate (client-go's: beside a token, both are sent). */
+    snprintf(what, sizeof what, "client-certificate-data of \"%s\"", uname);
+    if (!rc)
+        rc = store_pem(store, "cert_pem", path,
+                       json_string_value(json_object_get(u, "client-certificate-data")),
+                       json_string_value(json_object_get(u, "client-certificate")), what, err,
+                       errlen);
+    snprintf(what, sizeof what, "client-key-data of \"%s\"", uname);
+    if (!rc)
+        rc = store_pem(store, "key_pem", path,
+                       json_string_value(json_object_get(u, "client-key-data")),
+                       json_string_value(json_object_get(u, "client-key")), what, err, errlen);
+    if (rc) return rc;
+    if (!json_object_get(store, "cert_pem") != !json_object_get(store, "key_pem")) {
         set_err(err, errlen,
-                "%s: user \"%s\" needs client certificates or a plugin; "
-                "only tokens are supported",
+                "%s: user \"%s\" has a client certificate without its key, or a key "
+                "without its certificate",
                 path, uname);
-        rc = KP_EINVAL;
+        return KP_EINVAL;
     }
-    return rc;
+    if (!json_object_get(store, "token") && !json_object_get(store, "cert_pem") &&
+        (json_object_get(u, "exec") || json_object_get(u, "auth-provider"))) {
+        set_err(err, errlen,
+                "%s: user \"%s\" needs a plugin (exec or auth-provider); "
+                "only tokens and client certificates are supported",
+                path, uname);
+        return KP_EINVAL;
+    }
+    return 0;
 }
 
 int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *err, size_t errlen)
@@ -305,6 +335,8 @@ int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *e
     cfg->server = json_string_value(json_object_get(store, "server"));
     cfg->token = json_string_value(json_object_get(store, "token"));
     cfg->ca_pem = json_string_value(json_object_get(store, "ca_pem"));
+    cfg->cert_pem = json_string_value(json_object_get(store, "cert_pem"));
+    cfg->key_pem = json_string_value(json_object_get(store, "key_pem"));
     cfg->insecure = json_is_true(json_object_get(store, "insecure"));
     *storage = store;
     return 0;
@@ -332,6 +364,8 @@ int kc_client_metadata(const kc_client_t *c, kc_client_t **out)
     kc_config_t cfg = {.servers = servers,
                        .token = c->auth_header ? c->auth_header + sizeof bearer - 1 : NULL,
                        .ca_pem = c->ca_pem,
+                       .cert_pem = c->cert_pem,
+                       .key_pem = c->key_pem,
                        .user_agent = c->user_agent,
                        .qps = c->qps,
                        .burst = (int)c->burst,
@@ -371,6 +405,7 @@ int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
     if (!nlist) return KP_EINVAL;
     if (cfg->token && strpbrk(cfg->token, "\r\n")) return KP_EINVAL;
     if (cfg->qps < 0 || cfg->timeout_ms < 0) return KP_EINVAL;
+    if (!cfg->cert_pem != !cfg->key_pem) return KP_EINVAL;
     if (cfg->unix_socket && (!*cfg->unix_socket || strlen(cfg->unix_socket) > 107))
         return KP_EINVAL;
 
@@ -395,6 +430,9 @@ int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
         if (!(c->ca_pem = strdup(cfg->ca_pem))) goto fail;
         c->ca_len = strlen(c->ca_pem);
     }
+    if (cfg->cert_pem &&
+        (!(c->cert_pem = strdup(cfg->cert_pem)) || !(c->key_pem = strdup(cfg->key_pem))))
+        goto fail;
     if (!(c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "kplane"))) goto fail;
     c->insecure = cfg->insecure;
     if (cfg->unix_socket && !(c->unix_socket = strdup(cfg->unix_socket))) goto fail;
@@ -418,6 +456,8 @@ fail_nocurl:
         free(c->servers[i]);
     free(c->auth_header);
     free(c->ca_pem);
+    free(c->cert_pem);
+    free(c->key_pem);
     free(c->unix_socket);
     free(c->user_agent);
     free(c);
@@ -435,6 +475,8 @@ void kc_client_free(kc_client_t *c)
         free(c->servers[i]);
     free(c->auth_header);
     free(c->ca_pem);
+    free(c->cert_pem);
+    free(c->key_pem);
     free(c->unix_socket);
     free(c->user_agent);
     free(c);
@@ -564,6 +606,14 @@ int kc__easy_setup(kc_client_t *c, CURL *h, const char *url, const char *ctype,
     if (!cc && c->ca_pem) {
         struct curl_blob blob = {c->ca_pem, c->ca_len, CURL_BLOB_COPY};
         cc = curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (!cc && c->cert_pem) { /* curl copies the blobs */
+        struct curl_blob cert = {c->cert_pem, strlen(c->cert_pem), CURL_BLOB_COPY};
+        struct curl_blob key = {c->key_pem, strlen(c->key_pem), CURL_BLOB_COPY};
+        cc = curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
+        if (!cc) cc = curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+        if (!cc) cc = curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
+        if (!cc) cc = curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
     }
     if (!cc && c->insecure) {
         cc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);

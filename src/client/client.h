@@ -7,8 +7,9 @@
  *   informer.h, queue.h, leader.h, events.h
  *
  *   kc_client_t    an API client: keep-alive HTTPS connections (libcurl),
- *                  bearer token, JSON in and out, an optional client-side
- *                  rate limit (off by default: --kube-api-qps/-burst),
+ *                  bearer token or client certificate, JSON in and out,
+ *                  an optional client-side rate limit (off by default:
+ *                  --kube-api-qps/-burst),
  *                  failover between several API servers (kc_config_t).
  *   kc_watch_t     one watch stream: newline-delimited events.
  *   kc_informer_t  list, then watch from the list's resourceVersion; relist
@@ -68,6 +69,11 @@ typedef struct kc_config {
     const char *const *servers;
     const char *token;      /* bearer token, NULL for none */
     const char *ca_pem;     /* PEM of the CA to trust; NULL: the system's */
+    /* A client certificate (x509 authentication: user = its CN, groups =
+     * its O values) and its private key, PEM; both or neither (NULL). With
+     * a token as well, both are sent. */
+    const char *cert_pem;
+    const char *key_pem;
     const char *user_agent; /* NULL: "kplane" */
     double qps;             /* client-side rate limit; 0: none (the default) */
     int burst;              /* bucket size when qps > 0 */
@@ -82,15 +88,17 @@ typedef struct kc_config {
     const char *unix_socket;
 } kc_config_t;
 
-/* Read a kubeconfig (current context; token and certificate-authority[-data]
- * of its user and cluster) into *cfg. The strings it points to live in
- * *storage, which the caller frees with json_decref(). path NULL or "": the
- * first file of $KUBECONFIG, else ~/.kube/config. certificate-authority and
- * tokenFile paths are relative to the kubeconfig's directory; user
- * credentials other than a token (client certificates, exec plugins) are
- * refused; a context without a user is anonymous. The other fields of *cfg
- * are zero. Errors: KP_ENOTFOUND (no file), KP_EIO (unreadable), KP_EINVAL
- * (not a kubeconfig we can use: the message in err), KP_ENOMEM. */
+/* Read a kubeconfig (current context; the server, certificate-authority
+ * [-data] and insecure-skip-tls-verify of its cluster; token or tokenFile,
+ * and client-certificate[-data] with client-key[-data], of its user) into
+ * *cfg. The strings it points to live in *storage, which the caller frees
+ * with json_decref(). path NULL or "": the first file of $KUBECONFIG, else
+ * ~/.kube/config. File paths are relative to the kubeconfig's directory;
+ * a certificate without its key (or the reverse) is refused, and so are
+ * exec and auth-provider plugins; a context without a user is anonymous.
+ * The other fields of *cfg are zero. Errors: KP_ENOTFOUND (no file), KP_EIO
+ * (unreadable), KP_EINVAL (not a kubeconfig we can use: the message in
+ * err), KP_ENOMEM. */
 int kc_config_load(const char *path, kc_config_t *cfg, json_t **storage, char *err,
                    size_t errlen);
 
@@ -100,7 +108,9 @@ typedef struct kc_client kc_client_t;
  * informer on it is freed. Calls curl_global_init(), which is thread-safe
  * in libcurl >= 7.84 (else make the first client before other threads use
  * libcurl). Errors: KP_EINVAL (a server URL that is not http(s)://host, a
- * token with a line break, qps or timeout_ms < 0), KP_ENOMEM. */
+ * token with a line break, qps or timeout_ms < 0, cert_pem without key_pem
+ * or the reverse), KP_ENOMEM. A certificate that is no PEM, or does not
+ * match its key, fails each request (KP_EUNAVAILABLE). */
 int kc_client_new(const kc_config_t *cfg, kc_client_t **out);
 void kc_client_free(kc_client_t *c);
 

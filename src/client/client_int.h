@@ -29,6 +29,8 @@ struct kc_client {
     char *auth_header; /* "Authorization: Bearer <token>", or NULL */
     char *ca_pem;      /* NULL: the system's trust store */
     size_t ca_len;
+    char *cert_pem; /* the client certificate and its key (PEM), or NULL */
+    char *key_pem;
     char *user_agent;
     int insecure;
     char *unix_socket; /* NULL: TCP to the server's host and port */

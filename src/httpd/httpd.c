@@ -137,6 +137,7 @@ httpd_req_t *httpd__req_new(conn_t *c)
     r->h = h;
     r->conn = c;
     r->local = c->local;
+    if ((r->peer = c->peer)) atomic_fetch_add(&r->peer->refs, 1);
     buf_init(&r->target, HTTPD_TARGET_MAX);
     buf_init(&r->body, 0);
     buf_init(&r->head, SIZE_MAX);
@@ -157,6 +158,7 @@ void httpd__req_free(httpd_req_t *r)
     buf_free(&r->pre);
     buf_free(&r->out);
     free(r->path);
+    httpd__peer_put(r->peer);
     for (size_t i = 0; i < 2 * r->nargs; i++)
         free(r->args[i]);
     free(r->args);
@@ -1267,7 +1269,8 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
 {
     *out = NULL;
     if (!cfg || !cfg->on_headers || !cfg->on_request || cfg->workers < 1 ||
-        (cfg->tcp_fd < 0 && cfg->unix_fd < 0) || !cfg->cert_pem != !cfg->key_pem)
+        (cfg->tcp_fd < 0 && cfg->unix_fd < 0) || !cfg->cert_pem != !cfg->key_pem ||
+        (cfg->client_ca_pem && !cfg->cert_pem))
         return fail_fds(cfg, KP_EINVAL);
     /* libuv writes with writev(2): a client that closed would raise SIGPIPE
      * and kill the process. */
@@ -1276,7 +1279,8 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     httpd_t *h = calloc(1, sizeof *h);
     if (!h) return fail_fds(cfg, KP_ENOMEM);
     h->cfg = *cfg;
-    h->cfg.cert_pem = h->cfg.key_pem = NULL; /* not kept: the credentials are */
+    /* Not kept: the credentials are. */
+    h->cfg.cert_pem = h->cfg.key_pem = h->cfg.client_ca_pem = NULL;
     if (h->cfg.max_workers < h->cfg.workers) h->cfg.max_workers = h->cfg.workers;
     h->lim = cfg->limits;
     limits_fill(&h->lim);
@@ -1285,7 +1289,8 @@ int httpd_start(const httpd_config_t *cfg, httpd_t **out)
     h->unproven_tail = &h->unproven;
     httpd__h1_settings(&h->settings);
     int rc = httpd__h2_global(h);
-    if (!rc && cfg->cert_pem) rc = httpd__tls_global(h, cfg->cert_pem, cfg->key_pem);
+    if (!rc && cfg->cert_pem)
+        rc = httpd__tls_global(h, cfg->cert_pem, cfg->key_pem, cfg->client_ca_pem);
     if (rc) {
         free_globals(h);
         free(h);
@@ -1439,6 +1444,19 @@ int httpd_is_h2(const httpd_req_t *r)
 int httpd_is_local(const httpd_req_t *r)
 {
     return r->local;
+}
+int httpd_peer_cert(const httpd_req_t *r, const char **cn, const char *const **orgs, size_t *norgs)
+{
+    const httpd_peer_t *p = r->peer;
+    int ok = p && p->state == 1;
+    if (cn) *cn = ok ? p->cn : NULL;
+    if (orgs) *orgs = ok ? (const char *const *)p->orgs : NULL;
+    if (norgs) *norgs = ok ? p->norgs : 0;
+    return p ? p->state : 0;
+}
+const char *httpd_peer_cert_error(const httpd_req_t *r)
+{
+    return r->peer && r->peer->state == -1 ? r->peer->why : NULL;
 }
 void httpd_set_data(httpd_req_t *r, void *data)
 {

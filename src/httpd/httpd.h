@@ -120,6 +120,19 @@
  *   cannot keep up; the client relists). on_drain() (loop thread) tells a
  *   producer that paused itself that the queue fell below half the budget.
  *
+ * CLIENT CERTIFICATES (httpd_config_t.client_ca_pem)
+ *   The TLS handshake asks for a client certificate, sending the CAs'
+ *   names, and goes on without one (GnuTLS' GNUTLS_CERT_REQUEST; Go's
+ *   tls.RequestClientCert, as kube-apiserver asks). A certificate sent is
+ *   verified once per connection, right after the handshake, on the loop
+ *   thread: it must chain to one of the CAs, be within its validity period
+ *   at that moment, and, when it has an extended key usage extension, list
+ *   TLS client authentication (as Kubernetes' x509 authenticator demands
+ *   ExtKeyUsageClientAuth). The result stays with the connection and every
+ *   request on it (httpd_peer_cert()); a certificate that fails does not
+ *   fail the handshake: the application decides (it may still accept a
+ *   bearer token). What the names mean is the application's business.
+ *
  * SHUTDOWN
  *   httpd_stop() stops accepting, sends GOAWAY on HTTP/2 connections and
  *   "Connection: close" on the next HTTP/1.1 reply, waits up to
@@ -168,6 +181,11 @@ typedef struct httpd_config {
     int unix_fd;           /* listening Unix socket, or -1;  on (closed if it fails) */
     const char *cert_pem;  /* TLS on tcp_fd: the certificate chain and key (PEM, */
     const char *key_pem;   /*   read at start); both NULL: plain on tcp_fd */
+    /* CAs whose client certificates the TLS listener accepts (PEM, read at
+     * start; with cert_pem only). The handshake asks for a certificate
+     * (naming these CAs) without requiring one; see CLIENT CERTIFICATES.
+     * NULL: none is asked for. */
+    const char *client_ca_pem;
     int workers;           /* handler threads kept (>= 1) */
     int max_workers;       /* more are started while requests wait, up to
                               this (0: workers); each extra one ends after
@@ -198,8 +216,8 @@ httpd_limits_t httpd_limits_default(void);
 
 /* Start the loop thread and the workers. *out is the caller's until
  * httpd_stop(). SIGPIPE left at its default is set to ignored (a client
- * that closes must not kill the process). Errors: KP_EINVAL (no listener, bad PEM, workers < 1),
- * KP_ENOMEM, KP_EIO. */
+ * that closes must not kill the process). Errors: KP_EINVAL (no listener, bad PEM, workers < 1,
+ * client_ca_pem without cert_pem), KP_ENOMEM, KP_EIO. */
 int httpd_start(const httpd_config_t *cfg, httpd_t **out);
 
 /* Stop (see SHUTDOWN) and free. Not from a handler or a callback. NULL:
@@ -237,6 +255,20 @@ void httpd_discard_body(httpd_req_t *r);
 /* The request's client proved who it is (on_headers() only, loop thread):
  * its connection is no longer subject to UNPROVEN's rules. */
 void httpd_prove(httpd_req_t *r);
+/* The client certificate of r's connection (see CLIENT CERTIFICATES): 1
+ * verified, with *cn its subject's common name ("" when it has none) and
+ * (*orgs)[0..*norgs) its subject's organizations in order; 0 none (a
+ * plain or Unix socket connection, no client_ca_pem, or the client sent
+ * none); -1 one was sent but did not verify. On 0 and -1, *cn and *orgs are
+ * NULL and *norgs 0. Any out-pointer may be NULL. The strings are borrowed,
+ * valid while r is (they outlive its connection). Any thread, while r is
+ * held (on_headers() included). */
+int httpd_peer_cert(const httpd_req_t *r, const char **cn, const char *const **orgs, size_t *norgs);
+/* Why r's connection's client certificate did not verify (a short phrase:
+ * "signed by an unknown authority", "expired", "not for client
+ * authentication"...), NULL when httpd_peer_cert() is not -1. Borrowed as
+ * httpd_peer_cert()'s strings. */
+const char *httpd_peer_cert_error(const httpd_req_t *r);
 /* The handler's own pointer, for on_gone() and on_drain(). */
 void httpd_set_data(httpd_req_t *r, void *data);
 void *httpd_data(const httpd_req_t *r);

@@ -46,6 +46,20 @@
 
 typedef struct conn conn_t;
 
+/* A TLS connection's client certificate, as verified after its handshake
+ * (httpd_tls.c; CLIENT CERTIFICATES in httpd.h). Made once, before the
+ * connection's first request, and never changed after: any thread may read
+ * it. The connection and each request on it hold a reference (a request
+ * may outlive its connection); the last one frees it. */
+typedef struct httpd_peer {
+    atomic_int refs;
+    int state;   /* 1 verified, -1 sent but not verified */
+    char *cn;    /* verified: the subject's common name ("" if none) */
+    char **orgs; /* verified: the subject's organizations */
+    size_t norgs;
+    const char *why; /* not verified: a static phrase */
+} httpd_peer_t;
+
 typedef struct hdr {
     char *name, *value;
 } hdr_t;
@@ -69,6 +83,7 @@ struct httpd_req {
     int discard;    /* the body is read and dropped (httpd_discard_body) */
     int local;
     int h2;
+    httpd_peer_t *peer; /* the connection's client certificate (a reference), or NULL */
     void *data;
     httpd_req_t *qnext;  /* the worker queue (mu) */
     int queued;          /* (mu) it went to the worker queue */
@@ -133,6 +148,7 @@ struct conn {
     int secure;           /* the listener speaks TLS */
     gnutls_session_t tls; /* NULL until the first TLS record is complete */
     int handshaken;
+    httpd_peer_t *peer; /* the client's certificate (a reference), NULL: none */
     buf_t tin; /* ciphertext read and not yet decrypted */
     size_t tin_off;
     buf_t tout;  /* ciphertext to write */
@@ -178,6 +194,7 @@ struct httpd {
     pthread_t loop_thread;
     http_parser_settings settings;
     gnutls_certificate_credentials_t creds; /* NULL: plain TCP */
+    int client_ca;                          /* creds trust client_ca_pem: ask for certificates */
     gnutls_priority_t prio;
     nghttp2_session_callbacks *h2cb;
     nghttp2_option *h2opt;
@@ -319,11 +336,15 @@ void httpd__pull_step(struct httpd_pull *p);
 void httpd__pull_free_globals(httpd_t *h);
 
 /* ---- httpd_tls.c ---- */
-/* Credentials from PEM, TLS 1.2 and 1.3 only. Errors: KP_EINVAL, KP_ENOMEM. */
-int httpd__tls_global(httpd_t *h, const char *cert_pem, const char *key_pem);
+/* Credentials from PEM, TLS 1.2 and 1.3 only; client_ca_pem (NULL: none)
+ * the CAs of client certificates. Errors: KP_EINVAL, KP_ENOMEM. */
+int httpd__tls_global(httpd_t *h, const char *cert_pem, const char *key_pem,
+                      const char *client_ca_pem);
 void httpd__tls_global_free(httpd_t *h);
 int httpd__tls_conn(conn_t *c); /* a server session; KP_ENOMEM */
 void httpd__tls_conn_free(conn_t *c);
+/* Drop a reference to p (NULL: no-op); the last one frees it. Any thread. */
+void httpd__peer_put(httpd_peer_t *p);
 /* Ciphertext in c->tin: handshake, decrypt, deliver while the protocol takes it. */
 void httpd__tls_input(conn_t *c);
 /* Encrypt into c->tout. Errors: KP_EIO, KP_ENOMEM. */

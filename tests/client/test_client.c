@@ -3,10 +3,14 @@
  * src/client/watch.c) against a real kplane server.
  *
  * What it proves:
- *  - kc_config_load() reads the server's kubeconfig (inline CA and token),
- *    the file variants (certificate-authority, tokenFile, relative to the
+ *  - kc_config_load() reads the server's kubeconfig (inline CA and the
+ *    admin's client certificate), the file variants (certificate-authority,
+ *    tokenFile, client-certificate and client-key, relative to the
  *    kubeconfig) and insecure-skip-tls-verify, and refuses a missing file,
- *    broken YAML, a file without current-context and dangling references.
+ *    broken YAML, a file without current-context, dangling references, a
+ *    certificate without its key and plugins. A client certificate the
+ *    server does not take (its own serving certificate: not for clients)
+ *    is a 401; one that does not match its key fails the connection.
  *  - Every verb, and every error mapping client.h promises that a server can
  *    be made to answer: 404, 409 AlreadyExists, 409 Conflict (a stale
  *    resourceVersion), 422, 400, 401, 413, 410; no connection and a request
@@ -127,6 +131,21 @@ static void write_text(const char *path, const char *text)
     fclose(f);
 }
 
+/* A file of s's data dir (malloc'd, trailing white space cut). */
+static char *data_file(const kpserver_t *s, const char *name)
+{
+    char path[800], buf[8192];
+    snprintf(path, sizeof path, "%s/data/%s", s->dir, name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    while (n && strchr(" \t\r\n", buf[n - 1]))
+        n--;
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
 /* ---- kubeconfig ---- */
 
 static void test_config_good(void **state)
@@ -134,8 +153,12 @@ static void test_config_good(void **state)
     fx_t *f = *state;
     assert_non_null(f->cfg.server);
     assert_true(!strncmp(f->cfg.server, "https://127.0.0.1:", 18));
-    assert_non_null(f->cfg.token);
-    assert_true(strlen(f->cfg.token) >= 16);
+    /* kubeadm's admin.conf: a client certificate, no token. */
+    assert_null(f->cfg.token);
+    assert_non_null(f->cfg.cert_pem);
+    assert_non_null(strstr(f->cfg.cert_pem, "-----BEGIN CERTIFICATE-----"));
+    assert_non_null(f->cfg.key_pem);
+    assert_non_null(strstr(f->cfg.key_pem, "PRIVATE KEY-----"));
     assert_non_null(f->cfg.ca_pem);
     assert_non_null(strstr(f->cfg.ca_pem, "-----BEGIN CERTIFICATE-----"));
     assert_int_equal(f->cfg.insecure, 0);
@@ -192,12 +215,13 @@ static void test_config_errors(void **state)
     assert_int_equal(kc_config_load(path, &cfg, &st, err, sizeof err), KP_EINVAL);
 
     /* The file variants, relative to the kubeconfig: they must work. */
+    char *admin_token = data_file(&f->s, "admin-token");
     char p2[700];
     snprintf(p2, sizeof p2, "%s/ca.pem", dir);
     write_text(p2, f->cfg.ca_pem);
     snprintf(p2, sizeof p2, "%s/token", dir);
     char tok[300];
-    snprintf(tok, sizeof tok, "%s\n", f->cfg.token);
+    snprintf(tok, sizeof tok, "%s\n", admin_token);
     write_text(p2, tok);
     char text[2048];
     snprintf(text, sizeof text,
@@ -209,7 +233,8 @@ static void test_config_errors(void **state)
     snprintf(path, sizeof path, "%s/files", dir);
     write_text(path, text);
     assert_int_equal(kc_config_load(path, &cfg, &st, err, sizeof err), 0);
-    assert_string_equal(cfg.token, f->cfg.token);
+    assert_string_equal(cfg.token, admin_token);
+    assert_null(cfg.cert_pem);
     assert_string_equal(cfg.ca_pem, f->cfg.ca_pem);
     kc_client_t *c = NULL;
     assert_int_equal(kc_client_new(&cfg, &c), 0);
@@ -235,7 +260,7 @@ static void test_config_errors(void **state)
              "    user: u\nclusters:\n- name: a\n  cluster:\n    server: %s\n"
              "    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n"
              "    token: %s\n",
-             f->cfg.server, f->cfg.token);
+             f->cfg.server, admin_token);
     write_text(path, text);
     assert_int_equal(kc_config_load(path, &cfg, &st, err, sizeof err), 0);
     assert_int_equal(cfg.insecure, 1);
@@ -252,6 +277,90 @@ static void test_config_errors(void **state)
     kc_client_free(c);
     json_decref(st);
 
+    /* Client certificate files, relative to the kubeconfig. */
+    snprintf(p2, sizeof p2, "%s/admin.crt", dir);
+    write_text(p2, f->cfg.cert_pem);
+    snprintf(p2, sizeof p2, "%s/admin.key", dir);
+    write_text(p2, f->cfg.key_pem);
+    snprintf(text, sizeof text,
+             "current-context: c\ncontexts:\n- name: c\n  context:\n    cluster: a\n"
+             "    user: u\nclusters:\n- name: a\n  cluster:\n    server: %s\n"
+             "    certificate-authority: ca.pem\nusers:\n- name: u\n  user:\n"
+             "    client-certificate: admin.crt\n    client-key: %s/admin.key\n",
+             f->cfg.server, dir);
+    write_text(path, text);
+    assert_int_equal(kc_config_load(path, &cfg, &st, err, sizeof err), 0);
+    assert_null(cfg.token);
+    assert_string_equal(cfg.cert_pem, f->cfg.cert_pem);
+    assert_string_equal(cfg.key_pem, f->cfg.key_pem);
+    assert_int_equal(kc_client_new(&cfg, &c), 0);
+    assert_int_equal(kc_get(c, &kc_namespaces, NULL, "default", &ns), 0);
+    json_decref(ns);
+    kc_client_free(c);
+    /* The server's own certificate, signed by the same CA, is for servers
+     * only: not a client's (401, the Status says so). */
+    char *srv_crt = data_file(&f->s, "server.crt"), *srv_key = data_file(&f->s, "server.key");
+    kc_config_t sc = cfg;
+    sc.cert_pem = srv_crt;
+    sc.key_pem = srv_key;
+    json_t *status = NULL, *obj = cm("default", "x");
+    assert_int_equal(kc_client_new(&sc, &c), 0);
+    assert_int_equal(kc_create(c, &kc_configmaps, "default", obj, &ns, &status), KP_EINVAL);
+    assert_int_equal(json_integer_value(json_object_get(status, "code")), 401);
+    json_decref(status);
+    json_decref(obj);
+    kc_client_free(c);
+    /* A certificate with another key: no connection. */
+    sc.cert_pem = cfg.cert_pem;
+    assert_int_equal(kc_client_new(&sc, &c), 0);
+    assert_int_equal(kc_get(c, &kc_namespaces, NULL, "default", &ns), KP_EUNAVAILABLE);
+    kc_client_free(c);
+    free(srv_crt);
+    free(srv_key);
+    json_decref(st);
+
+    /* Inline data, a certificate without its key, bad base64, a plugin. */
+    static const char *const users[] = {
+        "    client-certificate-data: %s\n",
+        "    client-key-data: %s\n",
+        "    client-certificate-data: '***'\n    client-key-data: '***'\n",
+        "    exec:\n      command: get-token\n      apiVersion: client.authentication.k8s.io/v1\n",
+        "    auth-provider:\n      name: oidc\n",
+    };
+    static const char *const want[] = {"without its key", "without its key", "not base64", "plugin",
+                                       "plugin"};
+    for (size_t i = 0; i < sizeof users / sizeof *users; i++) {
+        char user[256];
+        snprintf(user, sizeof user, users[i], "QUJD");
+        snprintf(text, sizeof text,
+                 "current-context: c\ncontexts:\n- name: c\n  context:\n    cluster: a\n"
+                 "    user: u\nclusters:\n- name: a\n  cluster:\n    server: %s\n"
+                 "users:\n- name: u\n  user:\n%s",
+                 f->cfg.server, user);
+        write_text(path, text);
+        err[0] = '\0';
+        assert_int_equal(kc_config_load(path, &cfg, &st, err, sizeof err), KP_EINVAL);
+        if (!strstr(err, want[i])) fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, want[i]);
+    }
+    /* A token beside a plugin: the token serves. */
+    snprintf(text, sizeof text,
+             "current-context: c\ncontexts:\n- name: c\n  context:\n    cluster: a\n"
+             "    user: u\nclusters:\n- name: a\n  cluster:\n    server: %s\n"
+             "users:\n- name: u\n  user:\n    token: t0123456789abcdef\n"
+             "    exec:\n      command: x\n",
+             f->cfg.server);
+    write_text(path, text);
+    assert_int_equal(kc_config_load(path, &cfg, &st, err, sizeof err), 0);
+    assert_string_equal(cfg.token, "t0123456789abcdef");
+    json_decref(st);
+    /* kc_client_new wants both halves. */
+    kc_config_t half = {.server = f->cfg.server, .cert_pem = f->cfg.cert_pem};
+    assert_int_equal(kc_client_new(&half, &c), KP_EINVAL);
+    half.cert_pem = NULL;
+    half.key_pem = f->cfg.key_pem;
+    assert_int_equal(kc_client_new(&half, &c), KP_EINVAL);
+
+    free(admin_token);
     tu_rmtree(dir);
     free(dir);
 }
@@ -400,6 +509,7 @@ static void test_other_errors(void **state)
     /* 401: a wrong token; the Status says so */
     kc_config_t cfg = f->cfg;
     cfg.token = "not-the-token";
+    cfg.cert_pem = cfg.key_pem = NULL;
     kc_client_t *c2 = NULL;
     assert_int_equal(kc_client_new(&cfg, &c2), 0);
     obj = cm("default", "x");
@@ -999,7 +1109,8 @@ static void test_unix_socket(void **state)
     json_t *storage;
     kc_client_t *tls;
     assert_int_equal(kpserver_client(&s, &cfg, &storage, &tls), 0);
-    kc_config_t ucfg = {.server = "http://localhost", .token = cfg.token, .unix_socket = path};
+    char *admin_token = data_file(&s, "admin-token");
+    kc_config_t ucfg = {.server = "http://localhost", .token = admin_token, .unix_socket = path};
     kc_client_t *c;
     assert_int_equal(kc_client_new(&ucfg, &c), 0);
     make_ns(c, "unix");
@@ -1038,6 +1149,7 @@ static void test_unix_socket(void **state)
     kc_client_free(c);
     kc_client_free(tls);
     json_decref(storage);
+    free(admin_token);
 
     assert_int_equal(kill(s.pid, SIGTERM), 0);
     assert_int_equal(waitpid(s.pid, NULL, 0), s.pid);

@@ -59,6 +59,23 @@ kp_start() {
   [ -n "$KP_PORT" ] || fail "server did not report its port"
   export KUBECONFIG="$KP_DIR/data/kubeconfig"
   KP_TOKEN=$(cat "$KP_DIR/data/admin-token")
+  # The cluster without a user, for `kubectl --kubeconfig "$KP_NOUSER" --token
+  # T`: with the admin kubeconfig kubectl would present the admin's client
+  # certificate too, and x509 comes first in the authentication chain.
+  KP_NOUSER="$KP_DIR/nouser.kubeconfig"
+  cat >"$KP_NOUSER" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kp
+  cluster:
+    server: https://127.0.0.1:$KP_PORT
+    certificate-authority: $KP_DIR/data/ca.crt
+contexts:
+- name: kp
+  context: {cluster: kp}
+current-context: kp
+EOF
   for _ in $(seq 100); do
     curl -fsS --cacert "$KP_DIR/data/ca.crt" -H "Authorization: Bearer $KP_TOKEN" \
       "https://127.0.0.1:$KP_PORT/readyz" >/dev/null 2>&1 && return 0

@@ -141,7 +141,11 @@ def get(msg, raw, path):
 
 
 def call(method, path, body=None, ctype=None, accept="application/json", preload=True):
-    headers = {"Authorization": cfg.api_key["authorization"], "Accept": accept}
+    # The kubeconfig's credentials: a token goes in a header; a client
+    # certificate is already in the pool's TLS settings.
+    headers = {"Accept": accept}
+    if "authorization" in cfg.api_key:
+        headers["Authorization"] = cfg.api_key["authorization"]
     if ctype:
         headers["Content-Type"] = ctype
     return POOL.request(method, cfg.host + path, body=body, headers=headers,

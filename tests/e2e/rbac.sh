@@ -18,8 +18,8 @@ node1-token-0123456789,system:node:n1,3001,"system:nodes"
 CSV
 kp_start --nodes 0 --no-scheduler --token-auth-file "$TOKENS"
 k() { "$KUBECTL" "$@"; }
-kj() { "$KUBECTL" --token jane-token-0123456789 "$@"; }
-kv() { "$KUBECTL" --token vic-token-0123456789 "$@"; }
+kj() { "$KUBECTL" --kubeconfig "$KP_NOUSER" --token jane-token-0123456789 "$@"; }
+kv() { "$KUBECTL" --kubeconfig "$KP_NOUSER" --token vic-token-0123456789 "$@"; }
 # Until the authorizer's snapshot shows a change (it follows the watch
 # caches): wait_can USER-FN ARGS...
 wait_can() {
@@ -41,6 +41,15 @@ echo "--- whoami: the admin, a token user, an impersonated user"
 expect_match "admin" "$(k auth whoami)" 'Groups +\[system:masters system:authenticated\]'
 who=$(kj auth whoami -o jsonpath='{.status.userInfo.username}/{.status.userInfo.uid}/{.status.userInfo.groups}')
 expect_eq "jane" "$who" 'jane/2001/["devs","system:authenticated"]'
+# A certificate the cluster CA signed: its CN and O's.
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$KP_DIR/carl.key" \
+  -out "$KP_DIR/carl.csr" -subj '/O=qa/O=ops/CN=carl' 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n' >"$KP_DIR/carl.ext"
+openssl x509 -req -in "$KP_DIR/carl.csr" -CA "$KP_DIR/data/ca.crt" -CAkey "$KP_DIR/data/ca.key" \
+  -CAcreateserial -out "$KP_DIR/carl.crt" -days 1 -extfile "$KP_DIR/carl.ext" 2>/dev/null
+who=$("$KUBECTL" --kubeconfig "$KP_NOUSER" --client-certificate "$KP_DIR/carl.crt" \
+  --client-key "$KP_DIR/carl.key" auth whoami -o jsonpath='{.status.userInfo.username}/{.status.userInfo.groups}')
+expect_eq "a certificate user" "$who" 'carl/["qa","ops","system:authenticated"]'
 who=$(k auth whoami --as bob --as-group g1 -o jsonpath='{.status.userInfo.username}/{.status.userInfo.groups}')
 expect_eq "as bob" "$who" 'bob/["g1","system:authenticated"]'
 
@@ -202,7 +211,7 @@ EOF
 expect_match "SAR needs a subject" "$out" 'spec.user: Required value'
 
 echo "--- a node (Node authorizer, NodeRestriction): its own objects only"
-kn() { "$KUBECTL" --token node1-token-0123456789 "$@"; }
+kn() { "$KUBECTL" --kubeconfig "$KP_NOUSER" --token node1-token-0123456789 "$@"; }
 api() { # METHOD PATH BODY: code and body, as node n1
   curl -sS --cacert "$KP_DIR/data/ca.crt" -H "Authorization: Bearer node1-token-0123456789" \
     -X "$1" -H 'Content-Type: application/merge-patch+json' -d "$3" -w ' %{http_code}' \

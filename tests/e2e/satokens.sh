@@ -16,12 +16,12 @@ for _ in $(seq 100); do k get sa default -o name >/dev/null 2>&1 && break; sleep
 
 echo "--- kubectl create token: a JWT for exactly that ServiceAccount"
 T=$(k create token default --duration 10m)
-who=$(k --token "$T" auth whoami -o jsonpath='{.status.userInfo.username}/{.status.userInfo.groups}')
+who=$(k --kubeconfig "$KP_NOUSER" --token "$T" auth whoami -o jsonpath='{.status.userInfo.username}/{.status.userInfo.groups}')
 expect_eq "whoami" "$who" \
   'system:serviceaccount:default:default/["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]'
 uid=$(k get sa default -o jsonpath='{.metadata.uid}')
-expect_eq "its uid" "$(k --token "$T" auth whoami -o jsonpath='{.status.userInfo.uid}')" "$uid"
-out=$(k --token "$T" get secrets 2>&1) && fail "the default ServiceAccount read secrets"
+expect_eq "its uid" "$(k --kubeconfig "$KP_NOUSER" --token "$T" auth whoami -o jsonpath='{.status.userInfo.uid}')" "$uid"
+out=$(k --kubeconfig "$KP_NOUSER" --token "$T" get secrets 2>&1) && fail "the default ServiceAccount read secrets"
 expect_match "no more" "$out" 'User "system:serviceaccount:default:default" cannot list resource "secrets"'
 
 echo "--- TokenReview"
@@ -79,12 +79,12 @@ EOF
 echo "--- a token bound to a Pod stops working when the Pod is deleted"
 k run bound --image=busybox >/dev/null
 P=$(k create token default --duration 10m --bound-object-kind Pod --bound-object-name bound)
-expect_eq "bound works" "$(k --token "$P" auth whoami -o jsonpath='{.status.userInfo.username}')" \
+expect_eq "bound works" "$(k --kubeconfig "$KP_NOUSER" --token "$P" auth whoami -o jsonpath='{.status.userInfo.username}')" \
   "system:serviceaccount:default:default"
 expect_match "pod in the claims" "$(review "$P")" '^true/'
 k delete pod bound --wait=false >/dev/null
 for _ in $(seq 100); do k get pod bound >/dev/null 2>&1 || break; sleep 0.05; done
-out=$(k --token "$P" get --raw /apis 2>&1) && fail "a token of a deleted pod worked"
+out=$(k --kubeconfig "$KP_NOUSER" --token "$P" get --raw /apis 2>&1) && fail "a token of a deleted pod worked"
 expect_match "pod gone" "$out" 'Unauthorized'
 expect_eq "review after delete" "$(review "$P")" "false//"
 

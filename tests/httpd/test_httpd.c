@@ -21,6 +21,12 @@
  *  - The Unix socket serves, and the request says it is local.
  *  - httpd_stop() with a stream still open calls on_gone(), waits for the
  *    handler to end it, and returns.
+ *  - Client certificates (client_ca_pem): one the CA signed is verified,
+ *    with its common name and organizations, seen alike from on_headers()
+ *    and on_request(), over HTTP/1.1 and HTTP/2, and still readable on a
+ *    request whose connection has gone; another CA's, an expired one and
+ *    one for servers only are -1 with their reason; none, the Unix socket
+ *    and a server without client_ca_pem are 0.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,10 +81,38 @@ typedef struct app {
 
 /* ---- the handler ---- */
 
+/* What httpd_peer_cert() says of r: "1 CN O1,O2", "0", "-1 (why)" (malloc'd). */
+static char *peer_str(const httpd_req_t *r)
+{
+    const char *cn = "x", *const *orgs = (const char *const *)&cn;
+    size_t n = 99;
+    int rc = httpd_peer_cert(r, &cn, &orgs, &n);
+    buf_t b;
+    buf_init(&b, 4096);
+    buf_printf(&b, "%d", rc);
+    if (rc == 1) {
+        buf_printf(&b, " %s", cn);
+        for (size_t i = 0; i < n; i++)
+            buf_printf(&b, "%s%s", i ? "," : " ", orgs[i]);
+    } else {
+        assert_null(cn);
+        assert_null(orgs);
+        assert_int_equal(n, 0);
+    }
+    if (rc == -1)
+        buf_printf(&b, " (%s)", httpd_peer_cert_error(r));
+    else
+        assert_null(httpd_peer_cert_error(r));
+    assert_int_equal(httpd_peer_cert(r, NULL, NULL, NULL), rc);
+    size_t len;
+    return buf_detach(&b, &len);
+}
+
 static httpd_next_t on_headers(void *arg, httpd_req_t *r, size_t *body_max)
 {
     app_t *a = arg;
     atomic_fetch_add(&a->headers, 1);
+    if (!strncmp(httpd_path(r), "/whoami", 7)) httpd_set_data(r, peer_str(r));
     const char *auth = httpd_header(r, "Authorization");
     if (auth && !strcmp(auth, "no")) {
         httpd_reply(r, 401, NULL, strdup("no\n"), 3);
@@ -207,9 +241,17 @@ static void on_request(void *arg, httpd_req_t *r)
         hold(a, r);
         return;
     }
-    if (!strcmp(path, "/stream")) {
+    if (!strcmp(path, "/stream") || !strcmp(path, "/whoami-hold")) {
         assert_int_equal(httpd_stream_start(r, 200, NULL), 0);
         hold(a, r);
+        return;
+    }
+    if (!strcmp(path, "/whoami")) { /* on_headers' view | on_request's */
+        char *seen = httpd_data(r), *now = peer_str(r), *out = NULL;
+        int n = asprintf(&out, "%s|%s", seen, now);
+        free(seen);
+        free(now);
+        httpd_reply(r, 200, NULL, out, (size_t)n);
         return;
     }
     size_t len;
@@ -353,7 +395,7 @@ static void make_cert(void)
     gnutls_x509_privkey_deinit(key);
 }
 
-static app_t *start_with(const httpd_limits_t *lim, int tls)
+static app_t *start_ca(const httpd_limits_t *lim, int tls, const char *client_ca)
 {
     app_t *a = calloc(1, sizeof *a);
     pthread_mutex_init(&a->mu, NULL);
@@ -378,6 +420,7 @@ static app_t *start_with(const httpd_limits_t *lim, int tls)
         make_cert();
         cfg.cert_pem = g_cert;
         cfg.key_pem = g_key;
+        cfg.client_ca_pem = client_ca;
         assert_true(asprintf(&a->ca, "%s/ca.pem", a->dir) > 0);
         FILE *f = fopen(a->ca, "w");
         fputs(g_cert, f);
@@ -385,6 +428,11 @@ static app_t *start_with(const httpd_limits_t *lim, int tls)
     }
     assert_int_equal(httpd_start(&cfg, &a->h), 0);
     return a;
+}
+
+static app_t *start_with(const httpd_limits_t *lim, int tls)
+{
+    return start_ca(lim, tls, NULL);
 }
 
 static app_t *start(const httpd_limits_t *lim)
@@ -1807,6 +1855,194 @@ static void test_pull_parked(void **state)
     stop(a);
 }
 
+/* ---- tests: client certificates ---- */
+
+typedef struct tcert {
+    gnutls_x509_crt_t crt;
+    gnutls_x509_privkey_t key;
+    char *cert_pem, *key_pem;
+} tcert_t;
+
+/* A certificate named cn (and orgs, NULL-terminated), signed by issuer or
+ * self-signed (NULL); a CA, or one for `purpose` (NULL: no extended key
+ * usage); expired: its validity ended an hour ago. */
+static void tcert_make(tcert_t *t, const char *cn, const char *const *orgs, int ca,
+                       const char *purpose, int expired, const tcert_t *issuer)
+{
+    static unsigned char serial = 1;
+    unsigned char sn[8] = {1, 2, 3, 4, 5, 6, 7, serial++};
+    time_t now = time(NULL);
+    assert_int_equal(gnutls_x509_privkey_init(&t->key), 0);
+    assert_int_equal(gnutls_x509_privkey_generate(t->key, GNUTLS_PK_ECDSA,
+                                                  GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1),
+                                                  0),
+                     0);
+    assert_int_equal(gnutls_x509_crt_init(&t->crt), 0);
+    gnutls_x509_crt_t c = t->crt;
+    gnutls_x509_crt_set_version(c, 3);
+    gnutls_x509_crt_set_serial(c, sn, sizeof sn);
+    gnutls_x509_crt_set_activation_time(c, now - (expired ? 7200 : 3600));
+    gnutls_x509_crt_set_expiration_time(c, now + (expired ? -3600 : 86400));
+    assert_int_equal(
+        gnutls_x509_crt_set_dn_by_oid(c, GNUTLS_OID_X520_COMMON_NAME, 0, cn, (unsigned)strlen(cn)),
+        0);
+    for (size_t i = 0; orgs && orgs[i]; i++)
+        assert_int_equal(gnutls_x509_crt_set_dn_by_oid(c, GNUTLS_OID_X520_ORGANIZATION_NAME, 0,
+                                                       orgs[i], (unsigned)strlen(orgs[i])),
+                         0);
+    gnutls_x509_crt_set_basic_constraints(c, ca, -1);
+    gnutls_x509_crt_set_key_usage(c, ca ? GNUTLS_KEY_KEY_CERT_SIGN | GNUTLS_KEY_DIGITAL_SIGNATURE
+                                        : GNUTLS_KEY_DIGITAL_SIGNATURE);
+    if (purpose) assert_int_equal(gnutls_x509_crt_set_key_purpose_oid(c, purpose, 0), 0);
+    gnutls_x509_crt_set_key(c, t->key);
+    assert_int_equal(gnutls_x509_crt_sign2(c, issuer ? issuer->crt : c,
+                                           issuer ? issuer->key : t->key, GNUTLS_DIG_SHA256, 0),
+                     0);
+    gnutls_datum_t d;
+    assert_int_equal(gnutls_x509_crt_export2(c, GNUTLS_X509_FMT_PEM, &d), 0);
+    t->cert_pem = strndup((char *)d.data, d.size);
+    gnutls_free(d.data);
+    assert_int_equal(gnutls_x509_privkey_export2(t->key, GNUTLS_X509_FMT_PEM, &d), 0);
+    t->key_pem = strndup((char *)d.data, d.size);
+    gnutls_free(d.data);
+}
+
+static void tcert_free(tcert_t *t)
+{
+    gnutls_x509_crt_deinit(t->crt);
+    gnutls_x509_privkey_deinit(t->key);
+    free(t->cert_pem);
+    free(t->key_pem);
+}
+
+/* GET /whoami with client certificate t (NULL: none), over HTTP/2 if h2:
+ * what the server said (see on_request), in out. */
+static long whoami(app_t *a, const tcert_t *t, int h2, buf_t *out)
+{
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
+                     (long)(h2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1));
+    if (t) {
+        struct curl_blob cb = {t->cert_pem, strlen(t->cert_pem), CURL_BLOB_COPY};
+        struct curl_blob kb = {t->key_pem, strlen(t->key_pem), CURL_BLOB_COPY};
+        assert_int_equal(curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cb), CURLE_OK);
+        assert_int_equal(curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM"), CURLE_OK);
+        assert_int_equal(curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &kb), CURLE_OK);
+        assert_int_equal(curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM"), CURLE_OK);
+    }
+    long code = fetch(c, a, 0, "GET", "/whoami", NULL, 0, NULL, out);
+    if (h2 && code == 200) assert_int_equal(curl_version_of(c), CURL_HTTP_VERSION_2_0);
+    curl_easy_cleanup(c);
+    return code;
+}
+
+static void test_client_certs(void **state)
+{
+    (void)state;
+    static const char *const orgs[] = {"system:masters", "dev team", NULL};
+    tcert_t ca, other, twin, good, bare, foreign, twinned, server_only, expired;
+    tcert_make(&ca, "test-ca", NULL, 1, NULL, 0, NULL);
+    tcert_make(&other, "other-ca", NULL, 1, NULL, 0, NULL);
+    tcert_make(&twin, "test-ca", NULL, 1, NULL, 0, NULL); /* the same name, another key */
+    tcert_make(&good, "jane", orgs, 0, GNUTLS_KP_TLS_WWW_CLIENT, 0, &ca);
+    tcert_make(&bare, "joe", NULL, 0, NULL, 0, &ca); /* no extended key usage: any */
+    tcert_make(&foreign, "jane", orgs, 0, GNUTLS_KP_TLS_WWW_CLIENT, 0, &other);
+    tcert_make(&twinned, "jane", orgs, 0, GNUTLS_KP_TLS_WWW_CLIENT, 0, &twin);
+    tcert_make(&server_only, "jane", orgs, 0, GNUTLS_KP_TLS_WWW_SERVER, 0, &ca);
+    tcert_make(&expired, "jane", orgs, 0, GNUTLS_KP_TLS_WWW_CLIENT, 1, &ca);
+    tcert_t self;
+    tcert_make(&self, "jane", orgs, 0, GNUTLS_KP_TLS_WWW_CLIENT, 0, NULL);
+
+    /* Bad configurations. */
+    make_cert();
+    httpd_config_t bad = {.tcp_fd = -1,
+                          .unix_fd = -1,
+                          .workers = 1,
+                          .on_headers = on_headers,
+                          .on_request = on_request};
+    int port;
+    bad.tcp_fd = tu_loopback_socket(&port);
+    bad.client_ca_pem = ca.cert_pem; /* without a certificate of its own */
+    httpd_t *h = NULL;
+    assert_int_equal(httpd_start(&bad, &h), KP_EINVAL);
+    bad.tcp_fd = tu_loopback_socket(&port);
+    bad.cert_pem = g_cert;
+    bad.key_pem = g_key;
+    bad.client_ca_pem = "not a PEM";
+    assert_int_equal(httpd_start(&bad, &h), KP_EINVAL);
+    assert_null(h);
+
+    app_t *a = start_ca(NULL, 1, ca.cert_pem);
+    buf_t out;
+    buf_init(&out, 1 << 20);
+    for (int h2 = 0; h2 < 2; h2++) {
+        assert_int_equal(whoami(a, &good, h2, &out), 200);
+        assert_string_equal(out.p, "1 jane system:masters,dev team|1 jane system:masters,dev team");
+        assert_int_equal(whoami(a, &bare, h2, &out), 200);
+        assert_string_equal(out.p, "1 joe|1 joe");
+        assert_int_equal(whoami(a, NULL, h2, &out), 200);
+        assert_string_equal(out.p, "0|0");
+        assert_int_equal(whoami(a, &foreign, h2, &out), 200);
+        assert_string_equal(out.p, "-1 (signed by an unknown authority)|"
+                                   "-1 (signed by an unknown authority)");
+        assert_int_equal(whoami(a, &twinned, h2, &out), 200);
+        assert_string_equal(out.p, "-1 (bad signature)|-1 (bad signature)");
+        assert_int_equal(whoami(a, &self, h2, &out), 200);
+        assert_string_equal(out.p, "-1 (signed by an unknown authority)|"
+                                   "-1 (signed by an unknown authority)");
+        assert_int_equal(whoami(a, &server_only, h2, &out), 200);
+        assert_string_equal(out.p, "-1 (not for client authentication)|"
+                                   "-1 (not for client authentication)");
+        assert_int_equal(whoami(a, &expired, h2, &out), 200);
+        assert_string_equal(out.p, "-1 (expired)|-1 (expired)");
+    }
+    /* The Unix socket has no certificates. */
+    CURL *c = curl_easy_init();
+    assert_int_equal(fetch(c, a, 1, "GET", "/whoami", NULL, 0, NULL, &out), 200);
+    assert_string_equal(out.p, "0|0");
+    curl_easy_cleanup(c);
+
+    /* A request outlives its connection: its names stay readable. */
+    tlscli_t t;
+    t.fd = raw_connect(a);
+    assert_int_equal(gnutls_certificate_allocate_credentials(&t.cred), 0);
+    gnutls_datum_t cd = {(unsigned char *)good.cert_pem, (unsigned)strlen(good.cert_pem)};
+    gnutls_datum_t kd = {(unsigned char *)good.key_pem, (unsigned)strlen(good.key_pem)};
+    assert_int_equal(gnutls_certificate_set_x509_key_mem(t.cred, &cd, &kd, GNUTLS_X509_FMT_PEM), 0);
+    assert_int_equal(gnutls_init(&t.s, GNUTLS_CLIENT), 0);
+    assert_int_equal(gnutls_set_default_priority(t.s), 0);
+    assert_int_equal(gnutls_credentials_set(t.s, GNUTLS_CRD_CERTIFICATE, t.cred), 0);
+    gnutls_transport_set_int(t.s, t.fd);
+    gnutls_handshake_set_timeout(t.s, 10000);
+    assert_int_equal(gnutls_handshake(t.s), 0);
+    tls_send(&t, "GET /whoami-hold HTTP/1.1\r\nHost: x\r\n\r\n");
+    httpd_req_t *r = wait_held(a);
+    int gone = atomic_load(&a->gone);
+    tls_close(&t);
+    assert_true(wait_count(&a->gone, gone + 1));
+    usleep(50000); /* the loop closes and frees the connection */
+    char *seen = httpd_data(r), *now = peer_str(r);
+    assert_string_equal(seen, "1 jane system:masters,dev team");
+    assert_string_equal(now, seen);
+    free(seen);
+    free(now);
+    httpd_stream_end(r);
+    stop(a);
+
+    /* Without client_ca_pem nothing is asked for: a client's certificate
+     * is not even sent. */
+    a = start_with(NULL, 1);
+    assert_int_equal(whoami(a, &good, 0, &out), 200);
+    assert_string_equal(out.p, "0|0");
+    stop(a);
+
+    buf_free(&out);
+    tcert_t *all[] = {&ca,      &other,       &twin,    &good, &bare,
+                      &foreign, &server_only, &expired, &self, &twinned};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        tcert_free(all[i]);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1836,6 +2072,7 @@ int main(void)
         cmocka_unit_test(test_h2_limits),
         cmocka_unit_test(test_h2_stop_goaway),
         cmocka_unit_test(test_h2_prior_knowledge_unix),
+        cmocka_unit_test(test_client_certs),
     };
     int rc = cmocka_run_group_tests_name("httpd", tests, NULL, NULL);
     curl_global_cleanup();

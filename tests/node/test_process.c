@@ -44,6 +44,7 @@ typedef struct env {
     json_t *storage;
     kc_client_t *c;
     kc_config_t cfg;
+    char token[128]; /* DIR/admin-token: the kubeconfig's user is a client certificate */
 } env_t;
 
 static env_t E;
@@ -69,7 +70,17 @@ static int setup(void **state)
     const char *extra[] = {"--nodes", "0", NULL};
     kpserver_start(&E.srv, extra);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    return kpserver_client(&E.srv, &E.cfg, &E.storage, &E.c) ? -1 : 0;
+    if (kpserver_client(&E.srv, &E.cfg, &E.storage, &E.c)) return -1;
+    /* The log server checks the API server's admin token. */
+    char path[700];
+    snprintf(path, sizeof path, "%s/data/admin-token", E.srv.dir);
+    FILE *f = fopen(path, "r");
+    int ok = f && fgets(E.token, sizeof E.token, f);
+    if (f) fclose(f);
+    if (!ok) return -1;
+    E.token[strcspn(E.token, "\r\n")] = '\0';
+    E.cfg.token = E.token;
+    return 0;
 }
 
 static int teardown(void **state)
