@@ -226,5 +226,10 @@ int apiserver_admin_cert(const char *data_dir, const apiserver_tls_t *tls, char 
  * Errors: KP_EINVAL (no credentials), KP_EIO, KP_ENOMEM. */
 int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port, const char *ca_pem,
                                const char *token, const char *cert_pem, const char *key_pem);
+/* The same as DIR/`file` for user `user` (context USER@kplane): the
+ * components' kubeconfigs (kubeadm's scheduler.conf, controller-manager.conf). */
+int apiserver_write_kubeconfig_as(const char *data_dir, const char *file, const char *user,
+                                  const char *host, int port, const char *ca_pem, const char *token,
+                                  const char *cert_pem, const char *key_pem);
 
 #endif

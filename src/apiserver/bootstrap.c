@@ -77,10 +77,18 @@ static int b64_line(buf_t *b, const char *name, const char *pem)
 int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port, const char *ca_pem,
                                const char *token, const char *cert_pem, const char *key_pem)
 {
+    return apiserver_write_kubeconfig_as(data_dir, "kubeconfig", "kubernetes-admin", host, port,
+                                         ca_pem, token, cert_pem, key_pem);
+}
+
+int apiserver_write_kubeconfig_as(const char *data_dir, const char *file, const char *user,
+                                  const char *host, int port, const char *ca_pem, const char *token,
+                                  const char *cert_pem, const char *key_pem)
+{
     int cert = cert_pem && key_pem;
     if (!cert && !token) return KP_EINVAL;
     char path[4096];
-    snprintf(path, sizeof path, "%s/kubeconfig", data_dir);
+    snprintf(path, sizeof path, "%s/%s", data_dir, file);
     buf_t b;
     buf_init(&b, 1u << 20);
     int rc = buf_printf(&b,
@@ -92,18 +100,20 @@ int apiserver_write_kubeconfig(const char *data_dir, const char *host, int port,
                         "    server: %s://%s:%d\n",
                         ca_pem ? "https" : "http", host, port);
     if (!rc && ca_pem) rc = b64_line(&b, "certificate-authority-data", ca_pem);
-    if (!rc) rc = buf_printf(&b, "users:\n- name: kubernetes-admin\n  user:\n");
+    if (!rc) rc = buf_printf(&b, "users:\n- name: %s\n  user:\n", user);
     if (!rc && cert) rc = b64_line(&b, "client-certificate-data", cert_pem);
     if (!rc && cert) rc = b64_line(&b, "client-key-data", key_pem);
     if (!rc && !cert) rc = buf_printf(&b, "    token: %s\n", token);
     if (!rc)
-        rc = buf_printf(&b, "contexts:\n"
-                            "- name: kubernetes-admin@kplane\n"
-                            "  context:\n"
-                            "    cluster: kplane\n"
-                            "    user: kubernetes-admin\n"
-                            "    namespace: default\n"
-                            "current-context: kubernetes-admin@kplane\n");
+        rc = buf_printf(&b,
+                        "contexts:\n"
+                        "- name: %s@kplane\n"
+                        "  context:\n"
+                        "    cluster: kplane\n"
+                        "    user: %s\n"
+                        "    namespace: default\n"
+                        "current-context: %s@kplane\n",
+                        user, user, user);
     if (!rc) rc = write_file(path, b.p);
     buf_free(&b);
     return rc;

@@ -596,6 +596,24 @@ static int serve(const char *cmd, int argc, char **argv)
         log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
     free(admin_crt);
     free(admin_key);
+    /* The components' own kubeconfigs, as kubeadm writes them, for a
+     * controller manager or scheduler run apart (`kplane scheduler
+     * --kubeconfig DIR/scheduler.kubeconfig`): a client certificate each,
+     * made at every start. */
+    static const struct {
+        const char *file, *user;
+    } comps_cfg[] = {{"controller-manager.kubeconfig", "system:kube-controller-manager"},
+                     {"scheduler.kubeconfig", "system:kube-scheduler"}};
+    for (size_t i = 0; tls.ca_key_pem && i < sizeof comps_cfg / sizeof comps_cfg[0]; i++) {
+        char *crt = NULL, *key = NULL;
+        rc = apiserver_client_cert(&tls, comps_cfg[i].user, NULL, &crt, &key);
+        if (!rc)
+            rc = apiserver_write_kubeconfig_as(dir, comps_cfg[i].file, comps_cfg[i].user, host,
+                                               port, tls.ca_pem, NULL, crt, key);
+        if (rc) log_warn("server", "writing %s/%s: %s", dir, comps_cfg[i].file, err_str(rc));
+        free(crt);
+        free(key);
+    }
     /* The API serves from here on, as kube-apiserver is ready whether or
      * not a controller manager runs; the components start after the line
      * and catch up through their informers' lists. */
