@@ -356,22 +356,29 @@ static int good_server(const char *s)
     return *host && *host != '/' && !strpbrk(s, " \t\r\n");
 }
 
+/* c's configuration (strings borrowed from c; `servers` holds the list). */
+static kc_config_t config_of(const kc_client_t *c, const char *servers[KC__SERVERS_MAX + 1])
+{
+    for (size_t i = 0; i <= KC__SERVERS_MAX; i++)
+        servers[i] = i < c->nservers ? c->servers[i] : NULL;
+    static const char bearer[] = "Authorization: Bearer ";
+    return (kc_config_t){.servers = servers,
+                         .token = c->auth_header ? c->auth_header + sizeof bearer - 1 : NULL,
+                         .ca_pem = c->ca_pem,
+                         .cert_pem = c->cert_pem,
+                         .key_pem = c->key_pem,
+                         .user_agent = c->user_agent,
+                         .qps = c->qps,
+                         .burst = (int)c->burst,
+                         .timeout_ms = c->timeout_ms,
+                         .insecure = c->insecure,
+                         .unix_socket = c->unix_socket};
+}
+
 int kc_client_metadata(const kc_client_t *c, kc_client_t **out)
 {
-    const char *servers[KC__SERVERS_MAX + 1] = {NULL};
-    for (size_t i = 0; i < c->nservers; i++) servers[i] = c->servers[i];
-    static const char bearer[] = "Authorization: Bearer ";
-    kc_config_t cfg = {.servers = servers,
-                       .token = c->auth_header ? c->auth_header + sizeof bearer - 1 : NULL,
-                       .ca_pem = c->ca_pem,
-                       .cert_pem = c->cert_pem,
-                       .key_pem = c->key_pem,
-                       .user_agent = c->user_agent,
-                       .qps = c->qps,
-                       .burst = (int)c->burst,
-                       .timeout_ms = c->timeout_ms,
-                       .insecure = c->insecure,
-                       .unix_socket = c->unix_socket};
+    const char *servers[KC__SERVERS_MAX + 1];
+    kc_config_t cfg = config_of(c, servers);
     int rc = kc_client_new(&cfg, out);
     if (!rc) (*out)->metadata_only = 1;
     return rc;
@@ -379,18 +386,10 @@ int kc_client_metadata(const kc_client_t *c, kc_client_t **out)
 
 int kc_client_with_token(const kc_client_t *c, const char *token, kc_client_t **out)
 {
-    const char *servers[KC__SERVERS_MAX + 1] = {NULL};
-    for (size_t i = 0; i < c->nservers; i++)
-        servers[i] = c->servers[i];
-    kc_config_t cfg = {.servers = servers,
-                       .token = token,
-                       .ca_pem = c->ca_pem,
-                       .user_agent = c->user_agent,
-                       .qps = c->qps,
-                       .burst = (int)c->burst,
-                       .timeout_ms = c->timeout_ms,
-                       .insecure = c->insecure,
-                       .unix_socket = c->unix_socket};
+    const char *servers[KC__SERVERS_MAX + 1];
+    kc_config_t cfg = config_of(c, servers);
+    cfg.token = token;
+    cfg.cert_pem = cfg.key_pem = NULL; /* its own identity, only */
     return kc_client_new(&cfg, out);
 }
 

@@ -134,12 +134,9 @@ static void claim_volume(apiserver_t *s, const char *ns, const char *name, char 
 {
     out[0] = '\0';
     api_view_t *v = api_view_get(s);
-    size_t i = 0;
-    const api_resource_t *res = api_view_find(v, "", "v1", "persistentvolumeclaims", &i);
-    char key[512];
     const wc_obj_t *o = NULL;
     json_t *pvc = NULL;
-    if (res && !api_object_key(res, ns, name, key, sizeof key) && !wc_get(v->caches[i], key, &o) &&
+    if (!api_view_cached(v, "", "v1", "persistentvolumeclaims", ns, name, &o) &&
         !wc_obj_copy(o, &pvc)) {
         const char *vol =
             json_string_value(json_object_get(json_object_get(pvc, "spec"), "volumeName"));

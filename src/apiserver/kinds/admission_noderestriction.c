@@ -125,13 +125,8 @@ int api_node_restrict_write(api_req_t *r, json_t *obj, const json_t *old, const 
  * is not in the cache. */
 static int pod_node(api_req_t *r, const char *ns, const char *name, char *out, size_t len)
 {
-    size_t i = 0;
-    const api_resource_t *pods = api_view_find(r->view, "", "v1", "pods", &i);
-    char key[512];
     const wc_obj_t *o = NULL;
-    if (!pods || api_object_key(pods, ns, name, key, sizeof key) ||
-        wc_get(r->view->caches[i], key, &o))
-        return -1;
+    if (api_view_cached(r->view, "", "v1", "pods", ns, name, &o)) return -1;
     const char *n = wc_obj_field(o, "spec.nodeName");
     snprintf(out, len, "%s", n ? n : "");
     wc_obj_unref(o);

@@ -35,13 +35,8 @@
  * not said (or no such ServiceAccount in the cache). */
 static int sa_automount(api_req_t *r, const char *ns, const char *name)
 {
-    size_t i = 0;
-    const api_resource_t *res = api_view_find(r->view, "", "v1", "serviceaccounts", &i);
-    char key[512];
     const wc_obj_t *o = NULL;
-    if (!res || api_object_key(res, ns, name, key, sizeof key) ||
-        wc_get(r->view->caches[i], key, &o))
-        return -1;
+    if (api_view_cached(r->view, "", "v1", "serviceaccounts", ns, name, &o)) return -1;
     const char *vb, *ve;
     int v = -1;
     if (!jspan_member(o->json, o->json + o->json_len, "automountServiceAccountToken", NULL, &vb,

@@ -151,6 +151,17 @@ const api_resource_t *api_view_find(const api_view_t *v, const char *group, cons
     return NULL;
 }
 
+int api_view_cached(const api_view_t *v, const char *group, const char *version,
+                    const char *resource, const char *ns, const char *name, const wc_obj_t **out)
+{
+    *out = NULL;
+    size_t i = 0;
+    const api_resource_t *r = api_view_find(v, group, version, resource, &i);
+    char key[STORE_KEY_MAX + 1];
+    if (!r || !v->caches[i] || api_object_key(r, ns, name, key, sizeof key)) return KP_ENOTFOUND;
+    return wc_get(v->caches[i], key, out);
+}
+
 int api_view_publish(apiserver_t *s, api_dyn_t *const *dyn, size_t n)
 {
     size_t nb = api_registry_count();

@@ -42,6 +42,7 @@ extern const char api_namespace_scope[];
  * request holds the view it started with until it ends, so every resource
  * and cache it found stays valid however CRDs change meanwhile. */
 typedef struct api_dyn api_dyn_t; /* a run-time resource and its cache */
+typedef struct wc_obj wc_obj_t;   /* watchcache.h */
 typedef struct api_view {
     size_t count;
     const api_resource_t **res; /* [count] */
@@ -60,6 +61,12 @@ void api_view_put(api_view_t *v);
  * its index. NULL if not served. */
 const api_resource_t *api_view_find(const api_view_t *v, const char *group, const char *version,
                                     const char *resource, size_t *index);
+/* The object (group, version, resource) ns/name as its watch cache has it
+ * now (ns ignored for a cluster-scoped resource): *out holds a reference
+ * (wc_obj_unref). Errors: KP_ENOTFOUND (no such object, or resource not
+ * served). */
+int api_view_cached(const api_view_t *v, const char *group, const char *version,
+                    const char *resource, const char *ns, const char *name, const wc_obj_t **out);
 /* Publish a view of the built-ins plus `dyn` (n entries; the view takes a
  * reference to each). Requests already running keep the old view.
  * Errors: KP_ENOMEM. */
