@@ -6,7 +6,8 @@
  *
  * REQUEST FLOW
  *
- *   httpd loop thread (src/httpd) -> server.c on_headers: authentication,
+ *   httpd loop thread (src/httpd) -> server.c on_headers: the Audit-ID and
+ *     the audit log's record (audit/audit.h), authentication, authorization,
  *     the body's cap (nothing of a stranger's body is read)
  *   httpd worker -> server.c on_request
  *     -> rest/route.c: parse the path into an api_route_t (discovery, or a
@@ -14,7 +15,8 @@
  *     -> docs/discovery.c | rest/rest.c: handle, reply once through
  *        api_reply_*()
  *
- * Every reply goes through api_reply_*(): exactly one per request. Errors are
+ * Every reply goes through api_reply_*(): exactly one per request (the audit
+ * log notes it through apiserver.on_reply). Errors are
  * Kubernetes Status objects; encode/status.c holds the one table mapping KP_*
  * codes to HTTP codes and reasons.
  */
