@@ -108,6 +108,11 @@ expect_header "401" "$(cat "$STEPS/curl_401")" audit-id '[0-9a-f-]{36}'
 curl -sS "${ca[@]}" -D "$STEPS/curl_own_id" -o /dev/null -H "Authorization: Bearer $KP_TOKEN" \
   -H "Audit-ID: client-chosen-id-42" "$url/api/v1/namespaces/default/configmaps/audit-cm"
 expect_header "the client's Audit-ID" "$(cat "$STEPS/curl_own_id")" audit-id 'client-chosen-id-42'
+# a long target and user agent: the line stays JSON, the agent cut as Kubernetes cuts it
+long=$(head -c 3000 /dev/zero | tr '\0' 'q')
+curl -sS "${ca[@]}" -D "$STEPS/curl_long" -o /dev/null -H "Authorization: Bearer $KP_TOKEN" \
+  -A "agent-$long" "$url/api/v1/namespaces/default/configmaps?labelSelector=a%3D$long" ||
+  fail "a long request"
 head -c $((3 * 1024 * 1024 + 10)) /dev/zero | tr '\0' 'x' >"$KP_DIR/big.json"
 curl -sS "${ca[@]}" -D "$STEPS/curl_413" -o /dev/null -H "Authorization: Bearer $KP_TOKEN" \
   -H 'Content-Type: application/json' --data-binary @"$KP_DIR/big.json" \

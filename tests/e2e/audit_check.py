@@ -196,6 +196,11 @@ def session(log, steps, secret):
         evs = by_id.get(aid, [])
         if [(e["stage"], e["responseStatus"]["code"]) for e in evs] != [(stage, code)]:
             fail("%s: events %s" % (name, evs))
+    aid = curl_id(os.path.join(steps, "curl_long"))
+    evs = by_id.get(aid, [])
+    if len(evs) != 1 or len(evs[0]["requestURI"]) < 3000 or \
+            evs[0]["userAgent"] != "agent-" + "q" * 1018 + "...TRUNCATED":
+        fail("a long request: %s" % [(e["requestURI"][:80], e["userAgent"][-20:]) for e in evs])
     # every logged request was seen by a client, under the same Audit-ID;
     # RequestReceived was omitted everywhere
     for aid, evs in by_id.items():

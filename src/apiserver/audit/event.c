@@ -291,7 +291,8 @@ static char *status_text(int code, const json_t *doc)
         }
         const json_t *d = json_object_get(doc, "details");
         char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
-        if (!rc && text) rc = buf_printf(&b, ",\"details\":%s", text);
+        if (!rc && text) rc = buf_printf(&b, ",\"details\":");
+        if (!rc && text) rc = buf_append(&b, text, strlen(text));
         free(text);
     }
     if (!rc) rc = buf_printf(&b, ",\"code\":%d}", code);
@@ -348,11 +349,15 @@ static void emit(struct api_audit_req *rec, unsigned stage, int last)
     }
     buf_t b;
     buf_init(&b, SIZE_MAX);
-    int rc = buf_printf(&b,
-                        "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"level\":\"%s\",%s"
-                        ",\"stage\":\"%s\"%s%s%s%s%s",
-                        api_audit_level_name(rec->level), rec->id, api_audit_stage_name(stage),
-                        rec->uri, rec->verb, rec->user, rec->imp ? rec->imp : "", rec->client);
+    /* (buf_printf cuts at 1 KiB: the parts, which may be longer, are appended) */
+    int rc =
+        buf_printf(&b, "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\",\"level\":\"%s\",",
+                   api_audit_level_name(rec->level));
+    const char *parts[] = {
+        rec->id,   ",\"stage\":\"", api_audit_stage_name(stage), "\"",       rec->uri,
+        rec->verb, rec->user,       rec->imp ? rec->imp : "",    rec->client};
+    for (size_t i = 0; !rc && i < sizeof parts / sizeof parts[0]; i++)
+        rc = buf_append(&b, parts[i], strlen(parts[i]));
     if (!rc) rc = buf_append(&b, "", 1);
     it->mid = b.len;
     if (!rc && stage != API_AUDIT_REQUEST_RECEIVED && rec->status)

@@ -508,21 +508,26 @@ int api_audit_metrics(api_audit_t *a, buf_t *b)
     unsigned long long ev = a ? atomic_load(&a->events) : 0;
     unsigned long long dropped = a ? atomic_load(&a->dropped) : 0;
     unsigned long long failed = a ? atomic_load(&a->failed) : 0;
+    /* (each call under buf_printf's 1 KiB) */
     int rc = buf_printf(b,
                         "# HELP apiserver_audit_event_total Counter of audit events generated and "
                         "sent to the audit backend.\n"
                         "# TYPE apiserver_audit_event_total counter\n"
-                        "apiserver_audit_event_total %llu\n"
+                        "apiserver_audit_event_total %llu\n",
+                        ev);
+    if (!rc)
+        rc = buf_printf(b,
                         "# HELP apiserver_audit_error_total Counter of audit events that failed "
                         "to be audited properly. Plugin identifies the plugin affected by the "
                         "error.\n"
                         "# TYPE apiserver_audit_error_total counter\n"
                         "apiserver_audit_error_total{plugin=\"buffered\"} %llu\n"
-                        "apiserver_audit_error_total{plugin=\"log\"} %llu\n"
-                        "# HELP apiserver_audit_level_total Counter of policy levels for audit "
-                        "events (1 per request).\n"
-                        "# TYPE apiserver_audit_level_total counter\n",
-                        ev, dropped, failed);
+                        "apiserver_audit_error_total{plugin=\"log\"} %llu\n",
+                        dropped, failed);
+    if (!rc)
+        rc = buf_printf(b, "# HELP apiserver_audit_level_total Counter of policy levels for audit "
+                           "events (1 per request).\n"
+                           "# TYPE apiserver_audit_level_total counter\n");
     for (int l = 0; !rc && l <= API_AUDIT_REQUEST_RESPONSE; l++)
         rc = buf_printf(b, "apiserver_audit_level_total{level=\"%s\"} %llu\n",
                         api_audit_level_name(l), a ? atomic_load(&a->levels[l]) : 0ull);
