@@ -99,6 +99,18 @@ typedef struct apiserver_config {
     const char *service_node_port_range;
     /* Seconds between repair passes of the allocations (0: 180). */
     int service_repair_interval_s;
+    /* The audit log (README, "The audit log"): the requests that
+     * `audit_policy` (--audit-policy-file; borrowed, must outlive the
+     * server) selects, as audit.k8s.io/v1 Event JSON lines appended to
+     * `audit_log_path` (--audit-log-path; "-": standard output). Nothing is
+     * logged unless both are set. The file is rotated before it would pass
+     * audit_log_maxsize_mb (0: 100), keeping the newest
+     * audit_log_maxbackup rotated files (0: all) no older than
+     * audit_log_maxage_days (0: any age), as kube-apiserver's flags. Every
+     * reply carries an Audit-ID header either way. */
+    const struct apiserver_audit_policy *audit_policy;
+    const char *audit_log_path;
+    int audit_log_maxsize_mb, audit_log_maxbackup, audit_log_maxage_days;
 } apiserver_config_t;
 
 /* Check the two ranges as apiserver_start will (NULL: the default).
@@ -161,6 +173,21 @@ int apiserver_tokens_add(apiserver_tokens_t **t, const char *token, const char *
                          const char *uid, const char *groups);
 /* How many usable tokens t holds. */
 size_t apiserver_tokens_count(const apiserver_tokens_t *t);
+
+/* ---- the audit policy (--audit-policy-file) ---- */
+
+typedef struct apiserver_audit_policy apiserver_audit_policy_t;
+
+/* Read an audit.k8s.io/v1 Policy file (YAML or JSON) and check it as
+ * kube-apiserver does. *out is the caller's (free with
+ * apiserver_audit_policy_free). Fields it does not know are ignored, as
+ * Kubernetes ignores them: the first is named in `warn` (may be NULL; ""
+ * when none). Errors: KP_ENOTFOUND, KP_EIO (unreadable), KP_EINVAL (`err`
+ * names the field and what is wrong: "rules[1].level: Unsupported value:
+ * ..."), KP_ENOMEM. */
+int apiserver_audit_policy_load(const char *path, apiserver_audit_policy_t **out, char *err,
+                                size_t errlen, char *warn, size_t warnlen);
+void apiserver_audit_policy_free(apiserver_audit_policy_t *p);
 
 /* ---- first-start bootstrap (used by `kplane server` and `kplane apiserver`) ---- */
 

@@ -8,6 +8,8 @@
  *   kplane_watch_cache_objects{group,version,resource}       gauge
  *   kplane_watch_cache_objects_bytes{group,version,resource} gauge
  *   apiserver_storage_revision                              gauge
+ *   apiserver_audit_event_total, apiserver_audit_error_total{plugin},
+ *   apiserver_audit_level_total{level}                      counters (audit.h)
  *
  * Counters live in fixed arrays indexed by (resource, verb[, code]), so
  * recording a request is a few atomic adds and never allocates. Resources
@@ -26,6 +28,7 @@
 #include "apiserver/rest/rest.h"
 #include "apiserver/rest/watchcache.h"
 #include "apiserver/apiserver_int.h"
+#include "apiserver/audit/audit.h"
 #include "lib/buf.h"
 #include "httpd/httpd.h"
 #include "lib/err.h"
@@ -247,6 +250,7 @@ int api_serve_metrics(api_req_t *r)
                    "Streaming replies open now (watches, log follows); a parked one holds no "
                    "thread.",
                    hs.streams);
+    if (!rc) rc = api_audit_metrics(r->srv->audit, &b);
     pthread_mutex_lock(&r->srv->metrics_mu);
     char *extra = NULL;
     if (!rc && r->srv->metrics_fn && !r->srv->metrics_fn(r->srv->metrics_arg, &extra) && extra)

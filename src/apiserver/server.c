@@ -2,7 +2,9 @@
  * server.c -- the API server put together on the HTTP engine (src/httpd):
  * the listeners (TLS on TCP with HTTP/2 by ALPN, plain on the Unix socket),
  * request intake (limits, authentication on the headers), dispatch to the
- * rooms, in-process requests, start and stop.
+ * rooms, in-process requests, start and stop. The audit log (audit/audit.h)
+ * hooks in at on_headers (the Audit-ID), once authenticated and authorized
+ * (intake), and at the request's end (req_done).
  *
  * Threading: the engine's loop thread runs on_headers (authentication: a
  * map lookup); its workers (a pool that grows with waiting requests) run the
@@ -32,6 +34,7 @@
 #include "apiserver/http/http.h"
 #include "apiserver/auth/authz.h"
 #include "apiserver/auth/satoken.h"
+#include "apiserver/audit/audit.h"
 #include "apiserver/rest/rest.h"
 #include "apiserver/crd/crd.h"
 #include "apiserver/kinds/kinds.h"
@@ -142,6 +145,7 @@ static int authorize(api_req_t *r)
     }
     char reason[1024];
     int ok = api_authorize(s->authz, &a, reason, sizeof reason);
+    api_audit_authorized(r, ok, reason);
     if (!ok) forbidden(r, &a, reason);
     api_attrs_clear(&a);
     return !ok;
@@ -340,6 +344,7 @@ static int intake(api_req_t *r)
         r->user = (api_user_t){
             .name = API_USER_ANONYMOUS, .uid = "", .groups = anonymous_groups, .ngroups = 1};
     }
+    api_audit_authenticated(r); /* the audit log: the policy, RequestReceived */
     if (impersonate(r) || authorize(r)) return 1;
     const char *cl = api_header(r, "Content-Length");
     if (cl) {
@@ -410,8 +415,23 @@ static void req_done(api_req_t *r)
     if (r->replied)
         api_metrics_record(r->srv->metrics, r, r->verb, r->code,
                            (double)(clock_mono_ns() - r->start_ns) / 1e9);
+    api_audit_end(r);
     api_view_put(r->view);
     r->view = NULL;
+}
+
+/* A request taken at its headers that no handler will see: the engine
+ * refused it (`status`: 413, 429) or its client left while it waited. */
+static void on_drop(void *arg, httpd_req_t *hr, int status)
+{
+    (void)arg;
+    api_req_t *r = httpd_data(hr);
+    if (!r) return;
+    if (status) {
+        r->replied = 1;
+        r->code = status;
+    }
+    api_req_release(r);
 }
 
 static httpd_next_t on_headers(void *arg, httpd_req_t *hr, size_t *body_max)
@@ -435,6 +455,7 @@ static httpd_next_t on_headers(void *arg, httpd_req_t *hr, size_t *body_max)
     r->path = r->path_buf;
     r->start_ns = clock_mono_ns();
     httpd_set_data(hr, r);
+    api_audit_init(r); /* the Audit-ID; the audit log's record */
     if (intake(r)) { /* replied: the reply is complete */
         api_req_release(r);
         return HTTPD_REPLIED;
@@ -452,8 +473,10 @@ static void on_request(void *arg, httpd_req_t *hr)
     r->body = (buf_t){.p = (char *)body, .len = len, .cap = len + 1, .max = len};
     r->body_borrowed = 1;
     handle(r);
-    if (!r->replied) /* a handler that could not reply (out of memory) */
+    if (!r->replied) { /* a handler that could not reply (out of memory) */
+        api_audit_panic(r);
         api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    }
     api_req_release(r);
 }
 
@@ -627,6 +650,18 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     s->admit_create = api_namespace_admit_create;
     s->admit_write = api_node_restrict_write;
     s->req_done = req_done;
+    s->on_reply = api_audit_reply;
+    if (cfg->audit_policy && cfg->audit_log_path) {
+        api_audit_file_opts_t fo = {.path = cfg->audit_log_path,
+                                    .max_bytes = (size_t)cfg->audit_log_maxsize_mb << 20,
+                                    .max_backups = cfg->audit_log_maxbackup,
+                                    .max_age_days = cfg->audit_log_maxage_days};
+        char err[512];
+        if ((rc = api_audit_start(cfg->audit_policy, &fo, &s->audit, err, sizeof err))) {
+            log_error("apiserver", "--audit-log-path: %s", err);
+            goto fail;
+        }
+    }
     if (!(s->metrics = api_metrics_new())) {
         rc = KP_ENOMEM;
         goto fail;
@@ -707,6 +742,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
                    .max_unproven = s->cfg.max_unauth_connections},
         .on_headers = on_headers,
         .on_request = on_request,
+        .on_drop = on_drop,
         .arg = s,
     };
     if ((rc = httpd_start(&hc, &s->httpd))) {
@@ -718,6 +754,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     return 0;
 fail:
     api_sa_stop(s->sa);
+    api_audit_stop(s->audit);
     api_authz_stop(s->authz);
     api_apiservice_stop(s);
     api_crd_stop(s);
@@ -768,6 +805,7 @@ void apiserver_stop(apiserver_t *s)
     api_services_stop(s); /* no request can allocate any more */
     api_authz_stop(s->authz);
     api_sa_stop(s->sa);
+    api_audit_stop(s->audit); /* after the last request: what is queued is written */
     close_caches(s);
     api_view_put(s->view);
     api_schema_free(s->schema);

@@ -20,6 +20,8 @@
  *                    [--watch-cache-bytes N] [--watch-queue-bytes N]
  *                    [--service-cluster-ip-range CIDR] [--service-node-port-range A-B]
  *                    [--encryption-provider-config FILE]
+ *                    [--audit-policy-file FILE] [--audit-log-path PATH|-]
+ *                    [--audit-log-maxsize MB] [--audit-log-maxbackup N] [--audit-log-maxage DAYS]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin (kubernetes-admin in system:masters: the client certificate
@@ -124,6 +126,16 @@ static void usage(FILE *out, const char *cmd)
           "                     resourceVersion gets 410 Gone\n"
           "  --watch-queue-bytes N  events queued for one watcher, in bytes of JSON (default\n"
           "                     1Mi); a watcher further behind is closed and must re-watch\n",
+          out);
+    fputs("  --audit-policy-file FILE  which requests the audit log records, and how much of\n"
+          "                     them: an audit.k8s.io/v1 Policy (YAML)\n"
+          "  --audit-log-path PATH  the audit log: one JSON Event a line (\"-\": standard\n"
+          "                     output); nothing is logged without both flags\n"
+          "  --audit-log-maxsize MB  rotate the log before it passes MB megabytes (default\n"
+          "                     0: 100); the old file becomes NAME-<UTC time>.EXT\n"
+          "  --audit-log-maxbackup N  rotated files kept, the newest (default 0: all)\n"
+          "  --audit-log-maxage DAYS  rotated files older than this are removed (default\n"
+          "                     0: never)\n",
           out);
     fputs("  --service-cluster-ip-range CIDR  the IPv4 range Services' ClusterIPs come from\n"
           "                     (default 10.96.0.0/12; prefix 12 to 30; the first address is\n"
@@ -233,7 +245,12 @@ enum {
     OPT_SVC_PORTS,
     OPT_AUTHZ_MODE,
     OPT_ANONYMOUS,
-    OPT_ENC_CONFIG
+    OPT_ENC_CONFIG,
+    OPT_AUDIT_POLICY,
+    OPT_AUDIT_PATH,
+    OPT_AUDIT_MAXSIZE,
+    OPT_AUDIT_MAXBACKUP,
+    OPT_AUDIT_MAXAGE
 };
 
 static int serve(const char *cmd, int argc, char **argv)
@@ -268,6 +285,11 @@ static int serve(const char *cmd, int argc, char **argv)
         {"service-cluster-ip-range", required_argument, NULL, OPT_SVC_CIDR},
         {"service-node-port-range", required_argument, NULL, OPT_SVC_PORTS},
         {"encryption-provider-config", required_argument, NULL, OPT_ENC_CONFIG},
+        {"audit-policy-file", required_argument, NULL, OPT_AUDIT_POLICY},
+        {"audit-log-path", required_argument, NULL, OPT_AUDIT_PATH},
+        {"audit-log-maxsize", required_argument, NULL, OPT_AUDIT_MAXSIZE},
+        {"audit-log-maxbackup", required_argument, NULL, OPT_AUDIT_MAXBACKUP},
+        {"audit-log-maxage", required_argument, NULL, OPT_AUDIT_MAXAGE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
@@ -277,6 +299,8 @@ static int serve(const char *cmd, int argc, char **argv)
     const char *sa_signing_file = NULL, *sa_issuer = NULL;
     const char *sa_key_files[8];
     size_t n_sa_key_files = 0;
+    const char *audit_policy_file = NULL, *audit_path = NULL;
+    int audit_num[3] = {0, 0, 0}; /* maxsize (MB), maxbackup, maxage (days) */
     size_t watch_cache_bytes = 0, watch_queue_bytes = 0; /* 0: the API server's defaults */
     int all = !strcmp(cmd, "server");
     cli_components_opts_t co = {.controllers = all, .scheduler = all, .nodes = all ? 3 : 0};
@@ -375,6 +399,28 @@ static int serve(const char *cmd, int argc, char **argv)
                                                                   : "watch-queue-bytes",
                                        optarg);
             break;
+        case OPT_AUDIT_POLICY:
+            audit_policy_file = optarg;
+            break;
+        case OPT_AUDIT_PATH:
+            audit_path = optarg;
+            break;
+        case OPT_AUDIT_MAXSIZE:
+        case OPT_AUDIT_MAXBACKUP:
+        case OPT_AUDIT_MAXAGE: {
+            static const char *const names[] = {"audit-log-maxsize", "audit-log-maxbackup",
+                                                "audit-log-maxage"};
+            int k = c - OPT_AUDIT_MAXSIZE;
+            ms = strtol(optarg, &end, 10);
+            if (*end || !*optarg) return cli_usage_error(cmd, "bad --%s '%s'", names[k], optarg);
+            /* kube-apiserver's words */
+            if (ms < 0)
+                return cli_usage_error(cmd, "--%s %ld can't be a negative number", names[k], ms);
+            if (ms > (k ? 1000000 : 1 << 20))
+                return cli_usage_error(cmd, "--%s %ld is too large", names[k], ms);
+            audit_num[k] = (int)ms;
+            break;
+        }
         case OPT_SVC_CIDR: svc_cidr = optarg; break;
         case OPT_SVC_PORTS: svc_ports = optarg; break;
         case OPT_ENC_CONFIG:
@@ -504,6 +550,22 @@ static int serve(const char *cmd, int argc, char **argv)
         apiserver_tokens_free(tokens);
         return cli_fail(KP_ENOMEM, "the components' identities");
     }
+    /* A bad audit policy stops the start, as it stops kube-apiserver's. */
+    apiserver_audit_policy_t *audit_policy = NULL;
+    if (audit_policy_file) {
+        char aerr[1024], awarn[256];
+        int arc = apiserver_audit_policy_load(audit_policy_file, &audit_policy, aerr, sizeof aerr,
+                                              awarn, sizeof awarn);
+        if (arc) {
+            fprintf(stderr, "kplane: %s: --audit-policy-file: %s\n", cmd, aerr);
+            free(token);
+            apiserver_tokens_free(tokens);
+            return CLI_EXIT_FAIL;
+        }
+        if (*awarn) log_warn("server", "--audit-policy-file %s: %s", audit_policy_file, awarn);
+    }
+    if (audit_path && !audit_policy)
+        log_info("server", "--audit-log-path without --audit-policy-file: no events are logged");
 
     /* Keep five minutes of history, as kube-apiserver compacts etcd. */
     store_options_t sopt = {.keep_seconds = 300, .compact_interval_ms = 60000};
@@ -512,6 +574,7 @@ static int serve(const char *cmd, int argc, char **argv)
         store_enc_free(enc);
         free(token);
         apiserver_tokens_free(tokens);
+        apiserver_audit_policy_free(audit_policy);
         return cli_fail(rc, "opening store %s", url);
     }
     /* The wrapper owns both from here; store_close() frees them. */
@@ -533,6 +596,7 @@ static int serve(const char *cmd, int argc, char **argv)
         free(sa_sign_pem);
         free(sa_keys_pem);
         apiserver_tokens_free(tokens);
+        apiserver_audit_policy_free(audit_policy);
         return cli_fail(rc, "TLS certificates in %s", dir);
     }
     /* The components in this process reach the API over a Unix socket in
@@ -570,7 +634,12 @@ static int serve(const char *cmd, int argc, char **argv)
                               .idle_timeout_s = lim.idle_timeout_s,
                               .body_timeout_s = lim.body_timeout_s,
                               .service_cluster_ip_range = svc_cidr,
-                              .service_node_port_range = svc_ports};
+                              .service_node_port_range = svc_ports,
+                              .audit_policy = audit_policy,
+                              .audit_log_path = audit_path,
+                              .audit_log_maxsize_mb = audit_num[0],
+                              .audit_log_maxbackup = audit_num[1],
+                              .audit_log_maxage_days = audit_num[2]};
     apiserver_t *api = NULL;
     if ((rc = apiserver_start(&cfg, &api))) {
         apiserver_tls_free(&tls);
@@ -579,6 +648,7 @@ static int serve(const char *cmd, int argc, char **argv)
         free(sa_sign_pem);
         free(sa_keys_pem);
         apiserver_tokens_free(tokens);
+        apiserver_audit_policy_free(audit_policy);
         /* Taken since the check above? Then say so as the check does. */
         int code = rc == KP_EBUSY ? cli_listen_check(cmd, "--listen", listen) : 0;
         if (code) return code;
@@ -657,6 +727,7 @@ static int serve(const char *cmd, int argc, char **argv)
             free(sa_sign_pem);
             free(sa_keys_pem);
             apiserver_tokens_free(tokens);
+            apiserver_audit_policy_free(audit_policy);
             return cli_fail(rc, "starting components");
         }
         apiserver_set_metrics_source(api, components_metrics, comps);
@@ -679,6 +750,7 @@ static int serve(const char *cmd, int argc, char **argv)
     free(sa_sign_pem);
     free(sa_keys_pem);
     apiserver_tokens_free(tokens);
+    apiserver_audit_policy_free(audit_policy);
     return CLI_EXIT_OK;
 }
 

@@ -138,6 +138,7 @@ httpd_req_t *httpd__req_new(conn_t *c)
     r->conn = c;
     r->local = c->local;
     if ((r->peer = c->peer)) atomic_fetch_add(&r->peer->refs, 1);
+    memcpy(r->peer_addr, c->peer_addr, sizeof r->peer_addr);
     buf_init(&r->target, HTTPD_TARGET_MAX);
     buf_init(&r->body, 0);
     buf_init(&r->head, SIZE_MAX);
@@ -152,6 +153,11 @@ httpd_req_t *httpd__req_new(conn_t *c)
 void httpd__req_free(httpd_req_t *r)
 {
     httpd_t *h = r->h;
+    /* A request the application took at its headers and never handled:
+     * its data goes with it (A REQUEST'S LIFE, on_drop). */
+    if (r->taken && !r->picked && h->cfg.on_drop) h->cfg.on_drop(h->cfg.arg, r, r->status);
+    free(r->xhead[0]);
+    free(r->xhead[1]);
     buf_free(&r->target);
     buf_free(&r->body);
     buf_free(&r->head);
@@ -453,8 +459,17 @@ static int head_for(httpd_req_t *r, buf_t *b, int status, const char *const *hea
                     long long length)
 {
     buf_init(b, SIZE_MAX);
-    return r->h2 ? httpd__h2_head(b, status, headers, length)
-                 : httpd__h1_head(b, status, headers, length, r->keep_alive);
+    const char *const *more = r->xhead[0] ? (const char *const *)r->xhead : NULL;
+    r->status = status; /* (one reply: on_drop's, for a refusal by the engine) */
+    return r->h2 ? httpd__h2_head(b, status, headers, more, length)
+                 : httpd__h1_head(b, status, headers, more, length, r->keep_alive);
+}
+
+int httpd__head_names(const char *const *headers, const char *name)
+{
+    for (size_t i = 0; headers && headers[i]; i += 2)
+        if (!strcasecmp(headers[i], name)) return 1;
+    return 0;
 }
 
 int httpd_reply(httpd_req_t *r, int status, const char *const *headers, char *body, size_t len)
@@ -1170,7 +1185,17 @@ static void on_connection(uv_stream_t *server, int status)
         httpd__conn_close(c);
         return;
     }
-    if (!c->local) uv_tcp_nodelay(&c->s.tcp, 1);
+    if (!c->local) {
+        uv_tcp_nodelay(&c->s.tcp, 1);
+        struct sockaddr_storage ss;
+        int sl = sizeof ss;
+        if (!uv_tcp_getpeername(&c->s.tcp, (struct sockaddr *)&ss, &sl)) {
+            if (ss.ss_family == AF_INET)
+                uv_ip4_name((struct sockaddr_in *)&ss, c->peer_addr, sizeof c->peer_addr);
+            else if (ss.ss_family == AF_INET6)
+                uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer_addr, sizeof c->peer_addr);
+        }
+    }
     httpd__timer_set(c, h->lim.header_timeout_ms);
     httpd__set_reading(c, 1);
 }
@@ -1465,6 +1490,31 @@ void httpd_set_data(httpd_req_t *r, void *data)
 void *httpd_data(const httpd_req_t *r)
 {
     return r->data;
+}
+
+const char *httpd_target(const httpd_req_t *r)
+{
+    return r->target.p ? r->target.p : "";
+}
+
+const char *httpd_peer(const httpd_req_t *r)
+{
+    return r->peer_addr;
+}
+
+int httpd_set_reply_header(httpd_req_t *r, const char *name, const char *value)
+{
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return KP_ENOMEM;
+    }
+    free(r->xhead[0]);
+    free(r->xhead[1]);
+    r->xhead[0] = n;
+    r->xhead[1] = v;
+    return 0;
 }
 
 void httpd_stats(httpd_t *h, httpd_stats_t *out)

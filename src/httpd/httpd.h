@@ -49,7 +49,9 @@
  *      httpd_stream_write() answers KP_ECLOSED so that a producer stops.
  *      on_gone() runs once (on the loop thread) so that a handler waiting
  *      elsewhere (a watch with no events) can be woken; a request no worker
- *      has begun is dropped without on_request(). The loop keeps reading
+ *      has begun is dropped without on_request() (on_drop() tells the
+ *      application, as for a request the engine refuses after on_headers()
+ *      took it: 413, 429). The loop keeps reading
  *      while a handler works, to notice a client leaving (what a client
  *      sends meanwhile waits, up to 128 KiB, for the next request). A
  *      client that shuts only its sending side (end of file) before its
@@ -202,6 +204,14 @@ typedef struct httpd_config {
     /* Loop thread: a stream's unsent bytes fell below half its budget after
      * a write was refused; may be NULL. */
     void (*on_drain)(void *arg, httpd_req_t *r);
+    /* A request on_headers() took (HTTPD_READ_BODY) ends without
+     * on_request(): the engine refused it (`status` 413: its body passed
+     * body_max; 429: the worker queue was full; 400, 500) or its client left
+     * before a worker took it (`status` 0). For the application's data
+     * (httpd_data); r is freed after it returns. Loop thread or a worker,
+     * once, quick; never for a request whose on_request() ran, nor for one
+     * on_headers() replied to. May be NULL. */
+    void (*on_drop)(void *arg, httpd_req_t *r, int status);
     /* Loop thread: bytes from the client of a switched connection (see
      * UPGRADES), borrowed for the call. Quick, non-blocking. Returns how
      * many it took (at most n): the engine keeps the rest, and stops
@@ -269,6 +279,17 @@ int httpd_peer_cert(const httpd_req_t *r, const char **cn, const char *const **o
  * authentication"...), NULL when httpd_peer_cert() is not -1. Borrowed as
  * httpd_peer_cert()'s strings. */
 const char *httpd_peer_cert_error(const httpd_req_t *r);
+/* The request target as received (path and query, not decoded), as Go's
+ * RequestURI. */
+const char *httpd_target(const httpd_req_t *r);
+/* The client's IP address as text ("127.0.0.1", "::1"); "" on the Unix
+ * socket. */
+const char *httpd_peer(const httpd_req_t *r);
+/* A header (name and value copied) that every reply to r carries: the
+ * application's, and the engine's refusals after on_headers() (413, 429).
+ * A header of the same name the reply gives itself wins. on_headers() only,
+ * before any reply. Errors: KP_ENOMEM. */
+int httpd_set_reply_header(httpd_req_t *r, const char *name, const char *value);
 /* The handler's own pointer, for on_gone() and on_drain(). */
 void httpd_set_data(httpd_req_t *r, void *data);
 void *httpd_data(const httpd_req_t *r);

@@ -18,8 +18,8 @@
 
 #include "lib/err.h"
 
-int httpd__h1_head(buf_t *b, int status, const char *const *headers, long long length,
-                   int keep_alive)
+int httpd__h1_head(buf_t *b, int status, const char *const *headers, const char *const *more,
+                   long long length, int keep_alive)
 {
     char date[64];
     time_t now = time(NULL);
@@ -27,16 +27,19 @@ int httpd__h1_head(buf_t *b, int status, const char *const *headers, long long l
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
     int rc = buf_printf(b, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, httpd__reason(status), date);
-    for (size_t i = 0; !rc && headers && headers[i]; i += 2) {
-        const char *n = headers[i], *v = headers[i + 1] ? headers[i + 1] : "";
-        if (!strcasecmp(n, "Content-Length") || !strcasecmp(n, "Transfer-Encoding") ||
-            !strcasecmp(n, "Connection") || !strcasecmp(n, "Date") || strpbrk(n, "\r\n:") ||
-            strpbrk(v, "\r\n"))
-            continue; /* the engine's, or unsafe */
-        rc = buf_append(b, n, strlen(n));
-        if (!rc) rc = buf_append(b, ": ", 2);
-        if (!rc) rc = buf_append(b, v, strlen(v));
-        if (!rc) rc = buf_append(b, "\r\n", 2);
+    for (int list = 0; list < 2; list++) {
+        const char *const *hs = list ? more : headers;
+        for (size_t i = 0; !rc && hs && hs[i]; i += 2) {
+            const char *n = hs[i], *v = hs[i + 1] ? hs[i + 1] : "";
+            if (!strcasecmp(n, "Content-Length") || !strcasecmp(n, "Transfer-Encoding") ||
+                !strcasecmp(n, "Connection") || !strcasecmp(n, "Date") || strpbrk(n, "\r\n:") ||
+                strpbrk(v, "\r\n") || (list && httpd__head_names(headers, n)))
+                continue; /* the engine's, unsafe, or given by the application */
+            rc = buf_append(b, n, strlen(n));
+            if (!rc) rc = buf_append(b, ": ", 2);
+            if (!rc) rc = buf_append(b, v, strlen(v));
+            if (!rc) rc = buf_append(b, "\r\n", 2);
+        }
     }
     if (status == 101) { /* the connection becomes the application's */
         if (!rc) rc = buf_printf(b, "Connection: Upgrade\r\n");
@@ -378,6 +381,7 @@ static int on_headers_complete(http_parser *p)
         }
         return 0;
     }
+    r->taken = 1;
     r->keep_alive = keep;
     if (r->discard)
         body_max = 0; /* nothing kept; on_body drops it all */

@@ -50,7 +50,8 @@ static int head_pair(buf_t *b, const char *n, size_t nlen, const char *v, size_t
     return rc;
 }
 
-int httpd__h2_head(buf_t *b, int status, const char *const *headers, long long length)
+int httpd__h2_head(buf_t *b, int status, const char *const *headers, const char *const *more,
+                   long long length)
 {
     static const char *const engine[] = {"connection",
                                          "keep-alive",
@@ -67,16 +68,21 @@ int httpd__h2_head(buf_t *b, int status, const char *const *headers, long long l
     strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
     int rc = head_pair(b, ":status", 7, num, (size_t)snprintf(num, sizeof num, "%d", status));
     if (!rc) rc = head_pair(b, "date", 4, date, strlen(date));
-    for (size_t i = 0; !rc && headers && headers[i]; i += 2) {
-        const char *n = headers[i], *v = headers[i + 1] ? headers[i + 1] : "";
-        size_t nlen = strlen(n);
-        if (!nlen || nlen >= sizeof name || strpbrk(n, "\r\n: ") || strpbrk(v, "\r\n")) continue;
-        for (size_t k = 0; k <= nlen; k++) /* HTTP/2 field names are lower case */
-            name[k] = (char)tolower((unsigned char)n[k]);
-        int skip = 0;
-        for (size_t k = 0; engine[k] && !skip; k++)
-            skip = !strcmp(name, engine[k]);
-        if (!skip) rc = head_pair(b, name, nlen, v, strlen(v));
+    for (int list = 0; list < 2; list++) {
+        const char *const *hs = list ? more : headers;
+        for (size_t i = 0; !rc && hs && hs[i]; i += 2) {
+            const char *n = hs[i], *v = hs[i + 1] ? hs[i + 1] : "";
+            size_t nlen = strlen(n);
+            if (!nlen || nlen >= sizeof name || strpbrk(n, "\r\n: ") || strpbrk(v, "\r\n") ||
+                (list && httpd__head_names(headers, n)))
+                continue;
+            for (size_t k = 0; k <= nlen; k++) /* HTTP/2 field names are lower case */
+                name[k] = (char)tolower((unsigned char)n[k]);
+            int skip = 0;
+            for (size_t k = 0; engine[k] && !skip; k++)
+                skip = !strcmp(name, engine[k]);
+            if (!skip) rc = head_pair(b, name, nlen, v, strlen(v));
+        }
     }
     if (!rc && length >= 0)
         rc = head_pair(b, "content-length", 14, num,
@@ -199,6 +205,7 @@ static void headers_done(conn_t *c, httpd_req_t *r)
         r->early = 1;
         return;
     }
+    r->taken = 1;
     const char *cl = httpd_header(r, "content-length");
     if (!r->discard && cl && strtoull(cl, NULL, 10) > body_max) {
         refuse(c, r, 413);

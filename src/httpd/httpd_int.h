@@ -85,6 +85,10 @@ struct httpd_req {
     int h2;
     httpd_peer_t *peer; /* the connection's client certificate (a reference), or NULL */
     void *data;
+    int taken;           /* on_headers() asked for the body: on_drop() unless on_request() ran */
+    int status;          /* the reply's status, once one is given */
+    char peer_addr[48];  /* the client's address (its connection's); "" on the Unix socket */
+    char *xhead[3];      /* httpd_set_reply_header(): a name and a value (owned), NULL */
     httpd_req_t *qnext;  /* the worker queue (mu) */
     int queued;          /* (mu) it went to the worker queue */
     int picked;          /* (mu) a worker took it */
@@ -163,6 +167,7 @@ struct conn {
     buf_t hname, hval;
     int refused;  /* a refusal reply is queued: close once it is sent */
     int peer_eof; /* the client shut its sending side: close after the reply */
+    char peer_addr[48]; /* the client's IP address as text; "" on the Unix socket */
     int draining; /* httpd__conn_linger(): our side is shut; reading what the
                      client still sends (up to HTTPD_DRAIN_BYTES) so that
                      closing with unread bytes does not reset our last
@@ -236,6 +241,9 @@ struct httpd {
 
 /* ---- httpd.c ---- */
 const char *httpd__reason(int status);
+/* Whether `headers` (name, value pairs ending with a NULL name; may be
+ * NULL) names `name` (any case). */
+int httpd__head_names(const char *const *headers, const char *name);
 httpd_req_t *httpd__req_new(conn_t *c);
 void httpd__req_free(httpd_req_t *r);
 /* Add a request header (a repeated name joins the values with ", ").
@@ -289,10 +297,12 @@ void httpd__h1_settings(http_parser_settings *s);
 void httpd__h1_start(conn_t *c);
 void httpd__h1_input(conn_t *c, const char *data, size_t n);
 void httpd__h1_eof(conn_t *c, int clean);
-/* A head for r's reply. length < 0: chunked. Status 101: "Connection:
- * Upgrade", no length. Errors: KP_ENOMEM. */
-int httpd__h1_head(buf_t *b, int status, const char *const *headers, long long length,
-                   int keep_alive);
+/* A head for r's reply: `headers`, then those of `more` (NULL, or pairs
+ * as headers; the request's httpd_set_reply_header()) that headers does not
+ * name. length < 0: chunked. Status 101: "Connection: Upgrade", no length.
+ * Errors: KP_ENOMEM. */
+int httpd__h1_head(buf_t *b, int status, const char *const *headers, const char *const *more,
+                   long long length, int keep_alive);
 /* The loop's side: c's request has bytes (or its completion) for it. */
 void httpd__h1_ready(conn_t *c);
 /* A write of c completed. */
@@ -316,8 +326,9 @@ void httpd__h2_goaway(conn_t *c); /* stopping: no new streams */
  * been read long enough, and say so (nonzero); zero: the connection's own
  * deadline. */
 int httpd__h2_timer(conn_t *c);
-/* A response head for r. Errors: KP_ENOMEM. */
-int httpd__h2_head(buf_t *b, int status, const char *const *headers, long long length);
+/* A response head for r (`more` as for httpd__h1_head). Errors: KP_ENOMEM. */
+int httpd__h2_head(buf_t *b, int status, const char *const *headers, const char *const *more,
+                   long long length);
 
 /* Work is queued (h->mu held): wake an idle worker, or start one if every
  * worker is busy and the pool is below max_workers. */

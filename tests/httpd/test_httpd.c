@@ -71,6 +71,7 @@ typedef struct app {
     atomic_int headers, requests, gone, pulls_done;
     atomic_int hold_data; /* switched connections: on_data takes nothing */
     atomic_int data_calls, upgrade_rc;
+    atomic_int drops, drop_status; /* on_drop() */
     int end_on_gone;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -119,8 +120,21 @@ static httpd_next_t on_headers(void *arg, httpd_req_t *r, size_t *body_max)
         return HTTPD_REPLIED;
     }
     if (auth && !strcmp(auth, "yes")) httpd_prove(r);
+    if (httpd_header(r, "X-Want-Id")) { /* every reply: the target and the peer */
+        char v[512];
+        snprintf(v, sizeof v, "%s %s", httpd_target(r), httpd_peer(r));
+        assert_int_equal(httpd_set_reply_header(r, "X-Req-Id", v), 0);
+    }
     *body_max = BODY_MAX;
     return HTTPD_READ_BODY;
+}
+
+static void on_drop(void *arg, httpd_req_t *r, int status)
+{
+    app_t *a = arg;
+    (void)r;
+    atomic_store(&a->drop_status, status);
+    atomic_fetch_add(&a->drops, 1);
 }
 
 static void hold(app_t *a, httpd_req_t *r)
@@ -414,6 +428,7 @@ static app_t *start_ca(const httpd_limits_t *lim, int tls, const char *client_ca
                           .on_request = on_request,
                           .on_gone = on_gone,
                           .on_data = on_data,
+                          .on_drop = on_drop,
                           .arg = a};
     if (lim) cfg.limits = *lim;
     if (tls) {
@@ -756,6 +771,40 @@ static size_t read_until(int fd, char *b, size_t cap, const char *want)
         b[got] = '\0';
     }
     return got;
+}
+
+/* A header set at on_headers is on every reply to the request: the
+ * handler's, and the engine's refusal after on_headers (413), whose request
+ * goes to on_drop() with its status; httpd_target() is the target as sent. */
+static void test_reply_header_and_drop(void **state)
+{
+    (void)state;
+    app_t *a = start(NULL);
+    char b[8192];
+    int fd = raw_connect(a);
+    raw_send(fd, "GET /ec%68o?a=1 HTTP/1.1\r\nHost: x\r\nX-Want-Id: 1\r\n\r\n");
+    read_until(fd, b, sizeof b, "\r\n\r\n");
+    assert_non_null(strstr(b, "HTTP/1.1 200"));
+    assert_non_null(strstr(b, "\r\nX-Req-Id: /ec%68o?a=1 127.0.0.1\r\n"));
+    close(fd);
+    /* none asked: none given */
+    fd = raw_connect(a);
+    raw_send(fd, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+    read_until(fd, b, sizeof b, "\r\n\r\n");
+    assert_null(strstr(b, "X-Req-Id"));
+    close(fd);
+    assert_int_equal(atomic_load(&a->drops), 0);
+    /* the engine's 413 (the body is over what on_headers allowed) */
+    fd = raw_connect(a);
+    raw_send(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nX-Want-Id: 1\r\n"
+                 "Content-Length: 2000000\r\n\r\n");
+    read_until(fd, b, sizeof b, "\r\n\r\n");
+    assert_non_null(strstr(b, "HTTP/1.1 413"));
+    assert_non_null(strstr(b, "\r\nX-Req-Id: /echo 127.0.0.1\r\n"));
+    close(fd);
+    assert_true(wait_count(&a->drops, 1));
+    assert_int_equal(atomic_load(&a->drop_status), 413);
+    stop(a);
 }
 
 /* UPGRADES: the handler switches; bytes sent behind the request come to
@@ -2049,6 +2098,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests_and_keep_alive),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_reply_header_and_drop),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_budget_and_gone),
         cmocka_unit_test(test_stream_abort),

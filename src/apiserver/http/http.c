@@ -150,8 +150,10 @@ static void heads_free(heads_t *h)
 
 /* ---- replies ---- */
 
-int api_reply_take_with(api_req_t *r, int code, const char *ctype, char *body, size_t len,
-                        const char *const *hdrs)
+/* The one door of every reply (but streams): to the audit log (`doc`: the
+ * Status or object being replied, NULL for bytes), then to the engine. */
+static int send_reply(api_req_t *r, int code, const char *ctype, char *body, size_t len,
+                      const char *const *hdrs, const json_t *doc)
 {
     if (r->internal) {
         int rc = capture(r, code, body, len);
@@ -159,6 +161,7 @@ int api_reply_take_with(api_req_t *r, int code, const char *ctype, char *body, s
         return rc;
     }
     if (!body && !(body = strdup(""))) return KP_ENOMEM;
+    if (r->audit && r->srv->on_reply) r->srv->on_reply(r, code, ctype, doc, body, len, 0);
     heads_t h;
     heads_build(&h, r, code, ctype, hdrs);
     r->replied = 1;
@@ -166,6 +169,12 @@ int api_reply_take_with(api_req_t *r, int code, const char *ctype, char *body, s
     int rc = httpd_reply(r->hr, code, h.v, body, len);
     heads_free(&h);
     return rc;
+}
+
+int api_reply_take_with(api_req_t *r, int code, const char *ctype, char *body, size_t len,
+                        const char *const *hdrs)
+{
+    return send_reply(r, code, ctype, body, len, hdrs, NULL);
 }
 
 int api_reply_take(api_req_t *r, int code, const char *ctype, char *body, size_t len)
@@ -192,17 +201,22 @@ int api_reply_json(api_req_t *r, int code, json_t *doc)
         buf_t b;
         buf_init(&b, API_PB_REPLY_MAX);
         if (!api_pb_encode(doc, &b)) {
-            json_decref(doc);
             size_t len;
             char *body = buf_detach(&b, &len);
-            return api_reply_take(r, code, API_PB_MEDIA_TYPE, body, len);
+            int rc = send_reply(r, code, API_PB_MEDIA_TYPE, body, len, NULL, doc);
+            json_decref(doc);
+            return rc;
         }
         buf_free(&b);
     }
     char *text = json_dumps(doc, JSON_COMPACT);
+    if (!text) {
+        json_decref(doc);
+        return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+    }
+    int rc = send_reply(r, code, "application/json", text, strlen(text), NULL, doc);
     json_decref(doc);
-    if (!text) return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
-    return api_reply_take(r, code, "application/json", text, strlen(text));
+    return rc;
 }
 
 static int reply_status_v(api_req_t *r, int code, const char *reason, const json_t *details,
@@ -297,6 +311,7 @@ int api_reply_stream_as(api_req_t *r, const char *ctype,
         return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
     }
     *st = (stream_t){.r = r, .next = next, .free_fn = free_fn, .arg = arg};
+    if (r->audit && r->srv->on_reply) r->srv->on_reply(r, 200, ctype, NULL, NULL, 0, 1);
     heads_t h;
     heads_build(&h, r, 200, ctype, NULL);
     __atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL); /* the stream's, until stream_done */
@@ -315,6 +330,21 @@ int api_reply_stream_as(api_req_t *r, const char *ctype,
         return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
     }
     return 0;
+}
+
+int api_set_reply_header(api_req_t *r, const char *name, const char *value)
+{
+    return r->internal ? 0 : httpd_set_reply_header(r->hr, name, value);
+}
+
+const char *api_req_target(api_req_t *r)
+{
+    return r->internal ? r->path : httpd_target(r->hr);
+}
+
+const char *api_req_peer(api_req_t *r)
+{
+    return r->internal ? "" : httpd_peer(r->hr);
 }
 
 int api_req_local(api_req_t *r)

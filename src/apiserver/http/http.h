@@ -6,7 +6,8 @@
  *
  * REQUEST FLOW
  *
- *   httpd loop thread (src/httpd) -> server.c on_headers: authentication,
+ *   httpd loop thread (src/httpd) -> server.c on_headers: the Audit-ID and
+ *     the audit log's record (audit/audit.h), authentication, authorization,
  *     the body's cap (nothing of a stranger's body is read)
  *   httpd worker -> server.c on_request
  *     -> rest/route.c: parse the path into an api_route_t (discovery, or a
@@ -14,7 +15,8 @@
  *     -> docs/discovery.c | rest/rest.c: handle, reply once through
  *        api_reply_*()
  *
- * Every reply goes through api_reply_*(): exactly one per request. Errors are
+ * Every reply goes through api_reply_*(): exactly one per request (the audit
+ * log notes it through apiserver.on_reply). Errors are
  * Kubernetes Status objects; encode/status.c holds the one table mapping KP_*
  * codes to HTTP codes and reasons.
  */
@@ -119,8 +121,18 @@ struct apiserver {
      * replying. NULL: none. */
     int (*admit_write)(struct api_req *r, json_t *obj, const json_t *old, const char *name);
     /* A request from the network ends (its last reference released, its
-     * reply complete): what the rooms above keep on it (metrics, the view). */
+     * reply complete): what the rooms above keep on it (metrics, the view,
+     * the audit log). */
     void (*req_done)(struct api_req *r);
+    /* The audit log (audit/audit.h), NULL when none; and what it notes of a
+     * reply as it begins, for a request it records (r->audit): the code,
+     * the content type, the Status or object replied (`doc`, NULL when the
+     * reply came as bytes), the body's bytes (NULL for a stream: `stream`
+     * 1). On the replying thread, before the reply is handed to the engine
+     * (r's request and body are still there); quick. */
+    struct api_audit *audit;
+    void (*on_reply)(struct api_req *r, int code, const char *ctype, const json_t *doc,
+                     const char *body, size_t len, int stream);
 };
 
 /* One request: lives from the first call of the access handler to the reply. */
@@ -165,6 +177,9 @@ typedef struct api_req {
     int validation;         /* fieldValidation: API_VALIDATE_* */
     char manager[129];      /* fieldManager, else the User-Agent's product */
     int applying;           /* server-side apply: managedFields are done */
+    /* The audit log's record of this request (audit/audit.h): NULL when
+     * nothing of it is logged. Its own, from on_headers to req_done. */
+    struct api_audit_req *audit;
 } api_req_t;
 
 enum { API_VALIDATE_IGNORE = 0, API_VALIDATE_WARN = 1, API_VALIDATE_STRICT = 2 };
@@ -213,6 +228,17 @@ int api_reply_stream(api_req_t *r, int (*next)(void *arg, buf_t *out, int *wait_
 int api_reply_stream_as(api_req_t *r, const char *ctype,
                         int (*next)(void *arg, buf_t *out, int *wait_ms), void *arg,
                         void (*free_fn)(void *arg));
+/* A header every reply to r carries, the HTTP engine's own refusals
+ * included (the Audit-ID); copied. On the engine's loop thread, before any
+ * reply (server.c's on_headers); nothing for an in-process request.
+ * Errors: KP_ENOMEM. */
+int api_set_reply_header(api_req_t *r, const char *name, const char *value);
+/* The request target as the client sent it (path and query, not decoded;
+ * the path alone for an in-process request), and the client's IP address
+ * ("" on the Unix socket and in process). Valid while the engine's request
+ * is (until the reply is complete). */
+const char *api_req_target(api_req_t *r);
+const char *api_req_peer(api_req_t *r);
 /* Whether r came in on the Unix socket (the in-process components). */
 int api_req_local(api_req_t *r);
 /* Whether r's client has gone away (closed, reset its stream). Any thread.
