@@ -10,7 +10,19 @@ KP_BIN=$1
 KUBECTL=$2
 . "$(dirname "$0")/lib.sh"
 
-kp_start --nodes 2 --no-scheduler
+# The audit log says who made each pod and bound it.
+cat >"$KP_DIR/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create]
+  resources: [{group: "", resources: [pods, pods/binding]}]
+- level: None
+EOF
+kp_start --nodes 2 --no-scheduler --audit-policy-file "$KP_DIR/audit-policy.yaml" \
+  --audit-log-path "$KP_DIR/audit.log"
 k() { "$KUBECTL" "$@"; }
 D=$KP_DIR/data
 ks() { "$KUBECTL" --kubeconfig "$D/scheduler.kubeconfig" "$@"; }
@@ -48,6 +60,24 @@ done
 expect_eq "pods bound by it" \
   "$(k get pods -l app=web --field-selector spec.nodeName!= --no-headers | wc -l)" "4"
 ! grep -qi "forbidden\|403" "$KP_DIR/sched.log" || fail "the scheduler was refused: $(grep -i forbidden "$KP_DIR/sched.log" | head -3)"
+# Who did it, by the audit log: the ReplicaSet controller made the pods as
+# its ServiceAccount, the scheduler bound them as itself.
+who=$(/usr/bin/python3 - "$KP_DIR/audit.log" <<'PY'
+import json, sys
+makers, binders = set(), set()
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    ref = e.get("objectRef", {})
+    if e["stage"] != "ResponseComplete" or ref.get("resource") != "pods":
+        continue
+    if e["responseStatus"]["code"] != 201:
+        continue
+    (binders if ref.get("subresource") == "binding" else makers).add(e["user"]["username"])
+print(",".join(sorted(makers)) + " / " + ",".join(sorted(binders)))
+PY
+)
+expect_eq "who made and bound the pods" "$who" \
+  "system:serviceaccount:kube-system:replicaset-controller / system:kube-scheduler"
 kill "$SCHED"
 wait "$SCHED" 2>/dev/null || true
 
