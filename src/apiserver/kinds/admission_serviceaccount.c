@@ -2,7 +2,8 @@
  * admission_serviceaccount.c -- Kubernetes' ServiceAccount admission plugin
  * (plugin/pkg/admission/serviceaccount) for pods, on create:
  *
- *   - a pod that names no ServiceAccount runs as "default";
+ *   - a pod that names no ServiceAccount runs as "default" (mirror pods,
+ *     a kubelet's own, are left alone);
  *   - unless the pod or its ServiceAccount opts out
  *     (automountServiceAccountToken: false; the pod's word wins), every
  *     container and init container without a mount at
@@ -95,6 +96,10 @@ int api_serviceaccount_admit_pod(api_req_t *r, json_t *pod, const json_t *old, c
     (void)name;
     json_t *spec = json_object_get(pod, "spec");
     if (old || !json_is_object(spec)) return 0; /* create only; validation names a bad spec */
+    /* A mirror pod (a kubelet's static pod) is left as it is. */
+    if (json_object_get(json_object_get(json_object_get(pod, "metadata"), "annotations"),
+                        "kubernetes.io/config.mirror"))
+        return 0;
     const char *sa = api_json_str(spec, "serviceAccountName");
     if (!*sa) {
         json_object_set_new(spec, "serviceAccountName", json_string("default"));
