@@ -40,6 +40,13 @@ expect_eq "another audience" "$(review "$T" other)" "false//"
 expect_eq "garbage" "$(review "a.b.c")" "false//"
 A=$(k create token default --duration 10m --audience vault --audience other)
 expect_eq "asked audience" "$(review "$A" vault)" 'true/system:serviceaccount:default:default/["vault"]'
+both=$(k create -o jsonpath='{.status.audiences}' -f - <<EOF
+apiVersion: authentication.k8s.io/v1
+kind: TokenReview
+spec: {token: "$A", audiences: [nope, other, vault]}
+EOF
+)
+expect_eq "the audiences both have" "$both" '["other","vault"]'
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$KP_DIR/data/ca.crt" \
   -H "Authorization: Bearer $A" "https://127.0.0.1:$KP_PORT/apis")
 expect_eq "a token for vault is no token for the API" "$code" "401"

@@ -26,6 +26,7 @@
 #include "apiserver/rest/rest.h"
 #include "apiserver/rest/rest_int.h"
 #include "apiserver/schema/strategy.h"
+#include "lib/base64.h"
 #include "lib/err.h"
 
 static const char *str(const json_t *o, const char *k)
@@ -122,6 +123,19 @@ const api_strategy_t api_strategy_selfsubjectreview = {.serve = selfsubjectrevie
 
 /* ---- TokenReview ---- */
 
+/* The claims of a JWT already verified (its middle part, decoded), or NULL. */
+static json_t *jwt_claims(const char *t)
+{
+    const char *d1 = strchr(t, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+    if (!d2) return NULL;
+    size_t n = (size_t)(d2 - d1 - 1), cap = n / 4 * 3 + 3, len = 0;
+    char *raw = malloc(cap);
+    json_t *c =
+        raw && !base64url_decode(d1 + 1, n, raw, cap, &len) ? json_loadb(raw, len, 0, NULL) : NULL;
+    free(raw);
+    return c;
+}
+
 /* The token through the server's token authenticators (ServiceAccount
  * tokens, the admin token, --token-auth-file), for the audiences asked. */
 static int tokenreview_serve(api_req_t *r)
@@ -155,13 +169,23 @@ static int tokenreview_serve(api_req_t *r)
     json_t *st = json_pack("{s:b}", "authenticated", a == API_AUTHN_OK);
     if (st && a == API_AUTHN_OK) {
         json_object_set_new(st, "user", user_info(&u));
-        json_t *matched = json_array();
-        if (na) {
-            for (size_t i = 0; i < na; i++)
-                json_array_append_new(matched, json_string(aud[i]));
-        } else if (s->sa) {
-            json_array_append_new(matched, json_string(api_sa_issuer(s->sa)));
+        /* The audiences asked for that the token carries (a static
+         * token: the API's own). */
+        json_t *matched = json_array(), *claims = owned ? jwt_claims(token) : NULL;
+        const json_t *taud = json_object_get(claims, "aud");
+        const char *api_aud = s->sa ? api_sa_issuer(s->sa) : NULL;
+        for (size_t i = 0; i < (na ? na : 1); i++) {
+            const char *want = na ? aud[i] : api_aud;
+            int has = !claims; /* a static token: the API's audience */
+            for (size_t j = 0; claims && want && j < json_array_size(taud); j++) {
+                const char *a = json_string_value(json_array_get(taud, j));
+                has |= a && !strcmp(a, want);
+            }
+            if (claims && json_is_string(taud))
+                has |= want && !strcmp(json_string_value(taud), want);
+            if (want && has) json_array_append_new(matched, json_string(want));
         }
+        json_decref(claims);
         json_object_set_new(st, "audiences", matched);
     } else if (st) {
         json_object_set_new(st, "user", json_object());
