@@ -84,7 +84,10 @@ static void usage(FILE *out, int which)
               "  --runtime process     run one real node instead: pods run as local\n"
               "                        processes, logs served for `kubectl logs`\n"
               "  --name N              its node name (required with --runtime process)\n"
-              "  --data-dir D          its pods' directories and logs (default kplane-node-N)\n",
+              "  --data-dir D          its pods' directories and logs (default kplane-node-N)\n"
+              "  --log-token-file F    the bearer token the API server calls its log server\n"
+              "                        with (the API server's DIR/admin-token; default: the\n"
+              "                        kubeconfig's token; with neither, it serves no one)\n",
               out);
     if (which == COMP_NODE)
         fputs("  --node-lease-duration-seconds N  Lease duration; renewed every N/4 s (default 40)\n",
@@ -173,7 +176,14 @@ static int known_controller(const char *n)
 }
 
 /* Long options without a short letter. */
-enum { OPT_NODE_GRACE = 0x100, OPT_NODE_PERIOD, OPT_NODE_LEASE, OPT_ROOT_CA, OPT_SA_CREDS };
+enum {
+    OPT_NODE_GRACE = 0x100,
+    OPT_NODE_PERIOD,
+    OPT_NODE_LEASE,
+    OPT_ROOT_CA,
+    OPT_SA_CREDS,
+    OPT_LOG_TOKEN
+};
 
 /* The file at path (a PEM bundle, at most 1 MiB) into *out (malloc'd,
  * NUL-terminated). Errors: KP_ENOTFOUND (cannot be read), KP_ETOOLARGE,
@@ -225,9 +235,11 @@ static int run(int which, int argc, char **argv)
         {"node-lease-duration-seconds", required_argument, NULL, OPT_NODE_LEASE},
         {"root-ca-file", required_argument, NULL, OPT_ROOT_CA},
         {"use-service-account-credentials", required_argument, NULL, OPT_SA_CREDS},
+        {"log-token-file", required_argument, NULL, OPT_LOG_TOKEN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *name = names[which], *kubeconfig = NULL, *metrics = NULL, *root_ca = NULL;
+    const char *name = names[which], *kubeconfig = NULL, *metrics = NULL, *root_ca = NULL,
+               *log_token_file = NULL;
     const char *servers[17] = {NULL};
     cli_components_opts_t o = {.controllers = which == COMP_CM, .scheduler = which == COMP_SCHED};
     const char *enabled[32];
@@ -314,6 +326,10 @@ static int run(int which, int argc, char **argv)
             else
                 o.node_monitor_period_ms = (int)ms;
             break;
+        case OPT_LOG_TOKEN:
+            if (which != COMP_NODE) return cli_usage_error(name, "--log-token-file: node only");
+            log_token_file = optarg;
+            break;
         case OPT_SA_CREDS:
             if (which != COMP_CM || (strcmp(optarg, "true") && strcmp(optarg, "false")))
                 return cli_usage_error(name, "bad --use-service-account-credentials (true or "
@@ -382,15 +398,36 @@ static int run(int which, int argc, char **argv)
         return cli_fail(rc, "reading --root-ca-file %s", root_ca);
     }
     o.root_ca_pem = root_ca_pem ? root_ca_pem : cfg.ca_pem;
-    o.node_token = cfg.token; /* the API server calls the log server with it */
-    /* A kubeconfig with a client certificate (kplane server's own) names no
-     * token: the API server's admin token cannot be checked then. */
-    if (proc && !cfg.token)
-        log_warn(name, "the kubeconfig has no token: the log server takes requests without one");
+    /* The token the API server calls the log server with (its admin token):
+     * --log-token-file, else the kubeconfig's. With neither (a kubeconfig
+     * with a client certificate), a random one nobody knows: the log server
+     * serves no one rather than anyone. */
+    char *log_token = NULL, closed[65];
+    if (log_token_file) {
+        if ((rc = read_pem(log_token_file, &log_token))) {
+            json_decref(storage);
+            free(root_ca_pem);
+            return cli_fail(rc, "reading --log-token-file %s", log_token_file);
+        }
+        log_token[strcspn(log_token, "\r\n")] = '\0';
+    }
+    o.node_token = log_token ? log_token : cfg.token;
+    if (proc && !o.node_token) {
+        if ((rc = apiserver_random_token(closed))) {
+            json_decref(storage);
+            free(root_ca_pem);
+            free(log_token);
+            return cli_fail(rc, "a token for the log server");
+        }
+        o.node_token = closed;
+        log_warn(name, "no --log-token-file and no token in the kubeconfig: the log server "
+                       "refuses every request (kubectl logs will not reach this node)");
+    }
     kc_client_t *client;
     if ((rc = kc_client_new(&cfg, &client))) {
         json_decref(storage);
         free(root_ca_pem);
+        free(log_token);
         return cli_fail(rc, "API client for %s", servers[0] ? servers[0] : cfg.server);
     }
     /* Leader election gets a client of its own, not throttled by
@@ -403,6 +440,7 @@ static int run(int which, int argc, char **argv)
             kc_client_free(client);
             json_decref(storage);
             free(root_ca_pem);
+            free(log_token);
             return cli_fail(rc, "API client for leader election");
         }
         o.leader_client = le_client;
@@ -413,6 +451,7 @@ static int run(int which, int argc, char **argv)
         kc_client_free(client);
         json_decref(storage);
         free(root_ca_pem);
+        free(log_token);
         return cli_fail(rc, "starting %s", name);
     }
     health_t h = {.cc = cc};
@@ -430,6 +469,7 @@ static int run(int which, int argc, char **argv)
     kc_client_free(client);
     json_decref(storage);
     free(root_ca_pem);
+    free(log_token);
     return CLI_EXIT_OK;
 }
 
