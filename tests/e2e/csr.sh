@@ -53,6 +53,9 @@ expect_eq "pods' subresources in order" "$(kp_curl GET /api/v1 |
 csr jane jane
 csr bob bob
 expect_match "condition column" "$(k get csr jane --no-headers)" 'Pending'
+# The requester is who asked, whatever the body said: the kubeconfig's admin.
+expect_eq "requester" "$(k get csr jane -o jsonpath='{.spec.username} {.spec.groups}')" \
+  'kubernetes-admin ["system:masters","system:authenticated"]'
 
 echo "--- the main resource and the status subresource cannot approve"
 body=$(k get csr jane -o json | python3 -c '

@@ -23,18 +23,20 @@
  *   Conditions without lastUpdateTime get the write's time; without
  *   lastTransitionTime, the stored one of the same type and status, else now.
  *
- * Not here: a CSR's requester. Kubernetes copies the request's user into
- * spec.username/uid/groups/extra, which no strategy hook can see, so
- * prepare_create writes kplane's admin user as a placeholder. Nor the DER
- * inside the PEM blocks: Kubernetes parses each certificate; here a block
- * is taken by its type.
+ * The requester: as Kubernetes, a create's spec.username, uid, groups and
+ * extra are the requesting user's, whatever the body said (csr_admission,
+ * the hook that sees the request). Not here: the DER inside the PEM
+ * blocks: Kubernetes parses each certificate; here a block is taken by its
+ * type.
  *
- * Pure functions of their arguments: safe from any thread.
+ * Pure functions of their arguments (and the request): safe from any
+ * thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiserver/http/http.h"
 #include "apiserver/schema/object.h"
 #include "lib/base64.h"
 #include "lib/err.h"
@@ -43,17 +45,42 @@
 
 /* ---- CertificateSigningRequest ---- */
 
-/* The request's user is not reachable from a hook: kplane's admin (the
- * user its generated token authenticates) stands in. */
+/* What the client may not say: the status, and who asks (csr_admission
+ * writes the requester). */
 static void csr_prepare_create(json_t *csr)
 {
     json_t *spec = api_json_child(csr, "spec");
     json_object_set_new(csr, "status", json_object());
-    json_object_set_new(spec, "username", json_string("admin"));
-    json_object_set_new(spec, "groups", json_pack("[s, s]", "system:masters",
-                                                  "system:authenticated"));
+    json_object_del(spec, "username");
+    json_object_del(spec, "groups");
     json_object_del(spec, "uid");
     json_object_del(spec, "extra");
+}
+
+/* PrepareForCreate's user.Info: the requester, into spec. */
+static int csr_admission(api_req_t *r, json_t *csr, const json_t *old, const char *name)
+{
+    (void)name;
+    json_t *spec = json_object_get(csr, "spec");
+    if (old || !json_is_object(spec)) return 0;
+    const api_user_t *u = &r->user;
+    json_object_set_new(spec, "username", json_string(u->name ? u->name : ""));
+    if (u->uid && *u->uid) json_object_set_new(spec, "uid", json_string(u->uid));
+    json_t *groups = json_array();
+    for (size_t i = 0; groups && i < u->ngroups; i++)
+        json_array_append_new(groups, json_string(u->groups[i]));
+    json_object_set_new(spec, "groups", groups);
+    if (u->nextra) {
+        json_t *extra = json_object();
+        for (size_t i = 0; extra && i < u->nextra; i++) {
+            json_t *vals = json_array();
+            for (size_t j = 0; vals && j < u->extra[i].nvalues; j++)
+                json_array_append_new(vals, json_string(u->extra[i].values[j]));
+            json_object_set_new(extra, u->extra[i].key, vals);
+        }
+        json_object_set_new(spec, "extra", extra);
+    }
+    return 0;
 }
 
 /* Updates of the main resource change neither spec nor status. */
@@ -414,6 +441,7 @@ static const api_sub_t csr_subs[] = {
 
 const api_strategy_t api_strategy_certificatesigningrequest = {
     .prepare_create = csr_prepare_create,
+    .admission = csr_admission,
     .prepare_update = csr_prepare_update,
     .validate = csr_validate,
     .prepare_status_update = csr_prepare_status_update,
