@@ -12,6 +12,8 @@
 #include "apiserver/auth/authz.h"
 #include "apiserver/auth/node.h"
 #include "apiserver/auth/rbac.h"
+#include "apiserver/rest/rest.h"
+#include "apiserver/schema/strategy.h"
 #include "lib/err.h"
 
 enum { MODE_ALWAYS_ALLOW = 1, MODE_RBAC = 2, MODE_NODE = 4 };
@@ -471,12 +473,13 @@ int api_attrs_of(api_req_t *r, const api_user_t *u, api_attrs_t *a)
     }
     char **rest = part + at;
     size_t nrest = n - at;
-    if (nrest && !strcmp(rest[0], "namespaces")) {
+    if (nrest && !strcmp(rest[0], api_namespace_scope)) {
         if (nrest > 1) {
             a->ns = rest[1];
-            /* namespaces/NS/RESOURCE...: unless a namespace's own
-             * subresource follows (status, finalize). */
-            if (nrest > 2 && strcmp(rest[2], "status") && strcmp(rest[2], "finalize")) {
+            /* namespaces/NS/RESOURCE...: unless one of the namespace
+             * resource's own subresources follows (status, finalize). */
+            const api_resource_t *nsres = api_registry_find("", "v1", api_namespace_scope);
+            if (nrest > 2 && !(nsres && api_resource_serves_sub(nsres, rest[2]))) {
                 rest += 2;
                 nrest -= 2;
             }
