@@ -6,8 +6,11 @@
 #include "err.h"
 
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char url_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-char *base64_encode(const void *data, size_t n)
+/* Encode n bytes with `abc`, '='-padded when `pad`. */
+static char *encode(const char *abc, int pad, const void *data, size_t n)
 {
     const unsigned char *p = data;
     char *out = malloc(4 * ((n + 2) / 3) + 1);
@@ -17,13 +20,24 @@ char *base64_encode(const void *data, size_t n)
         unsigned v = (unsigned)p[i] << 16;
         if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
         if (i + 2 < n) v |= p[i + 2];
-        out[o++] = alphabet[(v >> 18) & 63];
-        out[o++] = alphabet[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? alphabet[v & 63] : '=';
+        out[o++] = abc[(v >> 18) & 63];
+        out[o++] = abc[(v >> 12) & 63];
+        if (i + 1 < n)
+            out[o++] = abc[(v >> 6) & 63];
+        else if (pad)
+            out[o++] = '=';
+        if (i + 2 < n)
+            out[o++] = abc[v & 63];
+        else if (pad)
+            out[o++] = '=';
     }
     out[o] = '\0';
     return out;
+}
+
+char *base64_encode(const void *data, size_t n)
+{
+    return encode(alphabet, 1, data, n);
 }
 
 int base64_decode(const char *text, size_t n, void *out, size_t cap, size_t *outlen)
@@ -37,8 +51,10 @@ int base64_decode(const char *text, size_t n, void *out, size_t cap, size_t *out
         for (int j = 0; j < 4; j++) {
             char c = text[i + j];
             const char *p = c && c != '=' ? strchr(alphabet, c) : NULL;
-            if (c == '=' && i + 4 == n && j >= 2) pad++;
-            else if (!p || pad) return KP_EINVAL;
+            if (c == '=' && i + 4 == n && j >= 2)
+                pad++;
+            else if (!p || pad)
+                return KP_EINVAL;
             v = (v << 6) | (p ? (unsigned)(p - alphabet) : 0);
         }
         size_t k = 3 - (size_t)pad;
@@ -53,26 +69,9 @@ int base64_decode(const char *text, size_t n, void *out, size_t cap, size_t *out
 
 /* ---- base64url without padding (RFC 4648 section 5; JWS, JWK) ---- */
 
-static const char url_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
 char *base64url_encode(const void *data, size_t n)
 {
-    const unsigned char *p = data;
-    char *out = malloc(4 * ((n + 2) / 3) + 1);
-    if (!out) return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n) v |= p[i + 2];
-        out[o++] = url_alphabet[(v >> 18) & 63];
-        out[o++] = url_alphabet[(v >> 12) & 63];
-        if (i + 1 < n) out[o++] = url_alphabet[(v >> 6) & 63];
-        if (i + 2 < n) out[o++] = url_alphabet[v & 63];
-    }
-    out[o] = '\0';
-    return out;
+    return encode(url_alphabet, 0, data, n);
 }
 
 int base64url_decode(const char *text, size_t n, void *out, size_t cap, size_t *outlen)

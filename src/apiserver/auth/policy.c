@@ -268,14 +268,20 @@ static int reconcile(apiserver_t *s, const char *coll, const char *path, const j
     return KP_ECONFLICT;
 }
 
-static void paths(const char *ns, const char *resource, const char *name, char *coll, size_t clen,
-                  char *path, size_t plen)
+/* Reconcile `obj` (taken) as the object `name` of `resource`, in ns
+ * (NULL: cluster-scoped); logs a failure. */
+static int reconcile_one(apiserver_t *s, const char *ns, const char *resource, const char *name,
+                         json_t *obj, int binding)
 {
-    if (ns)
-        snprintf(coll, clen, RBAC_API "/namespaces/%s/%s", ns, resource);
-    else
-        snprintf(coll, clen, RBAC_API "/%s", resource);
-    snprintf(path, plen, "%s/%s", coll, name);
+    if (!obj) return KP_ENOMEM;
+    char coll[512], path[1024];
+    if (ns) snprintf(coll, sizeof coll, RBAC_API "/namespaces/%s/%s", ns, resource);
+    else snprintf(coll, sizeof coll, RBAC_API "/%s", resource);
+    snprintf(path, sizeof path, "%s/%s", coll, name);
+    int rc = reconcile(s, coll, path, obj, binding);
+    json_decref(obj);
+    if (rc) log_error("apiserver", "bootstrap policy: %s: %s", path, err_str(rc));
+    return rc;
 }
 
 /* kplane's own bootstrap objects, beside Kubernetes' policy: the simulated
@@ -289,39 +295,22 @@ static const pol_binding_t kplane_bindings[] = {
 
 int api_policy_reconcile(apiserver_t *s)
 {
-    char coll[512], path[1024];
-    size_t made = 0;
+    size_t nk = sizeof kplane_bindings / sizeof kplane_bindings[0];
     for (size_t i = 0; i < api_policy_nroles; i++) {
         const pol_role_t *p = &api_policy_roles[i];
-        json_t *o = api_policy_role_json(p);
-        if (!o) return KP_ENOMEM;
-        paths(p->ns, p->ns ? "roles" : "clusterroles", p->name, coll, sizeof coll, path,
-              sizeof path);
-        int rc = reconcile(s, coll, path, o, 0);
-        json_decref(o);
-        if (rc) {
-            log_error("apiserver", "bootstrap policy: %s: %s", path, err_str(rc));
-            return rc;
-        }
-        made++;
+        int rc = reconcile_one(s, p->ns, p->ns ? "roles" : "clusterroles", p->name,
+                               api_policy_role_json(p), 0);
+        if (rc) return rc;
     }
-    size_t nk = sizeof kplane_bindings / sizeof kplane_bindings[0];
     for (size_t i = 0; i < api_policy_nbindings + nk; i++) {
         const pol_binding_t *p = i < api_policy_nbindings
                                      ? &api_policy_bindings[i]
                                      : &kplane_bindings[i - api_policy_nbindings];
-        json_t *o = api_policy_binding_json(p);
-        if (!o) return KP_ENOMEM;
-        paths(p->ns, p->ns ? "rolebindings" : "clusterrolebindings", p->name, coll, sizeof coll,
-              path, sizeof path);
-        int rc = reconcile(s, coll, path, o, 1);
-        json_decref(o);
-        if (rc) {
-            log_error("apiserver", "bootstrap policy: %s: %s", path, err_str(rc));
-            return rc;
-        }
-        made++;
+        int rc = reconcile_one(s, p->ns, p->ns ? "rolebindings" : "clusterrolebindings", p->name,
+                               api_policy_binding_json(p), 1);
+        if (rc) return rc;
     }
-    log_info("apiserver", "bootstrap RBAC policy: %zu objects reconciled", made);
+    log_info("apiserver", "bootstrap RBAC policy: %zu objects reconciled",
+             api_policy_nroles + api_policy_nbindings + nk);
     return 0;
 }
