@@ -69,6 +69,7 @@
  * and (PR_SET_PDEATHSIG) when the bench itself dies.
  *
  * Usage: bench_api PATH-TO-KPLANE [CASE...]  (a name or a dotted prefix)
+ *        bench_api --cases                   (the case names, one a line)
  */
 #include <curl/curl.h>
 #include <dirent.h>
@@ -1117,8 +1118,13 @@ int main(int argc, char **argv)
     static const char *all[] = {"server.start",   "api.create.c16", "api.create.rbac",
                                 "api.list.10k",   "server.rss",     "api.watch.1000",
                                 "api.idle.2000"};
+    if (argc == 2 && !strcmp(argv[1], "--cases")) { /* for scripts/bench-compare --except */
+        for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+            printf("%s\n", all[j]);
+        return 0;
+    }
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "Usage: bench_api PATH-TO-KPLANE [CASE...]\n");
+        fprintf(stderr, "Usage: bench_api PATH-TO-KPLANE [CASE...] | --cases\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
