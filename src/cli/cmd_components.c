@@ -76,7 +76,10 @@ static void usage(FILE *out, int which)
             "  --use-service-account-credentials BOOL  each controller acts as its own\n"
             "                        ServiceAccount in kube-system, with a token asked for at\n"
             "                        start (default false, as kube-controller-manager; every\n"
-            "                        API server must then verify this one's tokens)\n",
+            "                        API server must then verify this one's tokens)\n"
+            "  --poll-interval D     observe by listing every D instead of watching (kplane's\n"
+            "                        own; Kubernetes always watches: this measures what\n"
+            "                        watching saves, see `kplane lab run polling-vs-watching`)\n",
             out);
     if (which == COMP_NODE)
         fputs("  --simulate N          run N simulated nodes\n"
@@ -137,18 +140,22 @@ static void on_health(void *arg, httpd_req_t *r)
     httpd_reply(r, code, plain, text, text ? strlen(text) : 0);
 }
 
-/* /healthz, /livez, /readyz and /metrics on `addr` (plain HTTP). */
-static httpd_t *health_start(const char *addr, health_t *h)
+/* /healthz, /livez, /readyz and /metrics on `addr` (plain HTTP); *port
+ * gets the port listened on (port 0 in addr: one the kernel chose). */
+static httpd_t *health_start(const char *addr, health_t *h, int *port)
 {
     struct sockaddr_in sa;
     if (apiserver_listen_addr(addr, &sa)) return NULL;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 64)) {
+    socklen_t sl = sizeof sa;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 64) ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl)) {
         if (fd >= 0) close(fd);
         return NULL;
     }
+    *port = ntohs(sa.sin_port);
     httpd_config_t hc = {.tcp_fd = fd, .unix_fd = -1, .workers = 1, .max_workers = 4,
                          .limits = {.max_connections = 64},
                          .on_headers = on_health_headers, .on_request = on_health, .arg = h};
@@ -182,7 +189,8 @@ enum {
     OPT_NODE_LEASE,
     OPT_ROOT_CA,
     OPT_SA_CREDS,
-    OPT_LOG_TOKEN
+    OPT_LOG_TOKEN,
+    OPT_POLL
 };
 
 /* The file at path (a PEM bundle, at most 1 MiB) into *out (malloc'd,
@@ -236,6 +244,7 @@ static int run(int which, int argc, char **argv)
         {"root-ca-file", required_argument, NULL, OPT_ROOT_CA},
         {"use-service-account-credentials", required_argument, NULL, OPT_SA_CREDS},
         {"log-token-file", required_argument, NULL, OPT_LOG_TOKEN},
+        {"poll-interval", required_argument, NULL, OPT_POLL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *name = names[which], *kubeconfig = NULL, *metrics = NULL, *root_ca = NULL,
@@ -329,6 +338,12 @@ static int run(int which, int argc, char **argv)
         case OPT_LOG_TOKEN:
             if (which != COMP_NODE) return cli_usage_error(name, "--log-token-file: node only");
             log_token_file = optarg;
+            break;
+        case OPT_POLL:
+            if (which != COMP_CM || (ms = cli_duration_ms(optarg)) <= 0 || ms > 0x7fffffff)
+                return cli_usage_error(name, "bad --poll-interval (a duration; controller-manager "
+                                             "only)");
+            o.poll_ms = (int)ms;
             break;
         case OPT_SA_CREDS:
             if (which != COMP_CM || (strcmp(optarg, "true") && strcmp(optarg, "false")))
@@ -455,10 +470,12 @@ static int run(int which, int argc, char **argv)
         return cli_fail(rc, "starting %s", name);
     }
     health_t h = {.cc = cc};
-    httpd_t *hd = metrics ? health_start(metrics, &h) : NULL;
+    int mport = 0;
+    httpd_t *hd = metrics ? health_start(metrics, &h, &mport) : NULL;
     if (metrics && !hd) log_warn(name, "cannot serve /metrics on %s", metrics);
     log_info(name, "running against %s", servers[0] ? servers[0] : cfg.server);
     printf("kplane %s is running against %s\n", name, servers[0] ? servers[0] : cfg.server);
+    if (hd) printf("kplane %s serves /metrics on port %d\n", name, mport); /* for :0 */
     fflush(stdout);
     int sig = 0;
     sigwait(&stop, &sig);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/informer.h"
 #include "client/leader.h"
 #include "controllers/controller.h"
 #include "lib/buf.h"
@@ -168,10 +169,12 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
      * this (default 1: Kubernetes' 10 s doubling to 5 min). */
     const char *bs = getenv("KPLANE_NODE_BACKOFF_SCALE");
     double backoff_scale = bs && atof(bs) > 0 ? atof(bs) : 1.0;
-    if ((o->nodes > 0 || proc) + !!o->controllers + !!o->scheduler > 1 &&
+    /* Polling: every informer comes from the factory, which polls. */
+    if (((o->nodes > 0 || proc) + !!o->controllers + !!o->scheduler > 1 || o->poll_ms > 0) &&
         (rc = kc_factory_new(c, SHARED_RESYNC_MS, &cc->factory)))
         goto fail;
     if (cc->factory) kc_factory_set_transform(cc->factory, kc_transform_strip_managed_fields);
+    if (cc->factory) kc_factory_set_poll(cc->factory, o->poll_ms);
     if (proc) {
         node_proc_config_t pc;
         node_proc_config_default(&pc);
@@ -337,7 +340,9 @@ int cli_components_metrics(cli_components_t *cc, char **text)
     if (!rc && cc->proc && !node_proc_metrics(cc->proc, &t)) rc = add_text(&b, t);
     kc_client_stats_t cs;
     kc_client_stats(cc->client, &cs);
-    char line[512];
+    kc_informer_stats_t is = {0};
+    if (cc->factory) kc_factory_stats(cc->factory, &is);
+    char line[1024];
     int n = snprintf(line, sizeof line,
                      "# TYPE rest_client_requests_total counter\n"
                      "rest_client_requests_total %llu\n"
@@ -345,10 +350,18 @@ int cli_components_metrics(cli_components_t *cc, char **text)
                      "rest_client_errors_total %llu\n"
                      "# TYPE leader_election_master_status gauge\n"
                      "leader_election_master_status{name=\"kube-controller-manager\"} %d\n"
-                     "leader_election_master_status{name=\"kube-scheduler\"} %d\n",
+                     "leader_election_master_status{name=\"kube-scheduler\"} %d\n"
+                     "# TYPE informer_lists_total counter\n"
+                     "informer_lists_total %llu\n"
+                     "# TYPE informer_lists_unchanged_total counter\n"
+                     "informer_lists_unchanged_total %llu\n"
+                     "# TYPE informer_events_total counter\n"
+                     "informer_events_total %llu\n",
                      (unsigned long long)cs.requests, (unsigned long long)cs.errors,
                      cc->cm_leader ? kc_leader_is_leader(cc->cm_leader) : cc->cm != NULL,
-                     cc->sched_leader ? kc_leader_is_leader(cc->sched_leader) : cc->sched != NULL);
+                     cc->sched_leader ? kc_leader_is_leader(cc->sched_leader) : cc->sched != NULL,
+                     (unsigned long long)is.lists, (unsigned long long)is.lists_unchanged,
+                     (unsigned long long)is.events);
     if (!rc) rc = buf_append(&b, line, (size_t)n);
     if (rc) {
         buf_free(&b);

@@ -46,6 +46,8 @@ typedef struct cli_components_opts {
     kc_client_t *sched_client, *node_client;
     int sa_credentials; /* controllers act as their ServiceAccounts
                            (ctrl_manager_config_t.sa_credentials) */
+    int poll_ms;        /* > 0: the informers list every poll_ms instead of
+                           watching (kc_informer_set_poll; the polling lab) */
 } cli_components_opts_t;
 
 /* Start what `o` asks for on client `c` (borrowed; it must outlive the

@@ -19,7 +19,8 @@ typedef struct shared {
 struct kc_factory {
     kc_client_t *c;
     int resync_ms;
-    pthread_mutex_t mu; /* guards the list and transform */
+    pthread_mutex_t mu; /* guards the list, transform and poll_ms */
+    int poll_ms;
     kc_transform_fn transform;
     shared_t *list;
     size_t n;
@@ -122,6 +123,7 @@ int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
                                   &sh.inf)
                 : KP_ENOMEM;
         if (!rc) rc = kc_informer_set_transform(sh.inf, f->transform, NULL);
+        if (!rc) rc = kc_informer_set_poll(sh.inf, f->poll_ms);
         if (!rc) rc = kc_informer_start(sh.inf);
     }
     if (rc) {
@@ -132,6 +134,27 @@ int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
     }
     pthread_mutex_unlock(&f->mu);
     return rc;
+}
+
+void kc_factory_set_poll(kc_factory_t *f, int poll_ms)
+{
+    pthread_mutex_lock(&f->mu);
+    f->poll_ms = poll_ms > 0 ? poll_ms : 0;
+    pthread_mutex_unlock(&f->mu);
+}
+
+void kc_factory_stats(kc_factory_t *f, kc_informer_stats_t *out)
+{
+    *out = (kc_informer_stats_t){0};
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n; i++) {
+        kc_informer_stats_t one;
+        kc_informer_stats(f->list[i].inf, &one);
+        out->lists += one.lists;
+        out->lists_unchanged += one.lists_unchanged;
+        out->events += one.events;
+    }
+    pthread_mutex_unlock(&f->mu);
 }
 
 void kc_factory_free(kc_factory_t *f)

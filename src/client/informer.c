@@ -185,6 +185,7 @@ struct kc_informer {
     char *ns;    /* NULL: all namespaces */
     char *query; /* the selectors, URL-encoded; NULL: none */
     int resync_ms;
+    int poll_ms;               /* > 0: list every poll_ms instead of watching */
     kc_transform_fn transform; /* NULL: none; set before start */
     void *transform_arg;
     kc__intern_t *intern; /* the thread's own; NULL: out of memory, nothing shared */
@@ -206,6 +207,9 @@ struct kc_informer {
     kc_watch_t *cur; /* the open watch, for kc_informer_stop() */
     pthread_t thread;
     unsigned seed;
+
+    /* kc_informer_stats(): written by the thread, read anywhere */
+    atomic_uint_least64_t lists, lists_unchanged, events;
 };
 
 static void free_set(void *set)
@@ -354,7 +358,11 @@ static void on_delete(kc_informer_t *inf, const json_t *obj)
 
 /* Make the cache the list's items: adds and updates in list order, then
  * deletes for what vanished. Errors: KP_ENOMEM (relist later). */
-static int replace(kc_informer_t *inf, json_t *list)
+/* Make the cache what `list` holds and tell the handlers: on_add for the
+ * new, on_update for the rest (only_changed: for those whose
+ * resourceVersion moved, as a watch would have), on_delete for the gone.
+ * *changes (may be NULL) gets how many handler calls that made. */
+static int replace(kc_informer_t *inf, json_t *list, int only_changed, size_t *changes)
 {
     json_t *items = json_object_get(list, "items");
     size_t n = json_array_size(items), ngone = 0;
@@ -403,13 +411,17 @@ static int replace(kc_informer_t *inf, json_t *list)
     set_rv(inf, rv_of(list));
     pthread_rwlock_unlock(&inf->mu);
 
+    size_t told = ngone;
     for (size_t i = 0; i < n; i++) {
         json_t *it = json_array_get(items, i);
         if (!olds[i].cached) continue;
-        if (olds[i].old)
-            on_update(inf, olds[i].old, it);
-        else
+        if (!olds[i].old) {
             on_add(inf, it);
+            told++;
+        } else if (!only_changed || strcmp(rv_of(olds[i].old), rv_of(it))) {
+            on_update(inf, olds[i].old, it);
+            told++;
+        }
         json_decref(olds[i].old);
     }
     for (size_t i = 0; i < ngone; i++) {
@@ -419,6 +431,8 @@ static int replace(kc_informer_t *inf, json_t *list)
     pthread_mutex_unlock(&inf->hmu);
     free(olds);
     free(gone);
+    atomic_fetch_add(&inf->events, told);
+    if (changes) *changes = told;
     return rc;
 }
 
@@ -450,10 +464,13 @@ static void apply_event(kc_informer_t *inf, kc_event_type_t type, json_t *obj)
         log_error("client", "informer %s: out of memory caching %s", inf->r.resource, key);
     } else if (type == KC_DELETED) {
         if (old) on_delete(inf, obj); /* the final state the event carries */
+        atomic_fetch_add(&inf->events, old != NULL);
     } else if (old) {
         on_update(inf, old, obj);
+        atomic_fetch_add(&inf->events, 1);
     } else {
         on_add(inf, obj);
+        atomic_fetch_add(&inf->events, 1);
     }
     pthread_mutex_unlock(&inf->hmu);
     json_decref(old);
@@ -471,16 +488,22 @@ static void resync(kc_informer_t *inf)
     kc_objs_free(objs, n);
 }
 
+/* Sleep ms, or until stopped. */
+static void nap(kc_informer_t *inf, int ms)
+{
+    struct timespec until = clock_deadline_ms(ms);
+    pthread_mutex_lock(&inf->smu);
+    while (!atomic_load(&inf->stopping))
+        if (pthread_cond_timedwait(&inf->scv, &inf->smu, &until)) break;
+    pthread_mutex_unlock(&inf->smu);
+}
+
 /* Sleep the back-off (doubling it), or until stopped. */
 static void back_off(kc_informer_t *inf, int *backoff_ms)
 {
     *backoff_ms = *backoff_ms ? *backoff_ms * 2 : KC_BACKOFF_MIN_MS;
     if (*backoff_ms > KC_BACKOFF_MAX_MS) *backoff_ms = KC_BACKOFF_MAX_MS;
-    struct timespec until = clock_deadline_ms(*backoff_ms);
-    pthread_mutex_lock(&inf->smu);
-    while (!atomic_load(&inf->stopping))
-        if (pthread_cond_timedwait(&inf->scv, &inf->smu, &until)) break;
-    pthread_mutex_unlock(&inf->smu);
+    nap(inf, *backoff_ms);
 }
 
 /* Publish the open watch for kc_informer_stop(); 0 when stopping. */
@@ -557,9 +580,11 @@ static void *run(void *arg)
     while (!atomic_load(&inf->stopping)) {
         if (need_list) {
             json_t *list = NULL;
+            size_t changes = 0;
+            int polled = inf->poll_ms > 0 && inf->synced; /* read unlocked: this thread's */
             int rc = kc_list(inf->c, &inf->r, inf->ns, inf->query, &list);
             if (!rc) {
-                rc = replace(inf, list);
+                rc = replace(inf, list, polled, &changes);
                 json_decref(list);
             }
             if (rc) {
@@ -567,7 +592,10 @@ static void *run(void *arg)
                 back_off(inf, &backoff_ms);
                 continue;
             }
-            need_list = 0;
+            atomic_fetch_add(&inf->lists, 1);
+            if (polled && !changes) atomic_fetch_add(&inf->lists_unchanged, 1);
+            /* Polling: the next list, after the interval, instead of a watch. */
+            need_list = inf->poll_ms > 0;
             backoff_ms = 0;
             pthread_mutex_lock(&inf->smu);
             inf->synced = 1;
@@ -576,6 +604,10 @@ static void *run(void *arg)
             if (atomic_load(&inf->stopping)) break; /* a handler stopped us */
         }
         maybe_resync(inf, &next_resync);
+        if (inf->poll_ms > 0) {
+            nap(inf, inf->poll_ms);
+            continue;
+        }
         int rc = watch_once(inf, &next_resync, &backoff_ms);
         if (atomic_load(&inf->stopping)) break;
         if (rc == KP_ECOMPACTED) {
@@ -718,6 +750,23 @@ int kc_informer_set_transform(kc_informer_t *inf, kc_transform_fn fn, void *arg)
     if (!rc) inf->transform = fn, inf->transform_arg = arg;
     pthread_mutex_unlock(&inf->smu);
     return rc;
+}
+
+int kc_informer_set_poll(kc_informer_t *inf, int poll_ms)
+{
+    if (poll_ms < 0) return KP_EINVAL;
+    pthread_mutex_lock(&inf->smu);
+    int started = inf->started;
+    if (!started) inf->poll_ms = poll_ms;
+    pthread_mutex_unlock(&inf->smu);
+    return started ? KP_EBUSY : 0;
+}
+
+void kc_informer_stats(kc_informer_t *inf, kc_informer_stats_t *out)
+{
+    out->lists = atomic_load(&inf->lists);
+    out->lists_unchanged = atomic_load(&inf->lists_unchanged);
+    out->events = atomic_load(&inf->events);
 }
 
 int kc_informer_start(kc_informer_t *inf)

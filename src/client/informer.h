@@ -65,6 +65,22 @@ void kc_transform_strip_managed_fields(void *arg, json_t *obj);
  * outlive the informer), before kc_informer_start(). Errors: KP_EBUSY
  * (started). */
 int kc_informer_set_transform(kc_informer_t *inf, kc_transform_fn fn, void *arg);
+/* Observe by polling instead of watching (0: watch, the default): list
+ * every poll_ms and hand the handlers what changed since the last list, as
+ * the watch would have (on_add, on_update for a moved resourceVersion,
+ * on_delete), before kc_informer_start(). Kubernetes' informers always
+ * watch; this exists to measure what watching saves (`kplane lab run
+ * polling-vs-watching`). Errors: KP_EINVAL, KP_EBUSY (started). */
+int kc_informer_set_poll(kc_informer_t *inf, int poll_ms);
+
+/* What the informer has done so far (any thread). */
+typedef struct kc_informer_stats {
+    uint64_t lists;           /* LISTs answered (the first, relists, polls) */
+    uint64_t lists_unchanged; /* polls that found nothing changed */
+    uint64_t events;          /* adds, updates and deletes handed to handlers */
+} kc_informer_stats_t;
+void kc_informer_stats(kc_informer_t *inf, kc_informer_stats_t *out);
+
 /* Start the informer's thread: list, then watch; relist on 410; after other
  * errors back off (100 ms doubling to 5 s) and watch again. Errors:
  * KP_EBUSY (started already), KP_ENOMEM. */
@@ -121,6 +137,11 @@ int kc_factory_informer(kc_factory_t *f, const kc_resource_t *r, const char *ns,
  * if some user has asked for it already, else NULL (none is created).
  * Borrowed, as kc_factory_informer()'s. */
 kc_informer_t *kc_factory_lookup(kc_factory_t *f, const kc_resource_t *r);
+/* The polling interval of the informers f creates from now on (0: they
+ * watch; kc_informer_set_poll()). */
+void kc_factory_set_poll(kc_factory_t *f, int poll_ms);
+/* The sums of kc_informer_stats() over f's informers. */
+void kc_factory_stats(kc_factory_t *f, kc_informer_stats_t *out);
 /* Stop and free every informer; their users must have removed their
  * handlers. NULL is fine. */
 void kc_factory_free(kc_factory_t *f);

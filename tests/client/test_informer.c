@@ -22,6 +22,9 @@
  *    selectors; a handler or an index added to a running, synced informer
  *    gets what is cached (once) and every later event (once); a removed
  *    handler gets nothing more.
+ *  - Polling instead of watching: the same adds, updates and deletes, once
+ *    each, from lists every interval; quiet lists counted as unchanged; no
+ *    watch opened.
  *  - Without a server: wait_synced times out, stop is prompt; handlers and
  *    indexes added after start; kc_key_of and the index functions.
  *
@@ -372,6 +375,68 @@ static void test_sync_and_events(void **state)
     assert_int_equal(r.cache_bad, 0);
     assert_true(strtoll(kc_informer_last_rv(inf, rv, sizeof rv), NULL, 10) >= newrv);
     assert_int_equal(r.resyncs, 0);
+    kc_informer_free(inf);
+    rec_free(&r);
+}
+
+/* Polling (kc_informer_set_poll): the same events a watch gives, from
+ * lists every interval, each only once; lists that found nothing changed
+ * are counted; no watch is opened. */
+static void test_poll(void **state)
+{
+    fx_t *f = *state;
+    make_ns(f->c, "poll");
+    create_cm(f->c, "poll", "a");
+    create_cm(f->c, "poll", "b");
+    rec_t r;
+    rec_init(&r);
+    kc_informer_t *inf = NULL;
+    assert_int_equal(kc_informer_new(f->c, &kc_configmaps, "poll", NULL, NULL, 0, &inf), 0);
+    assert_int_equal(kc_informer_set_poll(inf, -1), KP_EINVAL);
+    assert_int_equal(kc_informer_set_poll(inf, 100), 0);
+    kc_handlers_t h = {h_add, h_update, h_delete, &r};
+    assert_int_equal(kc_informer_add_handlers(inf, &h), 0);
+    r.inf = inf;
+    kc_client_stats_t before;
+    kc_client_stats(f->c, &before);
+    assert_int_equal(kc_informer_start(inf), 0);
+    assert_int_equal(kc_informer_set_poll(inf, 200), KP_EBUSY);
+    assert_int_equal(kc_informer_wait_synced(inf, 10000), 0);
+    assert_int_equal(rec_wait(&r, 2, 0), 2);
+
+    /* Quiet: polls answer "nothing changed" and hand nothing to handlers. */
+    sleep_ms(550);
+    assert_int_equal(rec_wait(&r, 3, 0), 2);
+    kc_informer_stats_t st;
+    kc_informer_stats(inf, &st);
+    assert_true(st.lists >= 4);
+    assert_true(st.lists_unchanged >= 3);
+    assert_int_equal(st.lists_unchanged, st.lists - 1);
+    assert_int_equal(st.events, 2);
+
+    /* add, update, delete: each seen once, from a later list */
+    create_cm(f->c, "poll", "c");
+    assert_int_equal(rec_wait(&r, 3, 5000), 3);
+    expect_entry(&r, 2, "add", "poll/c");
+    json_t *o = NULL;
+    assert_int_equal(kc_get(f->c, &kc_configmaps, "poll", "a", &o), 0);
+    json_object_set_new(json_object_get(o, "data"), "k", json_string("v2"));
+    assert_int_equal(kc_update(f->c, &kc_configmaps, "poll", o, NULL, NULL, NULL), 0);
+    json_decref(o);
+    assert_int_equal(rec_wait(&r, 4, 5000), 4);
+    expect_entry(&r, 3, "update", "poll/a");
+    assert_int_equal(kc_delete(f->c, &kc_configmaps, "poll", "b", NULL, NULL), 0);
+    assert_int_equal(rec_wait(&r, 5, 5000), 5);
+    expect_entry(&r, 4, "delete", "poll/b");
+    sleep_ms(350);
+    assert_int_equal(rec_wait(&r, 6, 0), 5); /* nothing twice */
+    assert_int_equal(r.cache_bad, 0);
+    kc_informer_stats(inf, &st);
+    assert_int_equal(st.events, 5);
+    kc_client_stats_t after;
+    kc_client_stats(f->c, &after);
+    assert_int_equal(after.watches, before.watches); /* it never watched */
+    assert_null(kc_informer_get(inf, "poll/b"));
     kc_informer_free(inf);
     rec_free(&r);
 }
@@ -921,11 +986,17 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_server),
     };
     const struct CMUnitTest live[] = {
-        cmocka_unit_test(test_sync_and_events),   cmocka_unit_test(test_indexes),
-        cmocka_unit_test(test_selector),          cmocka_unit_test(test_transform),
-        cmocka_unit_test(test_resync),            cmocka_unit_test(test_stop_from_handler),
-        cmocka_unit_test(test_concurrent_readers), cmocka_unit_test(test_bookmark_moves_rv),
-        cmocka_unit_test(test_ten_thousand),      cmocka_unit_test(test_shared),
+        cmocka_unit_test(test_sync_and_events),
+        cmocka_unit_test(test_indexes),
+        cmocka_unit_test(test_selector),
+        cmocka_unit_test(test_transform),
+        cmocka_unit_test(test_resync),
+        cmocka_unit_test(test_stop_from_handler),
+        cmocka_unit_test(test_concurrent_readers),
+        cmocka_unit_test(test_bookmark_moves_rv),
+        cmocka_unit_test(test_ten_thousand),
+        cmocka_unit_test(test_shared),
+        cmocka_unit_test(test_poll),
     };
     const struct CMUnitTest restart[] = {
         cmocka_unit_test(test_restart_relist),
