@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -184,12 +185,33 @@ static void test_etcd(void **state)
     check_nothing_left();
 }
 
+/* A lab that needs etcd, without etcd: it says how to install it and does
+ * not run (no directory, no process). */
+static void test_needs_missing(void **state)
+{
+    (void)state;
+    memset(&seen, 0, sizeof seen);
+    const char *path = getenv("PATH"), *bin = getenv("KP_ETCD_BIN");
+    char *keep_path = path ? strdup(path) : NULL, *keep_bin = bin ? strdup(bin) : NULL;
+    setenv("PATH", "/nonexistent", 1);
+    unsetenv("KP_ETCD_BIN");
+    int rc = lab__run(&etcd, 0, KPLANE_BIN);
+    if (keep_path) setenv("PATH", keep_path, 1);
+    if (keep_bin) setenv("KP_ETCD_BIN", keep_bin, 1);
+    free(keep_path);
+    free(keep_bin);
+    assert_int_equal(rc, 1);
+    assert_false(seen.ok);
+    assert_int_equal(seen.dir[0], '\0');
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_framework),
         cmocka_unit_test(test_failing),
         cmocka_unit_test(test_etcd),
+        cmocka_unit_test(test_needs_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
