@@ -233,13 +233,29 @@ static void child_setup(int out_fd, pid_t parent)
             close(fd);
 }
 
+static int ended(lab_t *lab, pid_t pid);
+
 /* Fork argv with stdout and stderr to out_fd (inv. 1). */
 static int spawn_fd(lab_t *lab, const char *name, char *const argv[], int out_fd, pid_t *pid)
 {
     *pid = 0;
     pid_t parent = getpid();
+    /* The table full: reap what ended on its own, to reuse its entry. */
     pthread_mutex_lock(&lab->mu);
-    if (lab->finishing || lab->nprocs == LAB_MAX_PROCS) {
+    pid_t known[LAB_MAX_PROCS];
+    int nknown = 0;
+    for (int i = 0; lab->nprocs == LAB_MAX_PROCS && i < lab->nprocs; i++)
+        if (!lab->procs[i].reaped) known[nknown++] = lab->procs[i].pid;
+    pthread_mutex_unlock(&lab->mu);
+    for (int i = 0; i < nknown; i++)
+        ended(lab, known[i]);
+    pthread_mutex_lock(&lab->mu);
+    /* A free entry: a new one, else one whose process was reaped (a lab
+     * running kubectl a hundred times). */
+    int slot = lab->nprocs < LAB_MAX_PROCS ? lab->nprocs : -1;
+    for (int i = 0; slot < 0 && i < lab->nprocs; i++)
+        if (lab->procs[i].reaped) slot = i;
+    if (lab->finishing || slot < 0) {
         int full = !lab->finishing;
         pthread_mutex_unlock(&lab->mu);
         return full ? KP_ETOOLARGE : KP_ECLOSED;
@@ -251,7 +267,8 @@ static int spawn_fd(lab_t *lab, const char *name, char *const argv[], int out_fd
         _exit(127);
     }
     if (p > 0) {
-        lab_proc_t *e = &lab->procs[lab->nprocs++];
+        if (slot == lab->nprocs) lab->nprocs++;
+        lab_proc_t *e = &lab->procs[slot];
         e->pid = p;
         e->reaped = 0;
         snprintf(e->name, sizeof e->name, "%s", name);
@@ -278,12 +295,17 @@ int lab_spawn(lab_t *lab, const char *name, char *const argv[], pid_t *pid)
     return rc;
 }
 
-/* The latest process with that pid (a pid may come again after a reap). */
+/* The process with that pid: the running one if there is one (a pid may
+ * come again after a reap, and entries are reused), else a reaped one. */
 static lab_proc_t *proc_of(lab_t *lab, pid_t pid)
 {
-    for (int i = lab->nprocs - 1; i >= 0; i--)
-        if (lab->procs[i].pid == pid) return &lab->procs[i];
-    return NULL;
+    lab_proc_t *reaped = NULL;
+    for (int i = 0; i < lab->nprocs; i++)
+        if (lab->procs[i].pid == pid) {
+            if (!lab->procs[i].reaped) return &lab->procs[i];
+            reaped = &lab->procs[i];
+        }
+    return reaped;
 }
 
 static void mark_reaped(lab_t *lab, pid_t pid)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lab/lab_int.h"
@@ -91,7 +92,15 @@ static int lab_framework(lab_t *lab)
     if ((rc = kc_get_path(s->client, "/version", &v))) return rc;
     json_decref(v);
 
+    /* More processes than the table has entries, each ending on its own:
+     * entries are reused. */
+    static char *const truth[] = {"/bin/true", NULL};
     pid_t p;
+    for (int i = 0; i < 100; i++) {
+        if ((rc = lab_spawn(lab, "true", truth, &p))) return rc;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
     if ((rc = lab_spawn(lab, "sleeper", sleeper, &p))) return rc;
     remember(p);
     lab_table(lab, "T", (const char *const[]){"a", "b", NULL});
