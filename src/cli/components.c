@@ -169,8 +169,9 @@ int cli_components_start(kc_client_t *c, const cli_components_opts_t *o, cli_com
      * this (default 1: Kubernetes' 10 s doubling to 5 min). */
     const char *bs = getenv("KPLANE_NODE_BACKOFF_SCALE");
     double backoff_scale = bs && atof(bs) > 0 ? atof(bs) : 1.0;
-    /* Polling: every informer comes from the factory, which polls. */
-    if (((o->nodes > 0 || proc) + !!o->controllers + !!o->scheduler > 1 || o->poll_ms > 0) &&
+    /* The controller manager alone takes its informers from here too, so
+     * that /metrics counts them (and, polling, they poll). */
+    if (((o->nodes > 0 || proc) + !!o->controllers + !!o->scheduler > 1 || o->controllers) &&
         (rc = kc_factory_new(c, SHARED_RESYNC_MS, &cc->factory)))
         goto fail;
     if (cc->factory) kc_factory_set_transform(cc->factory, kc_transform_strip_managed_fields);
@@ -356,12 +357,14 @@ int cli_components_metrics(cli_components_t *cc, char **text)
                      "# TYPE informer_lists_unchanged_total counter\n"
                      "informer_lists_unchanged_total %llu\n"
                      "# TYPE informer_events_total counter\n"
-                     "informer_events_total %llu\n",
+                     "informer_events_total %llu\n"
+                     "# TYPE informer_objects_received_total counter\n"
+                     "informer_objects_received_total %llu\n",
                      (unsigned long long)cs.requests, (unsigned long long)cs.errors,
                      cc->cm_leader ? kc_leader_is_leader(cc->cm_leader) : cc->cm != NULL,
                      cc->sched_leader ? kc_leader_is_leader(cc->sched_leader) : cc->sched != NULL,
                      (unsigned long long)is.lists, (unsigned long long)is.lists_unchanged,
-                     (unsigned long long)is.events);
+                     (unsigned long long)is.events, (unsigned long long)is.objects);
     if (!rc) rc = buf_append(&b, line, (size_t)n);
     if (rc) {
         buf_free(&b);

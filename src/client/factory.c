@@ -153,6 +153,7 @@ void kc_factory_stats(kc_factory_t *f, kc_informer_stats_t *out)
         out->lists += one.lists;
         out->lists_unchanged += one.lists_unchanged;
         out->events += one.events;
+        out->objects += one.objects;
     }
     pthread_mutex_unlock(&f->mu);
 }

@@ -209,7 +209,7 @@ struct kc_informer {
     unsigned seed;
 
     /* kc_informer_stats(): written by the thread, read anywhere */
-    atomic_uint_least64_t lists, lists_unchanged, events;
+    atomic_uint_least64_t lists, lists_unchanged, events, objects;
 };
 
 static void free_set(void *set)
@@ -551,6 +551,7 @@ static int watch_once(kc_informer_t *inf, int64_t *next_resync, int *backoff_ms)
         json_t *obj = NULL;
         rc = kc_watch_next(w, wait_ms, &type, &obj);
         if (!rc) {
+            if (type != KC_BOOKMARK) atomic_fetch_add(&inf->objects, 1);
             apply_event(inf, type, obj);
             json_decref(obj);
             got = 1;
@@ -583,6 +584,7 @@ static void *run(void *arg)
             size_t changes = 0;
             int polled = inf->poll_ms > 0 && inf->synced; /* read unlocked: this thread's */
             int rc = kc_list(inf->c, &inf->r, inf->ns, inf->query, &list);
+            size_t listed = json_array_size(json_object_get(list, "items"));
             if (!rc) {
                 rc = replace(inf, list, polled, &changes);
                 json_decref(list);
@@ -593,6 +595,7 @@ static void *run(void *arg)
                 continue;
             }
             atomic_fetch_add(&inf->lists, 1);
+            atomic_fetch_add(&inf->objects, listed);
             if (polled && !changes) atomic_fetch_add(&inf->lists_unchanged, 1);
             /* Polling: the next list, after the interval, instead of a watch. */
             need_list = inf->poll_ms > 0;
@@ -767,6 +770,7 @@ void kc_informer_stats(kc_informer_t *inf, kc_informer_stats_t *out)
     out->lists = atomic_load(&inf->lists);
     out->lists_unchanged = atomic_load(&inf->lists_unchanged);
     out->events = atomic_load(&inf->events);
+    out->objects = atomic_load(&inf->objects);
 }
 
 int kc_informer_start(kc_informer_t *inf)

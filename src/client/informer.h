@@ -78,6 +78,7 @@ typedef struct kc_informer_stats {
     uint64_t lists;           /* LISTs answered (the first, relists, polls) */
     uint64_t lists_unchanged; /* polls that found nothing changed */
     uint64_t events;          /* adds, updates and deletes handed to handlers */
+    uint64_t objects;         /* objects received: lists' items and watch events */
 } kc_informer_stats_t;
 void kc_informer_stats(kc_informer_t *inf, kc_informer_stats_t *out);
 

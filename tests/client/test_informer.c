@@ -413,6 +413,7 @@ static void test_poll(void **state)
     assert_true(st.lists_unchanged >= 3);
     assert_int_equal(st.lists_unchanged, st.lists - 1);
     assert_int_equal(st.events, 2);
+    assert_int_equal(st.objects, 2 * st.lists); /* every list brought both again */
 
     /* add, update, delete: each seen once, from a later list */
     create_cm(f->c, "poll", "c");
