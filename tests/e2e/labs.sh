@@ -6,7 +6,9 @@
 #     the replicaset controller creating pods; kill-the-truth: nothing
 #     acknowledged lost, revisions in order; central-brain: the job
 #     controller's invariant not held while it is down, caught up after,
-#     the others held throughout);
+#     the others held throughout; polling-vs-watching: no list by the
+#     watching manager, lists that found nothing changed by the polling one,
+#     more objects received by polling than by watching, every change met);
 #   - its `@lab` lines (KPLANE_LAB_EVENTS=1) each one JSON object, the last
 #     one {"done":1};
 #   - nothing left behind: no process whose command line names the lab's
@@ -40,7 +42,7 @@ expect_line() { # expect_line FILE WHAT REGEX
 echo "--- kplane lab list"
 list=$("$KP_BIN" lab list)
 echo "$list"
-for name in exercise kill-the-truth central-brain; do
+for name in exercise polling-vs-watching kill-the-truth central-brain; do
   grep -Eq "^$name +00[37] " <<<"$list" || fail "lab list does not show $name"
 done
 out=$("$KP_BIN" lab run nope 2>&1) && fail "an unknown lab ran"
@@ -91,6 +93,20 @@ f=$T/central-brain.out
 expect_line "$f" "deployment" "^Deployment replicas follow spec.* held: created to 2.* held: scaled to 4.* held: scaled to 3"
 expect_line "$f" "pods" "^a deleted pod is replaced.* held: .* held: .* held: "
 expect_line "$f" "job" "^a Job runs to completion \(job\) +held: .*NOT held: Job during: 0 pods.*caught up: "
+
+run_lab polling-vs-watching
+f=$T/polling-vs-watching.out
+expect_line "$f" "lists" "^of them, lists +0 +[1-9][0-9]* *$"
+expect_line "$f" "unchanged" "^lists that found nothing changed +0 +[1-9][0-9]* *$"
+expect_line "$f" "missed" "^changes not met within 15 s +0 +0 *$"
+python3 - "$f" <<'PY' || fail "polling received no more objects than watching"
+import re, sys
+for l in open(sys.argv[1]):
+    m = re.match(r"objects received \(list items, watch events\) +(\d+) +(\d+)", l)
+    if m:
+        sys.exit(0 if int(m.group(2)) > int(m.group(1)) else 1)
+sys.exit(1)
+PY
 
 echo "--- SIGINT in the middle of a lab"
 TMPDIR=$T KPLANE_LAB_EVENTS=1 "$KP_BIN" lab run exercise >"$T/sigint.out" 2>&1 &
