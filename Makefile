@@ -8,8 +8,8 @@
 #   make fuzz     build the libFuzzer targets of fuzz/ with clang (ASan+UBSan)
 #                 and run each for FUZZ_SECONDS (default 60)
 #   make tsan     build the concurrency tests (store, watch cache, informer,
-#                 work queue, the ReplicaSet summaries, the labs' proxy) with ThreadSanitizer and run them (`make test`
-#                 runs it too)
+#                 work queue, the ReplicaSet summaries, the labs' proxy) with
+#                 ThreadSanitizer and run them (`make test` runs it too)
 
 BUILD      ?= build
 TEST_BUILD ?= build-test

@@ -692,6 +692,10 @@ int lab_etcd_start(lab_t *lab, int n, char *store_url, size_t size, pid_t *pids)
         snprintf(dir, sizeof dir, "%s/etcd-%d", lab->dir, i);
         snprintf(curl_, sizeof curl_, "http://127.0.0.1:%d", client[i]);
         snprintf(purl, sizeof purl, "http://127.0.0.1:%d", peer[i]);
+        /* Watch progress notifications every 100 ms, as the HA drills run
+         * etcd: an API server's consistent read of a quiet resource waits
+         * for one (else its readiness took 30 s, and a controller manager's
+         * first lists failed). */
         const char *a[] = {bin,       "--name",
                            name,      "--data-dir",
                            dir,       "--listen-client-urls",
@@ -704,7 +708,8 @@ int lab_etcd_start(lab_t *lab, int n, char *store_url, size_t size, pid_t *pids)
                            "kp-lab",  "--heartbeat-interval",
                            "50",      "--election-timeout",
                            "500",     "--max-request-bytes",
-                           "8388608", NULL};
+                           "8388608", "--experimental-watch-progress-notify-interval",
+                           "100ms",   NULL};
         char logname[32];
         snprintf(logname, sizeof logname, "etcd-%d", i);
         rc = lab_spawn(lab, logname, (char *const *)a, &pids[i]);

@@ -5,6 +5,8 @@
  */
 #include "lab/lab.h"
 
-extern const lab_def_t lab_exercise, lab_kill_the_truth, lab_central_brain;
+extern const lab_def_t lab_exercise, lab_kill_the_truth, lab_central_brain, lab_two_copies,
+    lab_store_unreachable;
 
-const lab_def_t *const lab_all[] = {&lab_exercise, &lab_central_brain, &lab_kill_the_truth, NULL};
+const lab_def_t *const lab_all[] = {&lab_exercise,   &lab_central_brain,     &lab_kill_the_truth,
+                                    &lab_two_copies, &lab_store_unreachable, NULL};
