@@ -775,9 +775,12 @@ static void both_write(design_t *d, int one_history)
             d->label, read_rv[0], d->side[0], read_rv[1], d->side[1], d->side[0], j[0].why,
             d->side[1], j[1].why, d->side[0], v[0], rv[0], d->side[1], v[1], rv[1],
             rounds > 1 ? " (read again: a status write came between)" : "");
-    snprintf(d->f.both, CELL, "5 via %s: %s; 2 via %s: %s; then %s says %d, %s says %d%s",
-             d->side[0], j[0].code, d->side[1], j[1].code, d->side[0], v[0], d->side[1], v[1],
-             rounds > 1 ? " (2nd read)" : "");
+    const char *note = "";
+    if (!j[0].rc && !j[1].rc)
+        note = v[0] == v[1] ? ": one acknowledged write silently lost" : ": they disagree";
+    snprintf(d->f.both, CELL, "5 via %s: %s; 2 via %s: %s; then %s says %d, %s says %d%s%s",
+             d->side[0], j[0].code, d->side[1], j[1].code, d->side[0], v[0], d->side[1], v[1], note,
+             rounds > 1 ? " (read twice)" : "");
 }
 
 /* ================= the naive design ================= */

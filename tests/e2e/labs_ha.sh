@@ -100,12 +100,12 @@ f=$T/two-copies.out
 expect_line "$f" "the naive design, said to be" "naive design \(deliberately wrong\)"
 expect_line "$f" "the table" "^Breaking our design"
 # One history: at most 5 pods, one 409, the minority refused.
-expect_line "$f" "one history: ReplicaSet of 5" "^one history \(b\):.* at most 5 pods on api-1 and 5 on api-2 at once"
-expect_line "$f" "one history: 200 and 409" "^one history \(c\): .*-> (200; .*-> 409 Conflict|409 Conflict.*-> 200;)"
-expect_line "$f" "one history: minority refused" "^one history \(d\): majority side: 4 via api-1 -> 200 .*minority side: 6 via api-2 -> (5[0-9][0-9]|no answer)"
+expect_line "$f" "one history: ReplicaSet of 5" "\] one history \(b\):.* at most 5 pods on api-1 and 5 on api-2 at once"
+expect_line "$f" "one history: 200 and 409" "\] one history \(c\): .*-> (200; .*-> 409 Conflict|409 Conflict.*-> 200;)"
+expect_line "$f" "one history: minority refused" "\] one history \(d\): majority side: 4 via api-1 -> 200 .*minority side: 6 via api-2 -> (5[0-9][0-9]|no answer)"
 # The naive design: both accepted, twice.
-expect_line "$f" "two copies: both accepted" "^two copies \(c\): .*-> 200; B set it to 2 via server 2 -> 200;"
-expect_line "$f" "two copies: both sides of the partition" "^two copies \(d\): server 1 accepted 4 \(200,.*then 7 \(200,.*server 2 accepted 6 \(200,.*then 1 \(200,"
+expect_line "$f" "two copies: both accepted" "\] two copies \(c\): .*-> 200; B set it to 2 via server 2 -> 200;"
+expect_line "$f" "two copies: both sides of the partition" "\] two copies \(d\): server 1 accepted 4 \(200,.*then 7 \(200,.*server 2 accepted 6 \(200,.*then 1 \(200,"
 peak=$(sed -n 's/^pods  *\([0-9]*\)  *[0-9]*$/\1/p' "$f")
 echo "--- two copies: at most $peak pods at once for a ReplicaSet of 5 (the seed got 8)"
 
