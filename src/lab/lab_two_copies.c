@@ -510,12 +510,14 @@ static void set_del(name_set_t *s, const char *name)
 }
 
 typedef struct pod_count {
+    lab_t *lab;
     kc_client_t *c;
     pthread_t th;
     atomic_int stop;
     pthread_mutex_t mu;
     name_set_t live, ever; /* under mu */
     int peak;              /* under mu: the most live at once since the last reset */
+    double changed;        /* under mu: lab time of the last change to live */
 } pod_count_t;
 
 static void *count_main(void *arg)
@@ -547,10 +549,12 @@ static void *count_main(void *arg)
             const char *name = lab__jstr(o, "metadata.name");
             pthread_mutex_lock(&pc->mu);
             set_add(&pc->ever, name);
+            int n = pc->live.n;
             if (type == KC_DELETED || *lab__jstr(o, "metadata.deletionTimestamp"))
                 set_del(&pc->live, name);
             else
                 set_add(&pc->live, name);
+            if (pc->live.n != n) pc->changed = lab_elapsed_ms(pc->lab);
             if (pc->live.n > pc->peak) pc->peak = pc->live.n;
             pthread_mutex_unlock(&pc->mu);
             json_decref(o);
@@ -560,28 +564,29 @@ static void *count_main(void *arg)
     return NULL;
 }
 
-/* Wait until both sides hold `want` pods for settle_ms, or timeout_ms
- * passes; *ms: when they first did (or the time waited). */
+/* Wait until both sides hold `want` pods and neither count has changed
+ * for settle_ms, or timeout_ms passes; *ms: from the call to the last
+ * change (or the time waited). */
 static int pods_settle(design_t *d, pod_count_t pc[2], int want, int settle_ms, int timeout_ms,
                        double *ms)
 {
-    double t0 = lab_elapsed_ms(d->lab), since = -1;
+    double t0 = lab_elapsed_ms(d->lab);
     for (;;) {
         int ok = 1;
+        double last = t0;
         for (int s = 0; s < 2; s++) {
             pthread_mutex_lock(&pc[s].mu);
             ok &= pc[s].live.n == want;
+            if (pc[s].changed > last) last = pc[s].changed;
             pthread_mutex_unlock(&pc[s].mu);
         }
-        double t = lab_elapsed_ms(d->lab) - t0;
-        if (!ok) since = -1;
-        if (ok && since < 0) since = t;
-        if (ok && t - since >= settle_ms) {
-            *ms = since;
+        double now = lab_elapsed_ms(d->lab);
+        if (ok && now - last >= settle_ms) {
+            *ms = last - t0;
             return 0;
         }
-        if (t > timeout_ms) {
-            *ms = t;
+        if (now - t0 > timeout_ms) {
+            *ms = now - t0;
             return KP_ETIMEDOUT;
         }
         sleep_ms(20);
@@ -596,6 +601,7 @@ static void slow_path(design_t *d, int *peak_out)
     int started = 0;
     if (!pc) return;
     for (; started < 2; started++) {
+        pc[started].lab = d->lab;
         pc[started].c = d->direct[started];
         pthread_mutex_init(&pc[started].mu, NULL);
         if (pthread_create(&pc[started].th, NULL, count_main, &pc[started])) {

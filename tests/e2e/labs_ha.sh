@@ -46,11 +46,12 @@ for name in two-copies store-unreachable; do
   grep -Eq "^$name +007 " <<<"$list" || fail "lab list does not show $name"
 done
 
-# The ports the lab's processes listen on, while it runs (ss, if installed).
+# The ports the lab (pid $1: its proxies) and the processes it started
+# listen on, while it runs (ss, if installed).
 ports_of_lab() {
   command -v ss >/dev/null || return 0
   local pids
-  pids=$(leftovers | paste -sd'|')
+  pids=$({ echo "$1"; leftovers; } | paste -sd'|')
   [ -n "$pids" ] || return 0
   ss -ltnpH 2>/dev/null | grep -E "pid=($pids)," | awk '{print $4}' | sed 's/.*://' | sort -u
 }
@@ -62,12 +63,10 @@ run_lab() { # run_lab NAME SECONDS
   TMPDIR=$T KPLANE_LAB_EVENTS=1 timeout $((limit + 60)) "$KP_BIN" lab run "$name" \
     >"$T/$name.out" 2>&1 &
   pid=$!
-  # Sample the lab's listening ports once it is under way.
-  for _ in $(seq 40); do
+  # Every port the lab's processes listen on while it runs, sampled.
+  while kill -0 $pid 2>/dev/null; do
+    ports=$(printf '%s\n%s\n' "$ports" "$(ports_of_lab $pid)" | grep . | sort -u || true)
     sleep 0.5
-    ports=$(ports_of_lab)
-    [ -n "$ports" ] && break
-    kill -0 $pid 2>/dev/null || break
   done
   wait $pid || fail "lab $name exited $?"
   end=$(date +%s.%N)
@@ -86,7 +85,7 @@ PY
     for p in $ports; do
       ! ss -ltnH "sport = :$p" | grep -q . || fail "lab $name left port $p listening"
     done
-    echo "--- ports $(echo $ports | tr '\n' ' ')closed"
+    echo "--- $(echo "$ports" | wc -l) ports the lab listened on are closed"
   fi
   local took
   took=$(python3 -c "print(round($end - $start, 1))")
