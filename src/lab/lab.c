@@ -233,13 +233,29 @@ static void child_setup(int out_fd, pid_t parent)
             close(fd);
 }
 
+static int ended(lab_t *lab, pid_t pid);
+
 /* Fork argv with stdout and stderr to out_fd (inv. 1). */
 static int spawn_fd(lab_t *lab, const char *name, char *const argv[], int out_fd, pid_t *pid)
 {
     *pid = 0;
     pid_t parent = getpid();
+    /* The table full: reap what ended on its own, to reuse its entry. */
     pthread_mutex_lock(&lab->mu);
-    if (lab->finishing || lab->nprocs == LAB_MAX_PROCS) {
+    pid_t known[LAB_MAX_PROCS];
+    int nknown = 0;
+    for (int i = 0; lab->nprocs == LAB_MAX_PROCS && i < lab->nprocs; i++)
+        if (!lab->procs[i].reaped) known[nknown++] = lab->procs[i].pid;
+    pthread_mutex_unlock(&lab->mu);
+    for (int i = 0; i < nknown; i++)
+        ended(lab, known[i]);
+    pthread_mutex_lock(&lab->mu);
+    /* A free entry: a new one, else one whose process was reaped (a lab
+     * running kubectl a hundred times). */
+    int slot = lab->nprocs < LAB_MAX_PROCS ? lab->nprocs : -1;
+    for (int i = 0; slot < 0 && i < lab->nprocs; i++)
+        if (lab->procs[i].reaped) slot = i;
+    if (lab->finishing || slot < 0) {
         int full = !lab->finishing;
         pthread_mutex_unlock(&lab->mu);
         return full ? KP_ETOOLARGE : KP_ECLOSED;
@@ -251,7 +267,8 @@ static int spawn_fd(lab_t *lab, const char *name, char *const argv[], int out_fd
         _exit(127);
     }
     if (p > 0) {
-        lab_proc_t *e = &lab->procs[lab->nprocs++];
+        if (slot == lab->nprocs) lab->nprocs++;
+        lab_proc_t *e = &lab->procs[slot];
         e->pid = p;
         e->reaped = 0;
         snprintf(e->name, sizeof e->name, "%s", name);
@@ -278,12 +295,17 @@ int lab_spawn(lab_t *lab, const char *name, char *const argv[], pid_t *pid)
     return rc;
 }
 
-/* The latest process with that pid (a pid may come again after a reap). */
+/* The process with that pid: the running one if there is one (a pid may
+ * come again after a reap, and entries are reused), else a reaped one. */
 static lab_proc_t *proc_of(lab_t *lab, pid_t pid)
 {
-    for (int i = lab->nprocs - 1; i >= 0; i--)
-        if (lab->procs[i].pid == pid) return &lab->procs[i];
-    return NULL;
+    lab_proc_t *reaped = NULL;
+    for (int i = 0; i < lab->nprocs; i++)
+        if (lab->procs[i].pid == pid) {
+            if (!lab->procs[i].reaped) return &lab->procs[i];
+            reaped = &lab->procs[i];
+        }
+    return reaped;
 }
 
 static void mark_reaped(lab_t *lab, pid_t pid)
@@ -345,20 +367,23 @@ int lab_signal(lab_t *lab, pid_t pid, int sig)
     return 0;
 }
 
-/* Stop every process still running: SIGCONT and SIGTERM, a grace, SIGKILL. */
-static void stop_all(lab_t *lab)
+/* Stop the processes still running whose name starts with `prefix` (want
+ * 1) or does not (want 0): SIGCONT and SIGTERM, up to grace_ms, SIGKILL. */
+static void stop_wave(lab_t *lab, const char *prefix, int want, int grace_ms)
 {
     pid_t pids[LAB_MAX_PROCS];
     int n = 0;
     pthread_mutex_lock(&lab->mu);
     for (int i = 0; i < lab->nprocs; i++)
-        if (!lab->procs[i].reaped) pids[n++] = lab->procs[i].pid;
+        if (!lab->procs[i].reaped &&
+            (strncmp(lab->procs[i].name, prefix, strlen(prefix)) == 0) == want)
+            pids[n++] = lab->procs[i].pid;
     pthread_mutex_unlock(&lab->mu);
     for (int i = 0; i < n; i++) {
         kill(pids[i], SIGCONT);
         kill(pids[i], SIGTERM);
     }
-    for (int waited = 0; waited < LAB_TERM_MS; waited += 20) {
+    for (int waited = 0; waited < grace_ms; waited += 20) {
         int alive = 0;
         for (int i = 0; i < n; i++)
             alive += !ended(lab, pids[i]);
@@ -367,6 +392,16 @@ static void stop_all(lab_t *lab)
     }
     for (int i = 0; i < n; i++)
         reap(lab, pids[i], 0);
+}
+
+/* Stop every process still running: the clients of the store first, then
+ * the etcd members, whose leader would otherwise spend seconds trying to
+ * hand its leadership to peers stopping beside it (their WAL makes a
+ * SIGKILL after a short grace safe). */
+static void stop_all(lab_t *lab)
+{
+    stop_wave(lab, "etcd-", 0, LAB_TERM_MS);
+    stop_wave(lab, "etcd-", 1, 1000);
 }
 
 /* ---- servers ---- */
@@ -503,6 +538,35 @@ static void srv_free(lab_srv_t *s)
     free(s);
 }
 
+/* Copy the files that make `to` a server of from's cluster (the HA drills'
+ * ha_api_start does the same): the data dir is made 0700, the files 0600. */
+static int copy_identity(lab_t *lab, const char *from, const char *to)
+{
+    static const char *const files[] = {"ca.crt", "server.crt", "server.key", "admin-token"};
+    if (mkdir(to, 0700) && errno != EEXIST) {
+        lab_say(lab, "cannot make %s: %s", to, strerror(errno));
+        return KP_EIO;
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char src[700], dst[700];
+        snprintf(src, sizeof src, "%s/%s", from, files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", to, files[i]);
+        if (access(dst, F_OK) == 0) continue; /* a restart keeps what it has */
+        buf_t b;
+        buf_init(&b, 1 << 20);
+        int rc = buf_append_file(&b, src);
+        int fd = rc ? -1 : open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (!rc && (fd < 0 || write(fd, b.p, b.len) != (ssize_t)b.len)) rc = KP_EIO;
+        if (fd >= 0 && close(fd)) rc = KP_EIO;
+        buf_free(&b);
+        if (rc) {
+            lab_say(lab, "copying %s to %s: %s", src, dst, err_str(rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int lab_server_start(lab_t *lab, const lab_server_opts_t *o, lab_server_t **out)
 {
     *out = NULL;
@@ -551,12 +615,14 @@ int lab_server_start(lab_t *lab, const lab_server_opts_t *o, lab_server_t **out)
             return KP_ENOMEM;
         }
     lab->servers[lab->nservers++] = s;
+    int rc = o->peer ? copy_identity(lab, o->peer->dir, s->pub.dir) : 0;
+    if (rc) return rc;
 
     char log[700];
     snprintf(log, sizeof log, "%s/%s.log", lab->dir, s->name);
     long from = file_size(log);
     double t0 = lab_elapsed_ms(lab);
-    int rc = lab_spawn(lab, s->name, s->argv, &s->pub.pid);
+    rc = lab_spawn(lab, s->name, s->argv, &s->pub.pid);
     if (!rc) rc = server_wait(lab, s, from);
     if (rc) return rc;
     lab_say(lab, "%s: kplane %s serving on %s, ready in %.0f ms (pid %d)", s->name, s->argv[1],
@@ -692,24 +758,18 @@ int lab_etcd_start(lab_t *lab, int n, char *store_url, size_t size, pid_t *pids)
         snprintf(dir, sizeof dir, "%s/etcd-%d", lab->dir, i);
         snprintf(curl_, sizeof curl_, "http://127.0.0.1:%d", client[i]);
         snprintf(purl, sizeof purl, "http://127.0.0.1:%d", peer[i]);
-        /* Watch progress notifications every 100 ms, as the HA drills run
-         * etcd: an API server's consistent read of a quiet resource waits
-         * for one (else its readiness took 30 s, and a controller manager's
-         * first lists failed). */
-        const char *a[] = {bin,       "--name",
-                           name,      "--data-dir",
-                           dir,       "--listen-client-urls",
-                           curl_,     "--advertise-client-urls",
-                           curl_,     "--listen-peer-urls",
-                           purl,      "--initial-advertise-peer-urls",
-                           purl,      "--initial-cluster",
-                           cluster,   "--initial-cluster-state",
-                           "new",     "--initial-cluster-token",
-                           "kp-lab",  "--heartbeat-interval",
-                           "50",      "--election-timeout",
-                           "500",     "--max-request-bytes",
-                           "8388608", "--experimental-watch-progress-notify-interval",
-                           "100ms",   NULL};
+        /* clang-format off */
+        const char *a[] = {bin, "--name", name, "--data-dir", dir,
+                           "--listen-client-urls", curl_, "--advertise-client-urls", curl_,
+                           "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+                           "--initial-cluster", cluster, "--initial-cluster-state", "new",
+                           "--initial-cluster-token", "kp-lab",
+                           "--heartbeat-interval", "50", "--election-timeout", "500",
+                           "--max-request-bytes", "8388608",
+                           /* the watch progress the API servers' watch caches wait
+                            * for, as in tests/ha/harness.sh */
+                           "--experimental-watch-progress-notify-interval", "100ms", NULL};
+        /* clang-format on */
         char logname[32];
         snprintf(logname, sizeof logname, "etcd-%d", i);
         rc = lab_spawn(lab, logname, (char *const *)a, &pids[i]);
@@ -959,7 +1019,8 @@ static void usage(FILE *out)
           "\n"
           "  list        every lab: name, investigation, what it shows\n"
           "  run NAME    run one; every process it started is stopped at the end,\n"
-          "              also when it fails or gets SIGINT or SIGTERM\n"
+          "              also when it fails or gets SIGINT or SIGTERM (a SIGKILL\n"
+          "              takes them down with it and leaves only its directory)\n"
           "  --keep      keep its directory (every process's log, the stores)\n"
           "\n"
           "KPLANE_LAB_EVENTS=1 adds a machine line, @lab <json>, before each line of\n"
@@ -1011,7 +1072,7 @@ static int missing(const lab_def_t *def)
     return 0;
 }
 
-static int run(const lab_def_t *def, int keep)
+int lab__run(const lab_def_t *def, int keep, const char *kplane)
 {
     if (missing(def)) return EXIT_FAIL;
     lab_t *lab = calloc(1, sizeof *lab);
@@ -1022,7 +1083,9 @@ static int run(const lab_def_t *def, int keep)
     lab->events = ev && !strcmp(ev, "1");
     clock_gettime(CLOCK_MONOTONIC, &lab->t0);
     pthread_mutex_init(&lab->mu, NULL);
-    ssize_t n = readlink("/proc/self/exe", lab->self, sizeof lab->self - 1);
+    ssize_t n = kplane ? (ssize_t)snprintf(lab->self, sizeof lab->self, "%s", kplane)
+                       : readlink("/proc/self/exe", lab->self, sizeof lab->self - 1);
+    if (n >= (ssize_t)sizeof lab->self) n = -1;
     const char *tmp = getenv("TMPDIR");
     int dn = snprintf(lab->dir, sizeof lab->dir, "%s/kplane-lab-%s-XXXXXX",
                       tmp && *tmp ? tmp : "/tmp", def->name);
@@ -1117,5 +1180,5 @@ int lab_main(int argc, char **argv)
     if (nwords != 2) return usage_error("%s", "run takes one lab: kplane lab run NAME");
     const lab_def_t *def = lab_find(words[1]);
     if (!def) return usage_error("unknown lab '%s' (kplane lab list)", words[1]);
-    return run(def, keep);
+    return lab__run(def, keep, NULL);
 }

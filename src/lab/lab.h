@@ -83,6 +83,11 @@ typedef struct lab_server_opts {
                                      (3); -1: none */
     int no_controllers, no_scheduler;
     const char *const *extra;     /* more flags, NULL-terminated, or NULL */
+    /* NULL, or a server of the same cluster (the same etcd): this one
+     * starts with its CA, serving certificate and key and admin token
+     * (copied into the data dir before the first start), so that one
+     * kubeconfig, token and client work for both. */
+    const struct lab_server *peer;
 } lab_server_opts_t;
 
 typedef struct lab_server {

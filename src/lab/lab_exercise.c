@@ -52,6 +52,7 @@ typedef struct ev_group {
 typedef struct step {
     const char *name, *kubectl;
     double ms;
+    long long write_rv; /* the resourceVersion of the step's own write */
     rs_view_t rs[MAX_RS];
     int nrs;
     ev_group_t ev[MAX_GROUPS];
@@ -119,9 +120,47 @@ static int read_replicasets(lab_t *lab, kc_client_t *c, step_t *st)
     return 0;
 }
 
-/* The events of ns new since `seen` (name -> count) into st's groups;
- * with commit, seen learns them. */
-static int read_events(lab_t *lab, kc_client_t *c, json_t *seen, step_t *st, int commit)
+/* Count `delta` events like e (from, on, rv) into st's groups. */
+static void add_event(step_t *st, const json_t *e, long long delta, const char *from,
+                      const char *on, long long rv)
+{
+    ev_group_t *g = NULL;
+    for (int k = 0; k < st->nev && !g; k++)
+        if (!strcmp(st->ev[k].from, from) && !strcmp(st->ev[k].on, on) &&
+            !strcmp(st->ev[k].reason, lab__jstr(e, "reason")))
+            g = &st->ev[k];
+    if (!g && st->nev < MAX_GROUPS) {
+        g = &st->ev[st->nev++];
+        memset(g, 0, sizeof *g);
+        snprintf(g->from, sizeof g->from, "%s", from);
+        snprintf(g->on, sizeof g->on, "%s", on);
+        snprintf(g->reason, sizeof g->reason, "%s", lab__jstr(e, "reason"));
+    }
+    if (!g) return;
+    g->count += delta;
+    if (!g->first_rv || rv < g->first_rv) {
+        g->first_rv = rv;
+        snprintf(g->first_msg, sizeof g->first_msg, "%s", lab__jstr(e, "message"));
+    }
+}
+
+/* In history order: the group whose first event came first, first. */
+static void sort_groups(step_t *st)
+{
+    for (int a = 1; a < st->nev; a++)
+        for (int b = a; b > 0 && st->ev[b].first_rv < st->ev[b - 1].first_rv; b--) {
+            ev_group_t t = st->ev[b];
+            st->ev[b] = st->ev[b - 1];
+            st->ev[b - 1] = t;
+        }
+}
+
+/* The events of ns new since `seen` (name -> count) into st's groups,
+ * those written after the step's own write (resourceVersion above
+ * `since`); with commit, seen learns them, and the ones written before it
+ * (a previous step's, late) go to `prev` (may be NULL). */
+static int read_events(lab_t *lab, kc_client_t *c, json_t *seen, step_t *st, step_t *prev,
+                       long long since, int commit)
 {
     json_t *l = NULL;
     int rc = kc_list(c, &kc_events, NS, NULL, &l);
@@ -152,33 +191,14 @@ static int read_events(lab_t *lab, kc_client_t *c, json_t *seen, step_t *st, int
         else
             snprintf(on, sizeof on, "%s %s", kind, obj);
         long long rv = lab__jint(e, "metadata.resourceVersion", 0);
-        ev_group_t *g = NULL;
-        for (int k = 0; k < st->nev && !g; k++)
-            if (!strcmp(st->ev[k].from, from) && !strcmp(st->ev[k].on, on) &&
-                !strcmp(st->ev[k].reason, lab__jstr(e, "reason")))
-                g = &st->ev[k];
-        if (!g && st->nev < MAX_GROUPS) {
-            g = &st->ev[st->nev++];
-            memset(g, 0, sizeof *g);
-            snprintf(g->from, sizeof g->from, "%s", from);
-            snprintf(g->on, sizeof g->on, "%s", on);
-            snprintf(g->reason, sizeof g->reason, "%s", lab__jstr(e, "reason"));
-        }
-        if (!g) continue;
-        g->count += count - before;
-        if (!g->first_rv || rv < g->first_rv) {
-            g->first_rv = rv;
-            snprintf(g->first_msg, sizeof g->first_msg, "%s", lab__jstr(e, "message"));
-        }
+        if (rv > since)
+            add_event(st, e, count - before, from, on, rv);
+        else if (commit && prev)
+            add_event(prev, e, count - before, from, on, rv);
     }
     json_decref(l);
-    /* In history order: the group whose first event came first, first. */
-    for (int a = 1; a < st->nev; a++)
-        for (int b = a; b > 0 && st->ev[b].first_rv < st->ev[b - 1].first_rv; b--) {
-            ev_group_t t = st->ev[b];
-            st->ev[b] = st->ev[b - 1];
-            st->ev[b - 1] = t;
-        }
+    sort_groups(st);
+    if (prev) sort_groups(prev);
     return 0;
 }
 
@@ -207,17 +227,18 @@ static void who(const step_t *st, const char *reason, char *out, size_t size)
 /* After the step converged: its ReplicaSets and (once they are written,
  * at most EVENTS_MS) its events: ScalingReplicaSet, and SuccessfulCreate
  * for the pods it added. */
-static int observe(lab_t *lab, kc_client_t *c, json_t *seen, step_t *st, long long created)
+static int observe(lab_t *lab, kc_client_t *c, json_t *seen, step_t *st, step_t *prev,
+                   long long since, long long created)
 {
     int rc = read_replicasets(lab, c, st);
     double t0 = lab_elapsed_ms(lab);
     while (!rc) {
-        rc = read_events(lab, c, seen, st, 0);
+        rc = read_events(lab, c, seen, st, prev, since, 0);
         if (rc) break;
         if ((count_events(st, "ScalingReplicaSet", NULL) >= 1 &&
              count_events(st, "SuccessfulCreate", NULL) >= created) ||
             lab_elapsed_ms(lab) - t0 > EVENTS_MS)
-            return read_events(lab, c, seen, st, 1);
+            return read_events(lab, c, seen, st, prev, since, 1);
         sleep_ms(100);
     }
     return rc;
@@ -225,7 +246,9 @@ static int observe(lab_t *lab, kc_client_t *c, json_t *seen, step_t *st, long lo
 
 /* ---- the steps ---- */
 
-static int create_web(kc_client_t *c)
+/* Each step's write; *rv: the resourceVersion it made (the history's
+ * position of the user's change). */
+static int create_web(kc_client_t *c, long long *rv)
 {
     json_t *d = json_pack("{s:s, s:s, s:{s:s}, s:{s:i, s:{s:{s:s}}, s:{s:{s:{s:s}}, "
                           "s:{s:[{s:s, s:s}]}}}}",
@@ -234,27 +257,36 @@ static int create_web(kc_client_t *c)
                           "template", "metadata", "labels", "app", "web", "spec", "containers",
                           "name", "web", "image", "nginx:1.25");
     if (!d) return KP_ENOMEM;
-    int rc = kc_create(c, &kc_deployments, NS, d, NULL, NULL);
+    json_t *out = NULL;
+    int rc = kc_create(c, &kc_deployments, NS, d, &out, NULL);
     json_decref(d);
+    *rv = lab__jint(out, "metadata.resourceVersion", 0);
+    json_decref(out);
     return rc;
 }
 
-static int set_image(kc_client_t *c)
+static int set_image(kc_client_t *c, long long *rv)
 {
     json_t *p = json_pack("[{s:s, s:s, s:s}]", "op", "replace", "path",
                           "/spec/template/spec/containers/0/image", "value", "nginx:1.26");
     if (!p) return KP_ENOMEM;
-    int rc = kc_patch(c, &kc_deployments, NS, "web", NULL, KC_PATCH_JSON, p, NULL, NULL, NULL);
+    json_t *out = NULL;
+    int rc = kc_patch(c, &kc_deployments, NS, "web", NULL, KC_PATCH_JSON, p, NULL, &out, NULL);
     json_decref(p);
+    *rv = lab__jint(out, "metadata.resourceVersion", 0);
+    json_decref(out);
     return rc;
 }
 
-static int scale(kc_client_t *c)
+static int scale(kc_client_t *c, long long *rv)
 {
     json_t *p = json_pack("{s:{s:i}}", "spec", "replicas", 5);
     if (!p) return KP_ENOMEM;
-    int rc = kc_patch(c, &kc_deployments, NS, "web", NULL, KC_PATCH_MERGE, p, NULL, NULL, NULL);
+    json_t *out = NULL;
+    int rc = kc_patch(c, &kc_deployments, NS, "web", NULL, KC_PATCH_MERGE, p, NULL, &out, NULL);
     json_decref(p);
+    *rv = lab__jint(out, "metadata.resourceVersion", 0);
+    json_decref(out);
     return rc;
 }
 
@@ -367,10 +399,11 @@ static void print_report(lab_t *lab, step_t *steps, int n)
              : s2->nev                                                     ? "differs by step"
                                                                            : "no events seen");
     snprintf(d, sizeof d,
-             "first event after the image change: %s %s (rv %lld); after the count change: %s "
-             "%s (rv %lld); ReplicaSets' controller: %s; their managers: %s",
-             s2->nev ? s2->ev[0].from : "-", s2->nev ? s2->ev[0].reason : "-",
-             s2->nev ? s2->ev[0].first_rv : 0, s3->nev ? s3->ev[0].from : "-",
+             "the image change (rv %lld) was first followed by %s %s (rv %lld), the count "
+             "change (rv %lld) by %s %s (rv %lld); ReplicaSets' controller: %s; their "
+             "managers: %s",
+             s2->write_rv, s2->nev ? s2->ev[0].from : "-", s2->nev ? s2->ev[0].reason : "-",
+             s2->nev ? s2->ev[0].first_rv : 0, s3->write_rv, s3->nev ? s3->ev[0].from : "-",
              s3->nev ? s3->ev[0].reason : "-", s3->nev ? s3->ev[0].first_rv : 0,
              act ? act->owner : "-", act ? act->managers : "-");
     lab_row(lab, (const char *const[]){"Initial reconciler", c, d});
@@ -415,10 +448,10 @@ static int run(lab_t *lab)
     }
     /* Events before the first step (nodes registering) are not the steps'. */
     step_t pre = {0};
-    rc = read_events(lab, c, seen, &pre, 1);
+    rc = read_events(lab, c, seen, &pre, NULL, 0, 1);
     static const struct {
         const char *name, *kubectl;
-        int (*act)(kc_client_t *);
+        int (*act)(kc_client_t *, long long *);
         long long created;
     } plan[] = {
         {"create", "kubectl create deployment web --image=nginx:1.25 --replicas=3", create_web, 3},
@@ -430,13 +463,16 @@ static int run(lab_t *lab)
         steps[i].kubectl = plan[i].kubectl;
         lab_say(lab, "step %d: %s (through the API, as kubectl would)", i + 1, plan[i].kubectl);
         double t0 = lab_elapsed_ms(lab);
-        if ((rc = plan[i].act(c))) {
+        long long rv = 0;
+        if ((rc = plan[i].act(c, &rv))) {
             lab_say(lab, "step %s: %s", plan[i].name, err_str(rc));
             break;
         }
         if ((rc = lab__wait_deployment(lab, c, NS, "web", -1, CONVERGE_MS, NULL))) break;
         steps[i].ms = lab_elapsed_ms(lab) - t0;
-        if ((rc = observe(lab, c, seen, &steps[i], plan[i].created))) break;
+        steps[i].write_rv = rv;
+        if ((rc = observe(lab, c, seen, &steps[i], i ? &steps[i - 1] : NULL, rv, plan[i].created)))
+            break;
         lab_say(lab, "step %s converged in %.0f ms: %d ReplicaSet(s), %d pods, %d event group(s)",
                 plan[i].name, steps[i].ms, steps[i].nrs, steps[i].pods, steps[i].nev);
     }

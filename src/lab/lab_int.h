@@ -42,6 +42,15 @@ size_t lab__text_width(const char *s);
 int lab__table_text(buf_t *b, const char *title, const char *const *cols, size_t ncols,
                     const char *const *cells, size_t nrows);
 
+/* ---- a run (lab.c) ---- */
+
+/* Run one lab as `kplane lab run` does (lab_main calls it): its exit
+ * status (0, 1, or 130 after SIGINT/SIGTERM, when the process ends there).
+ * kplane: the binary the lab starts as lab_kplane(); NULL: this process's
+ * own (/proc/self/exe). Tests run labs of their own with the kplane they
+ * built. The lab's thread; one run at a time per process. */
+int lab__run(const lab_def_t *def, int keep, const char *kplane);
+
 /* ---- reading objects (lab_kit.c; pure, any thread) ---- */
 
 /* The string at a dotted path ("metadata.name") of o; "" when absent or not
