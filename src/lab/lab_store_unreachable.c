@@ -360,6 +360,8 @@ static void cell_s(char *out, double ms)
 {
     if (ms < 0)
         snprintf(out, CELL, "never (within the wait)");
+    else if (ms < 100)
+        snprintf(out, CELL, "%.1f ms", ms);
     else
         snprintf(out, CELL, "%.2f s", ms / 1e3);
 }
