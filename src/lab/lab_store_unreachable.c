@@ -15,8 +15,10 @@
  * controllers and node agents did (their metrics before and after; nodes
  * marked NotReady from stale leases; pods made or removed). Then the cut is
  * healed and recovery is timed: the first write, kubectl get pods, the
- * scale to 5 carried out, the watch. The answers go into the seed's
- * Predict / Observe / Reflect table.
+ * scale to 5 carried out, the watch, the nodes. Last, the store goes silent
+ * instead (the proxy holds every byte: a partition that drops packets) and
+ * kubectl get pods and a write are timed again. The answers go into the
+ * seed's Predict / Observe / Reflect table.
  *
  * Node health is on a short fuse (grace NODE_GRACE_S < the outage), so a
  * controller acting on its last known state would find every Lease
@@ -117,6 +119,7 @@ static int watch_events(pod_watch_t *w, double from, double to, double *first)
 typedef struct write_job {
     lab_t *lab;
     kc_client_t *c;
+    int replicas;
     pthread_t th;
     int rc;
     double took;
@@ -126,7 +129,7 @@ typedef struct write_job {
 static void *write_main(void *arg)
 {
     write_job_t *j = arg;
-    json_t *patch = json_pack("{s:{s:i}}", "spec", "replicas", 5), *st = NULL;
+    json_t *patch = json_pack("{s:{s:i}}", "spec", "replicas", j->replicas), *st = NULL;
     double t0 = lab_elapsed_ms(j->lab);
     j->rc =
         kc_patch(j->c, &kc_deployments, NS, "web", NULL, KC_PATCH_MERGE, patch, NULL, NULL, &st);
@@ -248,8 +251,12 @@ typedef struct obs {
     int after_not_ready;    /* the most nodes NotReady at once in 10 s after healing */
     double first_not_ready; /* when a node was first seen NotReady (after healing); -1: never */
     double ready_again;     /* when every node was Ready again (after healing); -1: not (yet) */
-    int watch_during;       /* events on the open watch while cut */
-    double watch_ended;     /* ms into the outage it ended; -1: it stayed open */
+    kubectl_run_t s_get;    /* the silent cut (silent()): the proxy holds every byte */
+    write_job_t s_write;
+    double s_first_write;
+    int s_stored;       /* the silent write took effect after all */
+    int watch_during;   /* events on the open watch while cut */
+    double watch_ended; /* ms into the outage it ended; -1: it stayed open */
     int watch_end_rc;
 } obs_t;
 
@@ -270,7 +277,7 @@ static int outage(lab_t *lab, lab_server_t *s, lab_proxy_t *cut, pod_watch_t *pw
     ob->t_block = lab_elapsed_ms(lab);
     lab_proxy_block(cut, 0, 1);
     lab_say(lab, "the store is cut off from the API server (the proxy in front of etcd blocks it)");
-    ob->write = (write_job_t){.lab = lab, .c = s->client};
+    ob->write = (write_job_t){.lab = lab, .c = s->client, .replicas = 5};
     int writing = !pthread_create(&ob->write.th, NULL, write_main, &ob->write);
     kubectl(lab, s, 70000, &ob->get, get_pods);
     say_kubectl(lab, "kubectl get pods", &ob->get);
@@ -356,6 +363,46 @@ static int outage(lab_t *lab, lab_server_t *s, lab_proxy_t *cut, pod_watch_t *pw
     return 0;
 }
 
+/* The store unreachable the other way a partition can look: not refused
+ * but silent. The proxy holds every byte for an hour (connections open, no
+ * answer, as when packets are dropped); the heal cuts what it held. */
+static void silent(lab_t *lab, lab_server_t *s, lab_proxy_t *cut, obs_t *ob)
+{
+    static const char *const get_pods[] = {"get", "pods", NULL};
+    lab_proxy_set_delay(cut, 3600 * 1000);
+    lab_say(lab, "now a silent cut: the proxy holds every byte to and from etcd");
+    ob->s_write = (write_job_t){.lab = lab, .c = s->client, .replicas = 4};
+    int writing = !pthread_create(&ob->s_write.th, NULL, write_main, &ob->s_write);
+    kubectl(lab, s, 90000, &ob->s_get, get_pods);
+    say_kubectl(lab, "kubectl get pods", &ob->s_get);
+    if (writing) pthread_join(ob->s_write.th, NULL);
+    lab_say(lab, "  a write (scale web to 4): %s after %.2f s", ob->s_write.why,
+            ob->s_write.took / 1e3);
+    double t0 = lab_elapsed_ms(lab);
+    lab_proxy_block(cut, 0, 1);
+    lab_proxy_set_delay(cut, 0);
+    lab_proxy_block(cut, 0, 0);
+    ob->s_first_write = -1;
+    while (ob->s_first_write < 0 && lab_elapsed_ms(lab) - t0 < 60000) {
+        json_t *cm = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+                               "metadata", "name", "after-silence");
+        int rc = kc_create(s->client, &kc_configmaps, NS, cm, NULL, NULL);
+        json_decref(cm);
+        if (!rc || rc == KP_EEXIST)
+            ob->s_first_write = lab_elapsed_ms(lab) - t0;
+        else
+            sleep_ms(100);
+    }
+    /* The 504's outcome is unknown to its client: did it take effect? */
+    json_t *web = NULL;
+    if (!kc_get(s->client, &kc_deployments, NS, "web", &web))
+        ob->s_stored = lab__jint(web, "spec.replicas", 0) == 4;
+    json_decref(web);
+    lab_say(lab, "healed: the first write succeeded after %.2f s; the timed-out scale to 4 %s",
+            ob->s_first_write / 1e3,
+            ob->s_stored ? "took effect after all" : "did not take effect");
+}
+
 static void cell_s(char *out, double ms)
 {
     if (ms < 0)
@@ -419,6 +466,19 @@ static void tables(lab_t *lab, const obs_t *ob)
         lab_row(lab, (const char *const[]){names[i], c[i], t[i]});
     lab_table_end(lab);
 
+    static const char *const scols[] = {"while the store was silent", "observed", "after", NULL};
+    lab_table(lab, "Observe: the same, when the store does not answer at all (a silent cut)",
+              scols);
+    snprintf(c[9], CELL, "%s: %.200s", status_word(ob->s_get.status), ob->s_get.first);
+    cell_s(t[9], ob->s_get.took);
+    lab_row(lab, (const char *const[]){"kubectl get pods", c[9], t[9]});
+    snprintf(c[10], CELL, "%s", ob->s_write.why);
+    cell_s(t[10], ob->s_write.took);
+    lab_row(lab, (const char *const[]){"a write: scale web to 4 (merge patch)", c[10], t[10]});
+    cell_s(t[11], ob->s_first_write);
+    lab_row(lab, (const char *const[]){"after healing, the first write", "succeeded", t[11]});
+    lab_table_end(lab);
+
     static const char *const rcols[] = {"after healing", "took", NULL};
     lab_table(lab, "Recovery", rcols);
     cell_s(t[8], ob->first_write);
@@ -443,17 +503,23 @@ static void tables(lab_t *lab, const obs_t *ob)
     /* Predict / Observe / Reflect, answered from the figures above. */
     char a[6][CELL];
     int get_failed = ob->get.status != 0;
-    snprintf(a[0], CELL, "%s after %.2f s, no stale data: %.200s",
-             get_failed ? (ob->get.took < 2000 ? "an error, at once," : "a hang, then an error,")
-                        : "an answer",
-             ob->get.took / 1e3, ob->get.first);
+    snprintf(a[0], CELL,
+             "never stale data: %s when the store refuses (%.2f s), %s when it is silent (%.1f "
+             "s: %.100s)",
+             get_failed ? "an error at once" : "an answer", ob->get.took / 1e3,
+             ob->s_get.status ? "a hang, then an error" : "an answer", ob->s_get.took / 1e3,
+             ob->s_get.first);
     snprintf(a[1], CELL, "%s",
              ob->cached.status
                  ? "no: cached reads failed too"
                  : "only when the client asks for them (resourceVersion=0): the cache, possibly "
                    "stale; a plain read refuses");
-    snprintf(a[2], CELL, "%s (%.200s); none acknowledged", ob->write.rc ? "refused" : "ACCEPTED",
-             ob->write.why);
+    snprintf(a[2], CELL, "%s (%.100s) at once when cut; %s (%.60s) after %.1f s when silent%s",
+             ob->write.rc ? "refused" : "ACCEPTED", ob->write.why,
+             ob->s_write.rc ? "failed" : "ACCEPTED", ob->s_write.why, ob->s_write.took / 1e3,
+             ob->s_write.rc ? (ob->s_stored ? ", yet it took effect later (an unknown outcome)"
+                                            : ", and it did not take effect")
+                            : "");
     snprintf(a[3], CELL,
              "yes: %.0f syncs on their last known state, %.0f refused writes retried; the "
              "node controller, seeing Leases its cache had not seen renewed, marked %d of 3 "
@@ -537,6 +603,7 @@ static int run(lab_t *lab)
     watching = 1;
     sleep_ms(1000);
     if ((rc = outage(lab, s, cut, pw, ob))) goto out;
+    silent(lab, s, cut, ob);
     tables(lab, ob);
 out:
     if (watching) {
@@ -548,6 +615,7 @@ out:
         free(ob->get.out);
         free(ob->cached.out);
         free(ob->create.out);
+        free(ob->s_get.out);
     }
     free(ob);
     free(pw);

@@ -113,6 +113,7 @@ f=$T/store-unreachable.out
 expect_line "$f" "observe table" "^Observe: the API server cut off from etcd"
 expect_line "$f" "recovery table" "^Recovery"
 expect_line "$f" "predict table" "^Predict / Observe / Reflect"
+expect_line "$f" "silent table" "^Observe: the same, when the store does not answer at all"
 expect_line "$f" "the write refused" "^a write: scale web to 5 \(merge patch\) +(5[0-9][0-9]|no answer)"
 expect_line "$f" "recovered" "^web scaled to 5, all available +[0-9.]+ m?s"
 echo "labs_ha: all checks passed"
