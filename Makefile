@@ -8,8 +8,8 @@
 #   make fuzz     build the libFuzzer targets of fuzz/ with clang (ASan+UBSan)
 #                 and run each for FUZZ_SECONDS (default 60)
 #   make tsan     build the concurrency tests (store, watch cache, informer,
-#                 work queue, the ReplicaSet summaries) with ThreadSanitizer and run them (`make test`
-#                 runs it too)
+#                 work queue, the ReplicaSet summaries, the labs' proxy) with
+#                 ThreadSanitizer and run them (`make test` runs it too)
 
 BUILD      ?= build
 TEST_BUILD ?= build-test
@@ -48,7 +48,7 @@ test: test-deps all
 # the tests of the code that shares state between threads (and the kplane
 # binary test_informer starts).
 TSAN_TESTS = test_store test_cas test_watchcache test_queue test_informer test_httpd test_leader test_grpc \
-             test_replicaset
+             test_replicaset test_proxy
 tsan: test-deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKP_TSAN=ON >/dev/null
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kplane $(TSAN_TESTS)

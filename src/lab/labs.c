@@ -5,7 +5,13 @@
  */
 #include "lab/lab.h"
 
-extern const lab_def_t lab_exercise, lab_kill_the_truth, lab_central_brain, lab_polling_vs_watching;
+extern const lab_def_t lab_exercise, lab_kill_the_truth, lab_central_brain, lab_polling_vs_watching,
+    lab_two_copies, lab_store_unreachable;
 
-const lab_def_t *const lab_all[] = {&lab_exercise, &lab_polling_vs_watching, &lab_central_brain,
-                                    &lab_kill_the_truth, NULL};
+const lab_def_t *const lab_all[] = {&lab_exercise,
+                                    &lab_polling_vs_watching,
+                                    &lab_central_brain,
+                                    &lab_kill_the_truth,
+                                    &lab_two_copies,
+                                    &lab_store_unreachable,
+                                    NULL};
