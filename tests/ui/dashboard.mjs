@@ -179,6 +179,33 @@ try {
   log('the #token= link logged in; the address is now ' + where);
   await ctx2.close();
 
+  // A kubeconfig file: its current user's token logs in; a user with a
+  // client certificate is explained, not sent.
+  const ctx3 = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 900 } });
+  const page3 = await ctx3.newPage();
+  watchErrors(page3);
+  await page3.goto(base + '/ui/');
+  await page3.waitForSelector('#login:not([hidden])');
+  const kubeconfig = (user) => [
+    'apiVersion: v1', 'kind: Config', 'clusters:', '- cluster:',
+    '    certificate-authority-data: LS0tLS1CRUdJTg==', `    server: ${base}`, '  name: kplane',
+    'contexts:', '- context:', '    cluster: kplane', '    user: other', '  name: other@kplane',
+    '- context:', '    cluster: kplane', `    user: ${user}`, `  name: ${user}@kplane`,
+    `current-context: ${user}@kplane`, 'preferences: {}', 'users:',
+    '- name: other', '  user:', '    token: "wrong-token"',
+    '- name: cert-user', '  user:', '    client-certificate-data: LS0tLS1CRUdJTg==',
+    '    client-key-data: LS0tLS1CRUdJTg==',
+    '- name: token-user', '  user:', `    token: ${token}`, ''].join('\n');
+  await page3.setInputFiles('#kubeconfig', { name: 'kubeconfig', mimeType: 'text/plain',
+    buffer: Buffer.from(kubeconfig('cert-user')) });
+  await page3.waitForFunction(() => /client certificate/.test(document.querySelector('#login-error').textContent));
+  log('a kubeconfig with a client certificate: ' + await page3.textContent('#login-error'));
+  await page3.setInputFiles('#kubeconfig', { name: 'kubeconfig2', mimeType: 'text/plain',
+    buffer: Buffer.from(kubeconfig('token-user')) });
+  await page3.waitForSelector('#objects');
+  log('a kubeconfig with a token logged in as ' + await page3.textContent('#who'));
+  await ctx3.close();
+
   if (errors.length) throw new Error('errors on the page:\n' + errors.join('\n'));
   log('PASS');
 } catch (e) {
