@@ -59,6 +59,7 @@
 #include "cli/cli.h"
 #include "cli/components.h"
 #include "client/client.h"
+#include "lab/lab.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -666,6 +667,16 @@ static int serve(const char *cmd, int argc, char **argv)
                               .audit_log_maxbackup = audit_num[1],
                               .audit_log_maxage_days = audit_num[2],
                               .enable_labs = enable_labs};
+    /* The dashboard's lab page lists and runs what `kplane lab list` lists. */
+    apiserver_lab_t labs[64];
+    size_t nlabs = 0;
+    for (const lab_def_t *const *l = lab_all; *l && nlabs < sizeof labs / sizeof labs[0]; l++)
+        labs[nlabs++] = (apiserver_lab_t){.name = (*l)->name,
+                                          .seed = (*l)->seed,
+                                          .title = (*l)->title,
+                                          .needs = (*l)->needs};
+    cfg.labs = labs;
+    cfg.nlabs = nlabs;
     apiserver_t *api = NULL;
     if ((rc = apiserver_start(&cfg, &api))) {
         apiserver_tls_free(&tls);

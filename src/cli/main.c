@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 
 #include "apiserver/apiserver.h"
+#include "lab/lab.h"
 #include "lib/err.h"
 
 #include <arpa/inet.h>
@@ -45,6 +46,9 @@ static const struct {
     {"scheduler", cmd_scheduler, "run the scheduler against a kubeconfig"},
     {"node", cmd_node, "run simulated nodes against a kubeconfig"},
     {"store", cmd_store, "read, write, watch and maintain the local store"},
+    {"lab", lab_main,
+     "run the seed investigations' experiments on loopback and\n"
+     "print what they observed (lab list, lab run NAME)"},
     {"version", cmd_version, "print the kplane version"},
     {"help", cmd_help, "print this help, or a command's: help COMMAND"},
 };

@@ -20,7 +20,8 @@
  * (lab_table_end). With KPLANE_LAB_EVENTS=1 each line is also preceded by a
  * machine line, `@lab <json>` ({"say":...}, {"table":...,"columns":[...]},
  * {"row":[...]}, {"end":...}), for the dashboard's lab page, which shows the
- * table filling in.
+ * table filling in; the very last line of a run is {"done":1}, or
+ * {"done":0,"error":"..."} when it failed or was interrupted.
  *
  * THREADS. A lab_t belongs to the thread running run(); the calls below are
  * that thread's, except lab_say and lab_elapsed_ms (any thread).
@@ -78,9 +79,15 @@ typedef struct lab_server_opts {
     int apiserver_only;           /* kplane apiserver instead of kplane server */
     const char *store;            /* NULL: embedded; "etcd://..." */
     const char *data_dir;         /* NULL: DIR/<name>; an earlier server's to restart it */
-    int nodes;                    /* simulated nodes (kplane server); -1: none */
+    int nodes;                    /* simulated nodes (kplane server); 0: its default
+                                     (3); -1: none */
     int no_controllers, no_scheduler;
     const char *const *extra;     /* more flags, NULL-terminated, or NULL */
+    /* NULL, or a server of the same cluster (the same etcd): this one
+     * starts with its CA, serving certificate and key and admin token
+     * (copied into the data dir before the first start), so that one
+     * kubeconfig, token and client work for both. */
+    const struct lab_server *peer;
 } lab_server_opts_t;
 
 typedef struct lab_server {

@@ -49,7 +49,7 @@ stop_server() { # stop_server: the last one started
     unset 'BG_PIDS[-1]'
 }
 
-SUBCOMMANDS=(server apiserver controller-manager scheduler node store version)
+SUBCOMMANDS=(server apiserver controller-manager scheduler node store lab version)
 
 step "unknown options name themselves (exit 2)"
 for cmd in "${SUBCOMMANDS[@]}"; do
