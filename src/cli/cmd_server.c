@@ -746,13 +746,15 @@ static int serve(const char *cmd, int argc, char **argv)
                           .token = kcm_tok,
                           .ca_pem = use_sock ? NULL : tls.ca_pem,
                           .unix_socket = use_sock ? sock : NULL,
-                          .user_agent = "kplane-server",
+                          /* Each component writes as its own field manager, as
+                           * when run apart (kplane controller-manager, ...). */
+                          .user_agent = "kplane-controller-manager",
                           .qps = qps,
                           .burst = (int)burst};
         co.sa_credentials = 1; /* kubeadm's --use-service-account-credentials */
         if ((rc = kc_client_new(&kc, &client)) ||
-            (rc = kc_client_with_token(client, sched_tok, &sched_client)) ||
-            (rc = kc_client_with_token(client, node_tok, &node_client)) ||
+            (rc = kc_client_as(client, sched_tok, "kplane-scheduler", &sched_client)) ||
+            (rc = kc_client_as(client, node_tok, "kplane-node", &node_client)) ||
             ((co.sched_client = sched_client), (co.node_client = node_client),
              (rc = cli_components_start(client, &co, &comps)))) {
             log_error("server", "starting the controllers, scheduler and nodes: %s",
