@@ -206,6 +206,32 @@ try {
   log('a kubeconfig with a token logged in as ' + await page3.textContent('#who'));
   await ctx3.close();
 
+  // Another user sees what RBAC lets them: with the ClusterRole view bound,
+  // the objects; not the lab endpoints (403, said on the page).
+  const viewer = process.env.KPLANE_VIEWER_TOKEN;
+  if (viewer) {
+    const bound = await apiCall(page, 'POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'viewer-view' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'viewer' }] });
+    if (bound.status !== 201) throw new Error('bind view: ' + bound.status + ' ' + bound.text);
+    const ctx4 = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 900 } });
+    const page4 = await ctx4.newPage();
+    watchErrors(page4);
+    await page4.goto(base + '/ui/#token=' + viewer);
+    await page4.waitForFunction(() => {
+      const td = document.querySelector('#objects tr[data-name="default/web"] td[data-col="Ready"]');
+      return td && td.textContent === '5/5';
+    }, null, { timeout: 60000 });
+    log('viewer (ClusterRole view) sees web 5/5 as ' + await page4.textContent('#who'));
+    await goto(page4, '#/lab');
+    await page4.waitForFunction(() => /403/.test(document.querySelector('main p.error') ?
+      document.querySelector('main p.error').textContent : ''), null, { timeout: 30000 });
+    log('viewer on the lab page: ' + await page4.textContent('main p.error'));
+    await screenshot(page4, 'viewer-lab-403');
+    await ctx4.close();
+  }
+
   if (errors.length) throw new Error('errors on the page:\n' + errors.join('\n'));
   log('PASS');
 } catch (e) {

@@ -31,8 +31,10 @@ stop_server() {
 trap 'stop_server; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
+# A second user, "viewer", whose rights the test grants through RBAC.
+printf 'viewer-token-0123456789abcdef,viewer,2001\n' >"$tmp/tokens.csv"
 "$kplane" server --data-dir "$tmp/data" --listen 127.0.0.1:0 --nodes 3 \
-  >"$out/server.out" 2>"$out/server.log" &
+  --token-auth-file "$tmp/tokens.csv" >"$out/server.out" 2>"$out/server.log" &
 pid=$!
 url=""
 i=0
@@ -47,7 +49,7 @@ done
 [ -n "$url" ] || { echo "FAIL: no dashboard URL from kplane server in 60 s (see $out/)"; exit 1; }
 echo "dashboard: ${url%%#*}"
 rc=0
-KPLANE_DASHBOARD_URL=$url KPLANE_OUT=$out CHROMIUM=$chromium node "$here/dashboard.mjs" || rc=$?
+KPLANE_DASHBOARD_URL=$url KPLANE_VIEWER_TOKEN=viewer-token-0123456789abcdef KPLANE_OUT=$out CHROMIUM=$chromium node "$here/dashboard.mjs" || rc=$?
 stop_server
 # The server under ASan: a leak or error report at its exit fails the test.
 if grep -q 'ERROR: \(AddressSanitizer\|LeakSanitizer\)' "$out/server.log"; then
