@@ -808,6 +808,7 @@
       try {
         await api('/ui/api/labs/' + encodeURIComponent(name) + '/run', { method: 'POST' });
         poll(name);
+        loadList(); // the Run buttons wait for this run
       } catch (e) {
         note.textContent = e.message;
         note.className = 'error';
