@@ -19,6 +19,12 @@ struct sockaddr_in;
 typedef struct store store_t;
 typedef struct apiserver apiserver_t;
 
+/* A lab the dashboard may run (`kplane lab list`'s row; strings borrowed). */
+typedef struct apiserver_lab {
+    const char *name, *seed, *title;
+    const char *needs; /* NULL, or what must be installed ("etcd") */
+} apiserver_lab_t;
+
 typedef struct apiserver_config {
     const char *listen;        /* "ADDR:PORT"; port 0 picks a free one */
     store_t *store;            /* borrowed: must outlive the server */
@@ -111,6 +117,16 @@ typedef struct apiserver_config {
     const struct apiserver_audit_policy *audit_policy;
     const char *audit_log_path;
     int audit_log_maxsize_mb, audit_log_maxbackup, audit_log_maxage_days;
+    /* The dashboard's lab page (ui/ui.h): with enable_labs (--enable-labs;
+     * kplane server sets it when it listens on loopback) an authorized user
+     * may run one lab at a time, `lab_exe lab run NAME` (lab_exe NULL:
+     * /proc/self/exe) as a child of this server, stopped with it. `labs`
+     * (nlabs rows; borrowed, must outlive the server; NULL: none) are the
+     * labs listed and allowed. */
+    int enable_labs;
+    const apiserver_lab_t *labs;
+    size_t nlabs;
+    const char *lab_exe;
 } apiserver_config_t;
 
 /* Check the two ranges as apiserver_start will (NULL: the default).

@@ -48,6 +48,7 @@
 #include "apiserver/schema/strategy.h"
 #include "apiserver/kinds/strategy_int.h"
 #include "apiserver/rest/watchcache.h"
+#include "apiserver/ui/ui.h"
 #include "httpd/httpd.h"
 
 /* ---- intake ---- */
@@ -350,7 +351,16 @@ static int intake(api_req_t *r)
             .name = API_USER_ANONYMOUS, .uid = "", .groups = anonymous_groups, .ngroups = 1};
     }
     api_audit_authenticated(r); /* the audit log: the policy, RequestReceived */
-    if (impersonate(r) || authorize(r)) return 1;
+    /* The dashboard (ui/ui.h): its files hold no cluster data, so anyone
+     * may load them (the page then asks the API as its user); its own
+     * endpoints run labs, for authenticated users the authorizers allow
+     * (anonymous: 401, so that the page asks for a token). */
+    api_ui_path_t ui = api_ui_path_kind(r->path);
+    if (ui == API_UI_API && who != API_AUTHN_OK) {
+        api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
+        return 1;
+    }
+    if (ui != API_UI_ASSET && (impersonate(r) || authorize(r))) return 1;
     const char *cl = api_header(r, "Content-Length");
     if (cl) {
         char *end;
@@ -404,6 +414,7 @@ static int handle(api_req_t *r)
     int rc = r->route.kind == API_ROUTE_RESOURCE  ? api_serve_resource(r)
              : r->route.kind == API_ROUTE_METRICS ? api_serve_metrics(r)
              : r->route.kind == API_ROUTE_OIDC    ? api_sa_serve_oidc(r)
+             : r->route.kind == API_ROUTE_UI      ? api_ui_serve(r)
                                                   : api_serve_discovery(r);
     pthread_mutex_lock(&s->mu);
     (*count)--;
@@ -671,6 +682,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
         rc = KP_ENOMEM;
         goto fail;
     }
+    if ((rc = api_ui_start(s))) goto fail;
     if ((rc = api_schema_load(&s->schema))) goto fail;
     if ((rc = api_ensure_namespaces(s)) || (rc = api_ensure_objects(s))) goto fail;
     size_t nres = api_registry_count();
@@ -761,6 +773,7 @@ fail:
     api_sa_stop(s->sa);
     api_audit_stop(s->audit);
     api_authz_stop(s->authz);
+    api_ui_stop(s);
     api_apiservice_stop(s);
     api_crd_stop(s);
     api_services_stop(s);
@@ -810,6 +823,7 @@ void apiserver_stop(apiserver_t *s)
     api_services_stop(s); /* no request can allocate any more */
     api_authz_stop(s->authz);
     api_sa_stop(s->sa);
+    api_ui_stop(s);           /* after the last request: a lab still running is ended */
     api_audit_stop(s->audit); /* after the last request: what is queued is written */
     close_caches(s);
     api_view_put(s->view);

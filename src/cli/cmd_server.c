@@ -22,6 +22,7 @@
  *                    [--encryption-provider-config FILE]
  *                    [--audit-policy-file FILE] [--audit-log-path PATH|-]
  *                    [--audit-log-maxsize MB] [--audit-log-maxbackup N] [--audit-log-maxage DAYS]
+ *                    [--enable-labs[=BOOL]]
  *
  * Both open the store, start the API server, write DIR/kubeconfig for the
  * admin (kubernetes-admin in system:masters: the client certificate
@@ -41,6 +42,7 @@
  * one random aescbc key for Secrets; `apiserver` encrypts nothing, as
  * kube-apiserver does not (its peers would need the same key).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -49,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +59,7 @@
 #include "cli/cli.h"
 #include "cli/components.h"
 #include "client/client.h"
+#include "lab/lab.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -142,6 +146,10 @@ static void usage(FILE *out, const char *cmd)
           "                     the kubernetes Service's; no IPv6 or dual-stack)\n"
           "  --service-node-port-range A-B  the NodePorts of NodePort and LoadBalancer\n"
           "                     Services (default 30000-32767)\n",
+          out);
+    fputs("  --enable-labs[=BOOL]  let the dashboard (/ui/) run `kplane lab run NAME` as a\n"
+          "                     child of this server for a user allowed POST on /ui/api/labs/*\n"
+          "                     (default: true for kplane server listening on 127.x, else false)\n",
           out);
     fputs("  --encryption-provider-config FILE  Kubernetes' EncryptionConfiguration: which\n"
           "                     resources are encrypted at rest, with which keys (aescbc,\n"
@@ -250,7 +258,8 @@ enum {
     OPT_AUDIT_PATH,
     OPT_AUDIT_MAXSIZE,
     OPT_AUDIT_MAXBACKUP,
-    OPT_AUDIT_MAXAGE
+    OPT_AUDIT_MAXAGE,
+    OPT_ENABLE_LABS
 };
 
 static int serve(const char *cmd, int argc, char **argv)
@@ -290,12 +299,14 @@ static int serve(const char *cmd, int argc, char **argv)
         {"audit-log-maxsize", required_argument, NULL, OPT_AUDIT_MAXSIZE},
         {"audit-log-maxbackup", required_argument, NULL, OPT_AUDIT_MAXBACKUP},
         {"audit-log-maxage", required_argument, NULL, OPT_AUDIT_MAXAGE},
+        {"enable-labs", optional_argument, NULL, OPT_ENABLE_LABS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *data_flag = NULL, *listen = "127.0.0.1:6443", *url_flag = NULL;
     const char *token_file = NULL, *svc_cidr = NULL, *svc_ports = NULL, *authz_mode = NULL;
     const char *enc_flag = NULL;
     int no_anonymous = 0;
+    int enable_labs = -1; /* -1: kplane server on loopback */
     const char *sa_signing_file = NULL, *sa_issuer = NULL;
     const char *sa_key_files[8];
     size_t n_sa_key_files = 0;
@@ -425,6 +436,14 @@ static int serve(const char *cmd, int argc, char **argv)
         case OPT_SVC_PORTS: svc_ports = optarg; break;
         case OPT_ENC_CONFIG:
             enc_flag = optarg;
+            break;
+        case OPT_ENABLE_LABS:
+            if (!optarg || !strcmp(optarg, "true") || !strcmp(optarg, "1"))
+                enable_labs = 1;
+            else if (!strcmp(optarg, "false") || !strcmp(optarg, "0"))
+                enable_labs = 0;
+            else
+                return cli_usage_error(cmd, "bad --enable-labs '%s' (true or false)", optarg);
             break;
         case 'h': usage(stdout, cmd); return CLI_EXIT_OK;
         default: return cli_option_error(cmd, c, argv);
@@ -589,6 +608,13 @@ static int serve(const char *cmd, int argc, char **argv)
     char host[64];
     snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
     if (!*host || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
+    /* The dashboard's lab page runs labs as children of this server: by
+     * default only for kplane server on loopback, a developer's machine. */
+    if (enable_labs < 0) {
+        struct sockaddr_in la;
+        enable_labs =
+            all && !apiserver_listen_addr(listen, &la) && (ntohl(la.sin_addr.s_addr) >> 24) == 127;
+    }
     apiserver_tls_t tls;
     if ((rc = apiserver_tls_load(dir, host, &tls))) {
         store_close(store);
@@ -639,7 +665,18 @@ static int serve(const char *cmd, int argc, char **argv)
                               .audit_log_path = audit_path,
                               .audit_log_maxsize_mb = audit_num[0],
                               .audit_log_maxbackup = audit_num[1],
-                              .audit_log_maxage_days = audit_num[2]};
+                              .audit_log_maxage_days = audit_num[2],
+                              .enable_labs = enable_labs};
+    /* The dashboard's lab page lists and runs what `kplane lab list` lists. */
+    apiserver_lab_t labs[64];
+    size_t nlabs = 0;
+    for (const lab_def_t *const *l = lab_all; *l && nlabs < sizeof labs / sizeof labs[0]; l++)
+        labs[nlabs++] = (apiserver_lab_t){.name = (*l)->name,
+                                          .seed = (*l)->seed,
+                                          .title = (*l)->title,
+                                          .needs = (*l)->needs};
+    cfg.labs = labs;
+    cfg.nlabs = nlabs;
     apiserver_t *api = NULL;
     if ((rc = apiserver_start(&cfg, &api))) {
         apiserver_tls_free(&tls);
@@ -690,6 +727,9 @@ static int serve(const char *cmd, int argc, char **argv)
     printf("kplane %s is serving on https://%s:%d; point kubectl at it with: "
            "export KUBECONFIG=%s/kubeconfig\n",
            cmd, host, port, dir);
+    /* The dashboard with the admin's token in the fragment, which the
+     * browser never sends: the page keeps it for the tab and clears it. */
+    if (all) printf("kplane %s dashboard: https://%s:%d/ui/#token=%s\n", cmd, host, port, token);
     fflush(stdout);
     /* The components: clients of this API server like any other. */
     kc_client_t *client = NULL, *sched_client = NULL, *node_client = NULL;
@@ -706,13 +746,15 @@ static int serve(const char *cmd, int argc, char **argv)
                           .token = kcm_tok,
                           .ca_pem = use_sock ? NULL : tls.ca_pem,
                           .unix_socket = use_sock ? sock : NULL,
-                          .user_agent = "kplane-server",
+                          /* Each component writes as its own field manager, as
+                           * when run apart (kplane controller-manager, ...). */
+                          .user_agent = "kplane-controller-manager",
                           .qps = qps,
                           .burst = (int)burst};
         co.sa_credentials = 1; /* kubeadm's --use-service-account-credentials */
         if ((rc = kc_client_new(&kc, &client)) ||
-            (rc = kc_client_with_token(client, sched_tok, &sched_client)) ||
-            (rc = kc_client_with_token(client, node_tok, &node_client)) ||
+            (rc = kc_client_as(client, sched_tok, "kplane-scheduler", &sched_client)) ||
+            (rc = kc_client_as(client, node_tok, "kplane-node", &node_client)) ||
             ((co.sched_client = sched_client), (co.node_client = node_client),
              (rc = cli_components_start(client, &co, &comps)))) {
             log_error("server", "starting the controllers, scheduler and nodes: %s",

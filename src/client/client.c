@@ -384,13 +384,19 @@ int kc_client_metadata(const kc_client_t *c, kc_client_t **out)
     return rc;
 }
 
-int kc_client_with_token(const kc_client_t *c, const char *token, kc_client_t **out)
+int kc_client_as(const kc_client_t *c, const char *token, const char *user_agent, kc_client_t **out)
 {
     const char *servers[KC__SERVERS_MAX + 1];
     kc_config_t cfg = config_of(c, servers);
     cfg.token = token;
     cfg.cert_pem = cfg.key_pem = NULL; /* its own identity, only */
+    if (user_agent) cfg.user_agent = user_agent;
     return kc_client_new(&cfg, out);
+}
+
+int kc_client_with_token(const kc_client_t *c, const char *token, kc_client_t **out)
+{
+    return kc_client_as(c, token, NULL, out);
 }
 
 int kc_client_new(const kc_config_t *cfg, kc_client_t **out)

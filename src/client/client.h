@@ -128,6 +128,11 @@ int kc_client_metadata(const kc_client_t *c, kc_client_t **out);
  * its own identity: the bearer token `token`, and none of c's credentials.
  * Errors: KP_EINVAL, KP_ENOMEM. */
 int kc_client_with_token(const kc_client_t *c, const char *token, kc_client_t **out);
+/* The same with its own User-Agent too (NULL: c's), which the API server
+ * takes as the field manager of its writes: components that share a
+ * process tell apart in managedFields. Errors: KP_EINVAL, KP_ENOMEM. */
+int kc_client_as(const kc_client_t *c, const char *token, const char *user_agent,
+                 kc_client_t **out);
 
 /* Requests sent and errors seen so far (for metrics and benchmarks). */
 typedef struct kc_client_stats {

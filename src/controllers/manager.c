@@ -31,6 +31,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/prom.h"
 
 #define MAX_CONTROLLERS 24
 #define CTRL_SA_NAMESPACE "kube-system"
@@ -40,6 +41,9 @@
 #define MAX_INFORMERS   32
 #define MAX_WORKERS     64
 #define SYNC_WAIT_MS    30000
+/* The last error's message as /metrics prints it: at most this many bytes
+ * of it (escaped, it may take twice as many). */
+#define CTRL_LAST_ERROR_MAX 256
 
 /* In init order. The garbage collector comes last: it watches through the
  * informers the others took, and through metadata informers of its own
@@ -78,6 +82,9 @@ struct ctrl {
     uint64_t syncs, errors, hist[NBOUNDS + 1];
     double sum_s;
     int64_t last_ok_ns; /* wall clock of the last successful sync, 0: none */
+    /* The last failed sync: "KEY: error", and its wall clock (0: none). */
+    char last_err[CTRL_LAST_ERROR_MAX + 1];
+    int64_t last_err_ns;
 };
 
 struct ctrl_manager {
@@ -231,14 +238,17 @@ int ctrl_owner(const json_t *obj, const char **uid, const char **kind, const cha
     return 0;
 }
 
-static void record(ctrl_t *c, int rc, double seconds)
+static void record(ctrl_t *c, const char *key, int rc, double seconds)
 {
     pthread_mutex_lock(&c->mu);
     c->syncs++;
-    if (rc)
+    if (rc) {
         c->errors++;
-    else
+        c->last_err_ns = clock_wall_ns();
+        snprintf(c->last_err, sizeof c->last_err, "%.200s: %.50s", key, err_str(rc));
+    } else {
         c->last_ok_ns = clock_wall_ns();
+    }
     size_t b = 0;
     while (b < NBOUNDS && seconds > bounds[b])
         b++;
@@ -258,7 +268,7 @@ static void *worker(void *arg)
         if (rc) break; /* closed */
         int64_t t0 = clock_mono_ns();
         rc = c->ops->sync(c, c->self, key);
-        record(c, rc, (double)(clock_mono_ns() - t0) / 1e9);
+        record(c, key, rc, (double)(clock_mono_ns() - t0) / 1e9);
         if (rc) {
             log_debug(c->ops->name, "sync %s: %s (retrying)", key, err_str(rc));
             kc_queue_add_rate_limited(c->queue, key);
@@ -391,10 +401,11 @@ int ctrl_manager_metrics(ctrl_manager_t *m, char **text)
     buf_t b;
     buf_init(&b, 4u << 20);
     int rc = buf_printf(&b, "# TYPE workqueue_depth gauge\n# TYPE workqueue_adds_total counter\n"
-                     "# TYPE workqueue_retries_total counter\n"
-                     "# TYPE controller_sync_duration_seconds histogram\n"
-                     "# TYPE controller_sync_errors_total counter\n"
-                     "# TYPE controller_last_successful_sync_timestamp_seconds gauge\n");
+                            "# TYPE workqueue_retries_total counter\n"
+                            "# TYPE controller_sync_duration_seconds histogram\n"
+                            "# TYPE controller_sync_errors_total counter\n"
+                            "# TYPE controller_last_successful_sync_timestamp_seconds gauge\n"
+                            "# TYPE controller_last_error_info gauge\n");
     for (int i = 0; i < m->nctrls && !rc; i++) {
         ctrl_t *c = &m->ctrls[i];
         const char *n = c->ops->name;
@@ -432,6 +443,15 @@ int ctrl_manager_metrics(ctrl_manager_t *m, char **text)
             rc = buf_printf(&b,
                      "controller_last_successful_sync_timestamp_seconds{controller=\"%s\"} %.3f\n",
                      n, (double)c->last_ok_ns / 1e9);
+        /* The last failed sync's message as a label (escaped as the text
+         * format says), its time as the value: the dashboard shows it. */
+        if (!rc && c->last_err_ns) {
+            char msg[2 * CTRL_LAST_ERROR_MAX + 1];
+            prom_label_escape(c->last_err, CTRL_LAST_ERROR_MAX, msg, sizeof msg);
+            rc = buf_printf(&b,
+                            "controller_last_error_info{controller=\"%s\",message=\"%s\"} %.3f\n",
+                            n, msg, (double)c->last_err_ns / 1e9);
+        }
         pthread_mutex_unlock(&c->mu);
     }
     if (rc) {

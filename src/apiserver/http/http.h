@@ -70,6 +70,7 @@ typedef enum api_route_kind {
     API_ROUTE_OPENAPI,       /* /openapi/v2, /openapi/v3[/...] */
     API_ROUTE_METRICS,       /* /metrics */
     API_ROUTE_OIDC,          /* /.well-known/openid-configuration, /openid/v1/jwks */
+    API_ROUTE_UI,            /* /ui, /ui/...: the dashboard (ui/ui.h) */
 } api_route_kind_t;
 
 typedef struct api_route {
@@ -110,6 +111,7 @@ struct apiserver {
     struct api_alloc *alloc;   /* Services' ClusterIPs and NodePorts (alloc.h) */
     struct api_authz *authz;   /* the authorizers of cfg.authorization_mode (auth/authz.h) */
     struct api_sa *sa;         /* ServiceAccount tokens (auth/satoken.h) */
+    struct api_ui *ui;         /* the dashboard's lab runner (ui/ui.h) */
     api_user_t admin_user;     /* the admin token's (API_ADMIN_USER in system:masters) */
     /* Validating admission of every create, set when the server is put
      * together (NamespaceLifecycle: kinds/strategy_namespace.c): 0 to go

@@ -3,6 +3,7 @@
  *
  *   /healthz /livez /readyz /version /metrics /openapi/...
  *   /.well-known/openid-configuration /openid/v1/jwks
+ *   /ui /ui/...                  the dashboard (ui/ui.h serves it)
  *   /api                         /apis   /apis/G
  *   /api/v1                      /apis/G/V
  *   .../R[/NAME[/SUB]]           cluster-scoped, or all namespaces for a list
@@ -110,6 +111,10 @@ int api_route_parse(const api_view_t *v, const char *path, api_route_t *rt)
     }
     if (n == 1 && !strcmp(s0, "metrics")) {
         rt->kind = API_ROUTE_METRICS;
+        return 0;
+    }
+    if (!strcmp(s0, "ui")) {
+        rt->kind = API_ROUTE_UI;
         return 0;
     }
     if (!strcmp(s0, "openapi")) {
