@@ -23,17 +23,19 @@
  *   (b) 02 latency: SLOW_MS each way on one path (naive: the replicator's
  *       path to server 2; one history: the controller manager's), a
  *       ReplicaSet scaled 2 -> 5: the most pods that existed at once.
- *
- * The replicator copies creations, spec changes and deletions of
- * Deployments and ReplicaSets, and creations of pods; a pod's deletion is
- * left to each side's own ReplicaSet controller (see repl_apply).
  *   (c) 03 A scales web to 5 and B to 2 at the same instant, each with the
  *       resourceVersion it read (as real clients do): both accepted?
  *   (d) 04 partition: naive: the replicator's path cut, both sides written;
  *       one history: e2 cut away (SIGSTOP: to the others a frozen member is
  *       one beyond a partition), then e0 and e1 cut away from e2: which
- *       side accepts writes.
+ *       side accepts writes (with etcd's request timeout the minority's
+ *       write fails after about 6 s).
  *   05 is the verdict: what each design says web is, at the end.
+ *
+ * The replicator copies creations, spec changes and deletions of
+ * Deployments and ReplicaSets, and creations of pods; a pod's deletion is
+ * left to each side's own ReplicaSet controller (see repl_apply). Each
+ * pod counts once however many sides hold it: a copy has its pod's name.
  */
 #include "lab/lab.h"
 
@@ -158,15 +160,17 @@ typedef struct repl_mine {
     long long rv;
 } repl_mine_t;
 
+/* THREADS: six watch threads (repl_main), one per server and resource;
+ * each applies its own events in order. */
 struct repl {
     lab_t *lab;
-    kc_client_t *c[2];
+    kc_client_t *c[2]; /* each server through its link proxy (the lab's) */
     atomic_int stop;
     atomic_long copied, failed;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* guards seen, nseen, mine, mine_next */
     repl_seen_t seen[REPL_SEEN_MAX];
     int nseen;
-    repl_mine_t mine[REPL_MINE_MAX];
+    repl_mine_t mine[REPL_MINE_MAX]; /* a ring: the latest REPL_MINE_MAX writes */
     int mine_next;
     repl_watch_t w[6];
 };
@@ -204,7 +208,7 @@ static repl_seen_t *repl_seen_of(repl_t *r, int src, const kc_resource_t *res, c
     return NULL;
 }
 
-/* Whether what (spec and labels) was the last copied from src; mu held. */
+/* Whether `what` (spec and labels) was the last copied from src. */
 static int repl_seen_same(repl_t *r, int src, const kc_resource_t *res, const char *name,
                           const char *what)
 {
