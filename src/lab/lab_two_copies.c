@@ -132,6 +132,14 @@ static int read_replicas(kc_client_t *c, const kc_resource_t *res, const char *n
 
 #define REPL_SEEN_MAX 64
 #define REPL_MINE_MAX 256
+#define REPL_COPIERS  4
+
+/* A pod to create on server dst (copy: owned). */
+typedef struct repl_job {
+    struct repl_job *next;
+    int dst;
+    json_t *copy;
+} repl_job_t;
 
 typedef struct repl repl_t;
 
@@ -173,6 +181,13 @@ struct repl {
     repl_mine_t mine[REPL_MINE_MAX]; /* a ring: the latest REPL_MINE_MAX writes */
     int mine_next;
     repl_watch_t w[6];
+    /* Pod copies go out concurrently, as a replicator pipelines them: a
+     * queue and REPL_COPIERS threads (repl_copier). */
+    pthread_mutex_t qmu; /* guards jobs, jobs_tail */
+    pthread_cond_t qcv;
+    struct repl_job *jobs, *jobs_tail;
+    pthread_t copier[REPL_COPIERS];
+    int ncopiers;
 };
 
 static int repl_is_mine(repl_t *r, int src, const kc_resource_t *res, const char *name,
@@ -297,17 +312,21 @@ static void repl_apply(repl_watch_t *w, kc_event_type_t type, const json_t *o)
     json_t *copy = repl_copy(res, o), *out = NULL;
     if (!copy) return;
     if (res == &kc_pods) { /* a pod's spec does not change: copy it once */
-        if (type == KC_ADDED) {
-            rc = kc_create(to, res, NS, copy, &out, NULL);
-            if (!rc) {
-                repl_note_mine(r, dst, res, out);
-                atomic_fetch_add(&r->copied, 1);
-            } else if (rc != KP_EEXIST) {
-                atomic_fetch_add(&r->failed, 1);
-            }
+        repl_job_t *j = type == KC_ADDED ? calloc(1, sizeof *j) : NULL;
+        if (!j) {
+            json_decref(copy);
+            return;
         }
-        json_decref(out);
-        json_decref(copy);
+        j->dst = dst;
+        j->copy = copy;
+        pthread_mutex_lock(&r->qmu);
+        if (r->jobs_tail)
+            r->jobs_tail->next = j;
+        else
+            r->jobs = j;
+        r->jobs_tail = j;
+        pthread_cond_signal(&r->qcv);
+        pthread_mutex_unlock(&r->qmu);
         return;
     }
     char *what = repl_what(o);
@@ -340,6 +359,31 @@ static void repl_apply(repl_watch_t *w, kc_event_type_t type, const json_t *o)
     json_decref(out);
     json_decref(copy);
     free(what);
+}
+
+static void *repl_copier(void *arg)
+{
+    repl_t *r = arg;
+    for (;;) {
+        pthread_mutex_lock(&r->qmu);
+        while (!r->jobs && !atomic_load(&r->stop))
+            pthread_cond_wait(&r->qcv, &r->qmu);
+        repl_job_t *j = r->jobs;
+        if (j && !(r->jobs = j->next)) r->jobs_tail = NULL;
+        pthread_mutex_unlock(&r->qmu);
+        if (!j) return NULL; /* stopping */
+        json_t *out = NULL;
+        int rc = kc_create(r->c[j->dst], &kc_pods, NS, j->copy, &out, NULL);
+        if (!rc) {
+            repl_note_mine(r, j->dst, &kc_pods, out);
+            atomic_fetch_add(&r->copied, 1);
+        } else if (rc != KP_EEXIST) {
+            atomic_fetch_add(&r->failed, 1);
+        }
+        json_decref(out);
+        json_decref(j->copy);
+        free(j);
+    }
 }
 
 static void *repl_main(void *arg)
@@ -377,6 +421,10 @@ static int repl_start(repl_t *r, lab_t *lab, kc_client_t *c1, kc_client_t *c2)
     r->c[0] = c1;
     r->c[1] = c2;
     pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->qmu, NULL);
+    pthread_cond_init(&r->qcv, NULL);
+    for (; r->ncopiers < REPL_COPIERS; r->ncopiers++)
+        if (pthread_create(&r->copier[r->ncopiers], NULL, repl_copier, r)) return KP_ENOMEM;
     for (int i = 0; i < 6; i++) {
         repl_watch_t *w = &r->w[i];
         w->r = r;
@@ -388,11 +436,25 @@ static int repl_start(repl_t *r, lab_t *lab, kc_client_t *c1, kc_client_t *c2)
     return 0;
 }
 
+/* Stop what repl_start started, also after it failed half-way. */
 static void repl_stop(repl_t *r)
 {
     atomic_store(&r->stop, 1);
     for (int i = 0; i < 6; i++)
         if (r->w[i].started) pthread_join(r->w[i].th, NULL);
+    pthread_mutex_lock(&r->qmu);
+    pthread_cond_broadcast(&r->qcv);
+    pthread_mutex_unlock(&r->qmu);
+    for (int i = 0; i < r->ncopiers; i++)
+        pthread_join(r->copier[i], NULL);
+    while (r->jobs) {
+        repl_job_t *j = r->jobs;
+        r->jobs = j->next;
+        json_decref(j->copy);
+        free(j);
+    }
+    pthread_cond_destroy(&r->qcv);
+    pthread_mutex_destroy(&r->qmu);
     for (int i = 0; i < r->nseen; i++)
         free(r->seen[i].what);
     pthread_mutex_destroy(&r->mu);
@@ -930,8 +992,8 @@ static int naive(lab_t *lab, design_t *d, int *peak)
     d->direct[1] = s[1]->client;
     d->slow = link[1];
     d->slow_base = LINK_MS;
+    repl_on = 1; /* repl_stop() undoes a partial start too */
     if ((rc = repl_start(r, lab, rc1, rc2))) goto out;
-    repl_on = 1;
     lab_say(lab,
             "two copies: the replicator watches Deployments, ReplicaSets and Pods on both "
             "servers and copies each change across a path of %d ms each way",
