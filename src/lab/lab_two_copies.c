@@ -23,17 +23,19 @@
  *   (b) 02 latency: SLOW_MS each way on one path (naive: the replicator's
  *       path to server 2; one history: the controller manager's), a
  *       ReplicaSet scaled 2 -> 5: the most pods that existed at once.
- *
- * The replicator copies creations, spec changes and deletions of
- * Deployments and ReplicaSets, and creations of pods; a pod's deletion is
- * left to each side's own ReplicaSet controller (see repl_apply).
  *   (c) 03 A scales web to 5 and B to 2 at the same instant, each with the
  *       resourceVersion it read (as real clients do): both accepted?
  *   (d) 04 partition: naive: the replicator's path cut, both sides written;
  *       one history: e2 cut away (SIGSTOP: to the others a frozen member is
  *       one beyond a partition), then e0 and e1 cut away from e2: which
- *       side accepts writes.
+ *       side accepts writes (with etcd's request timeout the minority's
+ *       write fails after about 6 s).
  *   05 is the verdict: what each design says web is, at the end.
+ *
+ * The replicator copies creations, spec changes and deletions of
+ * Deployments and ReplicaSets, and creations of pods; a pod's deletion is
+ * left to each side's own ReplicaSet controller (see repl_apply). Each
+ * pod counts once however many sides hold it: a copy has its pod's name.
  */
 #include "lab/lab.h"
 
@@ -130,6 +132,14 @@ static int read_replicas(kc_client_t *c, const kc_resource_t *res, const char *n
 
 #define REPL_SEEN_MAX 64
 #define REPL_MINE_MAX 256
+#define REPL_COPIERS  4
+
+/* A pod to create on server dst (copy: owned). */
+typedef struct repl_job {
+    struct repl_job *next;
+    int dst;
+    json_t *copy;
+} repl_job_t;
 
 typedef struct repl repl_t;
 
@@ -158,17 +168,26 @@ typedef struct repl_mine {
     long long rv;
 } repl_mine_t;
 
+/* THREADS: six watch threads (repl_main), one per server and resource;
+ * each applies its own events in order. */
 struct repl {
     lab_t *lab;
-    kc_client_t *c[2];
+    kc_client_t *c[2]; /* each server through its link proxy (the lab's) */
     atomic_int stop;
     atomic_long copied, failed;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* guards seen, nseen, mine, mine_next */
     repl_seen_t seen[REPL_SEEN_MAX];
     int nseen;
-    repl_mine_t mine[REPL_MINE_MAX];
+    repl_mine_t mine[REPL_MINE_MAX]; /* a ring: the latest REPL_MINE_MAX writes */
     int mine_next;
     repl_watch_t w[6];
+    /* Pod copies go out concurrently, as a replicator pipelines them: a
+     * queue and REPL_COPIERS threads (repl_copier). */
+    pthread_mutex_t qmu; /* guards jobs, jobs_tail */
+    pthread_cond_t qcv;
+    struct repl_job *jobs, *jobs_tail;
+    pthread_t copier[REPL_COPIERS];
+    int ncopiers;
 };
 
 static int repl_is_mine(repl_t *r, int src, const kc_resource_t *res, const char *name,
@@ -204,7 +223,7 @@ static repl_seen_t *repl_seen_of(repl_t *r, int src, const kc_resource_t *res, c
     return NULL;
 }
 
-/* Whether what (spec and labels) was the last copied from src; mu held. */
+/* Whether `what` (spec and labels) was the last copied from src. */
 static int repl_seen_same(repl_t *r, int src, const kc_resource_t *res, const char *name,
                           const char *what)
 {
@@ -293,17 +312,21 @@ static void repl_apply(repl_watch_t *w, kc_event_type_t type, const json_t *o)
     json_t *copy = repl_copy(res, o), *out = NULL;
     if (!copy) return;
     if (res == &kc_pods) { /* a pod's spec does not change: copy it once */
-        if (type == KC_ADDED) {
-            rc = kc_create(to, res, NS, copy, &out, NULL);
-            if (!rc) {
-                repl_note_mine(r, dst, res, out);
-                atomic_fetch_add(&r->copied, 1);
-            } else if (rc != KP_EEXIST) {
-                atomic_fetch_add(&r->failed, 1);
-            }
+        repl_job_t *j = type == KC_ADDED ? calloc(1, sizeof *j) : NULL;
+        if (!j) {
+            json_decref(copy);
+            return;
         }
-        json_decref(out);
-        json_decref(copy);
+        j->dst = dst;
+        j->copy = copy;
+        pthread_mutex_lock(&r->qmu);
+        if (r->jobs_tail)
+            r->jobs_tail->next = j;
+        else
+            r->jobs = j;
+        r->jobs_tail = j;
+        pthread_cond_signal(&r->qcv);
+        pthread_mutex_unlock(&r->qmu);
         return;
     }
     char *what = repl_what(o);
@@ -336,6 +359,31 @@ static void repl_apply(repl_watch_t *w, kc_event_type_t type, const json_t *o)
     json_decref(out);
     json_decref(copy);
     free(what);
+}
+
+static void *repl_copier(void *arg)
+{
+    repl_t *r = arg;
+    for (;;) {
+        pthread_mutex_lock(&r->qmu);
+        while (!r->jobs && !atomic_load(&r->stop))
+            pthread_cond_wait(&r->qcv, &r->qmu);
+        repl_job_t *j = r->jobs;
+        if (j && !(r->jobs = j->next)) r->jobs_tail = NULL;
+        pthread_mutex_unlock(&r->qmu);
+        if (!j) return NULL; /* stopping */
+        json_t *out = NULL;
+        int rc = kc_create(r->c[j->dst], &kc_pods, NS, j->copy, &out, NULL);
+        if (!rc) {
+            repl_note_mine(r, j->dst, &kc_pods, out);
+            atomic_fetch_add(&r->copied, 1);
+        } else if (rc != KP_EEXIST) {
+            atomic_fetch_add(&r->failed, 1);
+        }
+        json_decref(out);
+        json_decref(j->copy);
+        free(j);
+    }
 }
 
 static void *repl_main(void *arg)
@@ -373,6 +421,10 @@ static int repl_start(repl_t *r, lab_t *lab, kc_client_t *c1, kc_client_t *c2)
     r->c[0] = c1;
     r->c[1] = c2;
     pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->qmu, NULL);
+    pthread_cond_init(&r->qcv, NULL);
+    for (; r->ncopiers < REPL_COPIERS; r->ncopiers++)
+        if (pthread_create(&r->copier[r->ncopiers], NULL, repl_copier, r)) return KP_ENOMEM;
     for (int i = 0; i < 6; i++) {
         repl_watch_t *w = &r->w[i];
         w->r = r;
@@ -384,11 +436,25 @@ static int repl_start(repl_t *r, lab_t *lab, kc_client_t *c1, kc_client_t *c2)
     return 0;
 }
 
+/* Stop what repl_start started, also after it failed half-way. */
 static void repl_stop(repl_t *r)
 {
     atomic_store(&r->stop, 1);
     for (int i = 0; i < 6; i++)
         if (r->w[i].started) pthread_join(r->w[i].th, NULL);
+    pthread_mutex_lock(&r->qmu);
+    pthread_cond_broadcast(&r->qcv);
+    pthread_mutex_unlock(&r->qmu);
+    for (int i = 0; i < r->ncopiers; i++)
+        pthread_join(r->copier[i], NULL);
+    while (r->jobs) {
+        repl_job_t *j = r->jobs;
+        r->jobs = j->next;
+        json_decref(j->copy);
+        free(j);
+    }
+    pthread_cond_destroy(&r->qcv);
+    pthread_mutex_destroy(&r->qmu);
     for (int i = 0; i < r->nseen; i++)
         free(r->seen[i].what);
     pthread_mutex_destroy(&r->mu);
@@ -926,8 +992,8 @@ static int naive(lab_t *lab, design_t *d, int *peak)
     d->direct[1] = s[1]->client;
     d->slow = link[1];
     d->slow_base = LINK_MS;
+    repl_on = 1; /* repl_stop() undoes a partial start too */
     if ((rc = repl_start(r, lab, rc1, rc2))) goto out;
-    repl_on = 1;
     lab_say(lab,
             "two copies: the replicator watches Deployments, ReplicaSets and Pods on both "
             "servers and copies each change across a path of %d ms each way",

@@ -103,6 +103,7 @@ struct lab_proxy {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned long asked, served; /* under mu: cut requests and the last one done */
+    int loop_done;               /* under mu: the loop thread has returned */
 };
 
 static void conn_close(conn_t *c);
@@ -418,6 +419,7 @@ static void *proxy_thread(void *arg)
     uv_run(&p->loop, UV_RUN_DEFAULT);
     /* Stopped: wake whoever waits for a cut that will not come now. */
     pthread_mutex_lock(&p->mu);
+    p->loop_done = 1;
     p->served = p->asked;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
@@ -489,7 +491,7 @@ void lab_proxy_block(lab_proxy_t *p, int i, int blocked)
     pthread_mutex_lock(&p->mu);
     unsigned long ask = ++p->asked;
     uv_async_send(&p->wake);
-    while (p->served < ask)
+    while (p->served < ask && !p->loop_done)
         pthread_cond_wait(&p->cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }
