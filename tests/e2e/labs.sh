@@ -12,32 +12,13 @@
 #   - its `@lab` lines (KPLANE_LAB_EVENTS=1) each one JSON object, the last
 #     one {"done":1};
 #   - nothing left behind: no process whose command line names the lab's
-#     TMPDIR, and the lab's directory gone;
+#     TMPDIR, no port it or they listened on, the lab's directory gone
+#     (labs_lib.sh);
 # and a lab interrupted with SIGINT: exit 130, done 0, nothing left behind.
 set -euo pipefail
 KP_BIN=$1
-T=$(mktemp -d "${TMPDIR:-/tmp}/kp-labs-XXXXXX")
-LAB_PID=
-
-# Anything a lab started that is still running (there should be none): by pid.
-leftovers() { pgrep -f -- "$T/kplane-lab-" || true; }
-
-cleanup() {
-  local rc=$?
-  set +e
-  [ -n "$LAB_PID" ] && kill -KILL "$LAB_PID" 2>/dev/null
-  for p in $(leftovers); do kill -KILL "$p" 2>/dev/null; done
-  if [ $rc -ne 0 ]; then
-    for f in "$T"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -n 60 "$f"; }; done
-  fi
-  rm -rf "$T"
-  exit $rc
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_line() { # expect_line FILE WHAT REGEX
-  grep -Eq -- "$3" "$1" || fail "$2: no line matching /$3/ in $1"
-}
+. "$(dirname "$0")/labs_lib.sh"
+labs_init kp-labs
 
 echo "--- kplane lab list"
 list=$("$KP_BIN" lab list)
@@ -48,32 +29,7 @@ done
 out=$("$KP_BIN" lab run nope 2>&1) && fail "an unknown lab ran"
 grep -q "unknown lab 'nope'" <<<"$out" || fail "unknown lab: $out"
 
-# run_lab NAME: run it (events on), check status, event lines and leftovers.
-run_lab() {
-  local name=$1 start end
-  echo "--- kplane lab run $name"
-  start=$(date +%s.%N)
-  TMPDIR=$T KPLANE_LAB_EVENTS=1 timeout 240 "$KP_BIN" lab run "$name" >"$T/$name.out" 2>&1 ||
-    fail "lab $name exited $?"
-  end=$(date +%s.%N)
-  grep -v '^@lab ' "$T/$name.out"
-  python3 - "$T/$name.out" <<'PY'
-import json, sys
-lines = [l[5:] for l in open(sys.argv[1]) if l.startswith("@lab ")]
-evs = [json.loads(l) for l in lines]
-assert evs, "no @lab lines"
-assert all(isinstance(e, dict) for e in evs)
-assert evs[-1] == {"done": 1}, evs[-1]
-tables = [e["table"] for e in evs if "table" in e]
-ends = [e["end"] for e in evs if "end" in e]
-assert tables and tables == ends, (tables, ends)
-PY
-  [ -z "$(leftovers)" ] || fail "lab $name left processes: $(leftovers | xargs ps -o pid,args -p)"
-  [ -z "$(ls -A "$T" | grep '^kplane-lab-' || true)" ] || fail "lab $name left its directory"
-  echo "--- lab $name took $(python3 -c "print(round($end - $start, 1))") s"
-}
-
-run_lab exercise
+run_lab exercise 180
 f=$T/exercise.out
 expect_line "$f" "the answers" "^Investigation 003's exercise, revealed"
 expect_line "$f" "image" "^Image decision +a NEW ReplicaSet web-[0-9a-z]+ \(pod-template-hash"
@@ -81,20 +37,20 @@ expect_line "$f" "count" "^Count decision +the SAME ReplicaSet web-[0-9a-z]+ .*s
 expect_line "$f" "who decides" "^Initial reconciler +deployment-controller "
 expect_line "$f" "who converges" "^Pod convergence +replicaset-controller "
 
-run_lab kill-the-truth
+run_lab kill-the-truth 180
 f=$T/kill-the-truth.out
 expect_line "$f" "lost" "^lost after restart +0 \(missing 0, changed 0\)"
 expect_line "$f" "order" "^revisions in order +yes: "
 expect_line "$f" "acknowledged" "^acknowledged .* [1-9][0-9]* \([1-9][0-9]* before the kill, [1-9][0-9]* after"
 expect_line "$f" "downtime" "^downtime .* [0-9]+ ms"
 
-run_lab central-brain
+run_lab central-brain 180
 f=$T/central-brain.out
 expect_line "$f" "deployment" "^Deployment replicas follow spec.* held: created to 2.* held: scaled to 4.* held: scaled to 3"
 expect_line "$f" "pods" "^a deleted pod is replaced.* held: .* held: .* held: "
 expect_line "$f" "job" "^a Job runs to completion \(job\) +held: .*NOT held: Job during: 0 pods.*caught up: "
 
-run_lab polling-vs-watching
+run_lab polling-vs-watching 180
 f=$T/polling-vs-watching.out
 expect_line "$f" "lists" "^of them, lists +0 +[1-9][0-9]* *$"
 expect_line "$f" "unchanged" "^lists that found nothing changed +0 +[1-9][0-9]* *$"

@@ -21,78 +21,13 @@ if [ -z "${KP_ETCD_BIN:-}" ] && ! command -v etcd >/dev/null; then
   echo "SKIP: etcd is not installed (Debian: etcd-server)"
   exit 77
 fi
-T=$(mktemp -d "${TMPDIR:-/tmp}/kp-labs-ha-XXXXXX")
-
-leftovers() { pgrep -f -- "$T/kplane-lab-" || true; }
-
-cleanup() {
-  local rc=$?
-  set +e
-  for p in $(leftovers); do kill -KILL "$p" 2>/dev/null; done
-  if [ $rc -ne 0 ]; then
-    for f in "$T"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -n 80 "$f"; }; done
-  fi
-  rm -rf "$T"
-  exit $rc
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_line() { # expect_line FILE WHAT REGEX
-  grep -Eq -- "$3" "$1" || fail "$2: no line matching /$3/ in $1"
-}
+. "$(dirname "$0")/labs_lib.sh"
+labs_init kp-labs-ha
 
 list=$("$KP_BIN" lab list)
 for name in two-copies store-unreachable; do
   grep -Eq "^$name +007 " <<<"$list" || fail "lab list does not show $name"
 done
-
-# The ports the lab (pid $1: its proxies) and the processes it started
-# listen on, while it runs (ss, if installed).
-ports_of_lab() {
-  command -v ss >/dev/null || return 0
-  local pids
-  pids=$({ echo "$1"; leftovers; } | paste -sd'|')
-  [ -n "$pids" ] || return 0
-  ss -ltnpH 2>/dev/null | grep -E "pid=($pids)," | awk '{print $4}' | sed 's/.*://' | sort -u
-}
-
-run_lab() { # run_lab NAME SECONDS
-  local name=$1 limit=$(($2 * SLOW)) start end pid ports=''
-  echo "--- kplane lab run $name"
-  start=$(date +%s.%N)
-  TMPDIR=$T KPLANE_LAB_EVENTS=1 timeout $((limit + 60)) "$KP_BIN" lab run "$name" \
-    >"$T/$name.out" 2>&1 &
-  pid=$!
-  # Every port the lab's processes listen on while it runs, sampled.
-  while kill -0 $pid 2>/dev/null; do
-    ports=$(printf '%s\n%s\n' "$ports" "$(ports_of_lab $pid)" | grep . | sort -u || true)
-    sleep 0.5
-  done
-  wait $pid || fail "lab $name exited $?"
-  end=$(date +%s.%N)
-  grep -v '^@lab ' "$T/$name.out"
-  python3 - "$T/$name.out" <<'PY'
-import json, sys
-evs = [json.loads(l[5:]) for l in open(sys.argv[1]) if l.startswith("@lab ")]
-assert evs and all(isinstance(e, dict) for e in evs)
-assert evs[-1] == {"done": 1}, evs[-1]
-tables = [e["table"] for e in evs if "table" in e]
-assert tables and tables == [e["end"] for e in evs if "end" in e], tables
-PY
-  [ -z "$(leftovers)" ] || fail "lab $name left processes: $(leftovers | xargs ps -o pid,args -p)"
-  [ -z "$(ls -A "$T" | grep '^kplane-lab-' || true)" ] || fail "lab $name left its directory"
-  if [ -n "$ports" ] && command -v ss >/dev/null; then
-    for p in $ports; do
-      ! ss -ltnH "sport = :$p" | grep -q . || fail "lab $name left port $p listening"
-    done
-    echo "--- $(echo "$ports" | wc -l) ports the lab listened on are closed"
-  fi
-  local took
-  took=$(python3 -c "print(round($end - $start, 1))")
-  echo "--- lab $name took $took s"
-  python3 -c "import sys; sys.exit(0 if $took <= $limit else 1)" ||
-    fail "lab $name took $took s (limit $limit)"
-}
 
 run_lab two-copies 180
 f=$T/two-copies.out
