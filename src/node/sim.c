@@ -340,6 +340,49 @@ static void register_all(node_sim_t *s)
         pthread_join(t[i], NULL);
 }
 
+/* ---- our Nodes as the API shows them ----
+ *
+ * A kubelet compares its node's status in the API with its own every 10 s
+ * and posts it when they differ: after the node lifecycle controller marked
+ * a node Ready Unknown (its Lease went unrenewed, say while the API server
+ * could not reach its store), the kubelet makes it Ready again within 10 s,
+ * not at its next periodic post. The simulated nodes do the same from the
+ * process's node informer: one of ours seen not Ready, and not paused, gets
+ * its status posted now, Ready again as a transition (recheck). */
+static void node_seen(void *arg, const json_t *node)
+{
+    node_sim_t *s = arg;
+    const char *name =
+        json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+    int i = name ? sim__node_find(s, name) : -1;
+    if (i < 0) return;
+    const char *ready = NULL;
+    size_t k;
+    const json_t *c;
+    json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), k, c) {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        if (type && !strcmp(type, "Ready")) ready = json_string_value(json_object_get(c, "status"));
+    }
+    sim_node_t *n = &s->nodes[i];
+    if (!ready || !strcmp(ready, "True") || atomic_load(&n->paused)) return;
+    pthread_mutex_lock(&s->hb_mu);
+    atomic_store(&n->recheck, 1);
+    n->status_due = clock_mono_ns();
+    pthread_cond_broadcast(&s->hb_cv);
+    pthread_mutex_unlock(&s->hb_mu);
+}
+
+static void node_added(void *arg, const json_t *node)
+{
+    node_seen(arg, node);
+}
+
+static void node_updated(void *arg, const json_t *old, const json_t *node)
+{
+    (void)old;
+    node_seen(arg, node);
+}
+
 int node_sim_start(node_sim_t *s)
 {
     if (s->started) return KP_EINVAL;
@@ -378,6 +421,10 @@ int node_sim_start(node_sim_t *s)
     kc_handlers_t h;
     sim__pod_handlers(s, &h);
     if ((rc = kc_informer_add_handlers(s->inf, &h))) goto fail;
+    kc_handlers_t nh = {.on_add = node_added, .on_update = node_updated, .arg = s};
+    if ((rc = kc_factory_informer(f, &kc_nodes, NULL, NULL, NULL, &s->ninf)) ||
+        (rc = kc_informer_add_handlers(s->ninf, &nh)))
+        goto fail;
     for (int i = 0; i < s->cfg.workers; i++) {
         if (pthread_create(&s->workers[i], NULL, worker_main, s)) {
             rc = KP_ENOMEM;
@@ -398,6 +445,7 @@ fail:
     if (s->queue) kc_queue_free(s->queue);
     if (s->rec) kc_recorder_free(s->rec);
     s->inf = NULL;
+    s->ninf = NULL;
     s->queue = NULL;
     s->rec = NULL;
     s->started = 0;
@@ -410,6 +458,7 @@ void node_sim_stop(node_sim_t *s)
     if (!s->started || atomic_load(&s->stopping)) return;
     atomic_store(&s->stopping, 1);
     if (s->inf) kc_informer_remove_handlers(s->inf, s); /* first: it may be shared */
+    if (s->ninf) kc_informer_remove_handlers(s->ninf, s);
     if (s->hb_running) {
         pthread_mutex_lock(&s->hb_mu);
         pthread_cond_broadcast(&s->hb_cv);

@@ -95,6 +95,7 @@ struct node_sim {
     int *by_name; /* node indexes sorted by name */
 
     kc_informer_t *inf;  /* pods: borrowed from the factory */
+    kc_informer_t *ninf; /* nodes: borrowed from the factory */
     kc_factory_t *own;   /* the factory when cfg.factory is NULL */
     kc_queue_t *queue;
     kc_recorder_t *rec; /* NULL when events are off */

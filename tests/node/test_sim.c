@@ -775,6 +775,50 @@ static void test_status_reconciled(void **state)
     pod_delete_now("rec-pod");
 }
 
+/* Another writer (the node lifecycle controller, after the node's Lease went
+ * unrenewed while the API server could not reach its store) marks a node
+ * that is not paused Ready Unknown: it is Ready again at once, as a new
+ * transition, as a kubelet does within its 10 s status check, not at its
+ * next periodic status post (60 s here, as by default). */
+static void test_node_ready_again(void **state)
+{
+    (void)state;
+    node_sim_config_t cfg;
+    config(&cfg, "again-node-", 1);
+    cfg.status_update_ms = 60000;
+    node_sim_t *s = NULL;
+    assert_int_equal(node_sim_new(E.c, &cfg, &s), 0);
+    assert_int_equal(node_sim_start(s), 0);
+    cur = s;
+    json_t *node = NULL;
+    assert_int_equal(kc_get(E.c, &kc_nodes, NULL, "again-node-0", &node), 0);
+    assert_string_equal(str_at(cond(node, "Ready"), "status"), "True");
+    char since[64];
+    snprintf(since, sizeof since, "%s", str_at(cond(node, "Ready"), "lastTransitionTime"));
+    json_decref(node);
+    sleep_ms(1100); /* a transition a second later shows in the RFC 3339 time */
+    json_t *unknown = json_pack("{s:{s:[{s:s, s:s, s:s}]}}", "status", "conditions", "type",
+                                "Ready", "status", "Unknown", "reason", "NodeStatusUnknown");
+    assert_int_equal(kc_patch(E.c, &kc_nodes, NULL, "again-node-0", "status", KC_PATCH_MERGE,
+                              unknown, NULL, NULL, NULL),
+                     0);
+    json_decref(unknown);
+    int64_t t0 = now_ms(), deadline = t0 + 10000;
+    const char *ready = NULL;
+    for (;;) {
+        node = NULL;
+        assert_int_equal(kc_get(E.c, &kc_nodes, NULL, "again-node-0", &node), 0);
+        ready = str_at(cond(node, "Ready"), "status");
+        if ((ready && !strcmp(ready, "True")) || now_ms() >= deadline) break;
+        json_decref(node);
+        sleep_ms(50);
+    }
+    assert_string_equal(ready, "True"); /* within 10 s, not the 60 s of its status period */
+    assert_string_equal(str_at(cond(node, "Ready"), "reason"), "KubeletReady");
+    assert_string_not_equal(str_at(cond(node, "Ready"), "lastTransitionTime"), since);
+    json_decref(node);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -786,6 +830,7 @@ int main(void)
         cmocka_unit_test_teardown(test_qos_and_init, sim_free),
         cmocka_unit_test_teardown(test_pause, sim_free),
         cmocka_unit_test_teardown(test_status_reconciled, sim_free),
+        cmocka_unit_test_teardown(test_node_ready_again, sim_free),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
