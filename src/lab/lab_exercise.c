@@ -22,6 +22,7 @@
  * same one scaled, which component's events come first in each step, and
  * which one created and deleted the pods.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,29 +266,28 @@ static int create_web(kc_client_t *c, long long *rv)
     return rc;
 }
 
+/* Patch Deployment web; *rv gets the written resourceVersion. */
+static int patch_web(kc_client_t *c, kc_patch_type_t type, json_t *p, long long *rv)
+{
+    if (!p) return KP_ENOMEM;
+    int64_t got = 0;
+    int rc = kc_patch_rv(c, &kc_deployments, NS, "web", NULL, type, p, &got, NULL);
+    json_decref(p);
+    *rv = got;
+    return rc;
+}
+
 static int set_image(kc_client_t *c, long long *rv)
 {
-    json_t *p = json_pack("[{s:s, s:s, s:s}]", "op", "replace", "path",
-                          "/spec/template/spec/containers/0/image", "value", "nginx:1.26");
-    if (!p) return KP_ENOMEM;
-    json_t *out = NULL;
-    int rc = kc_patch(c, &kc_deployments, NS, "web", NULL, KC_PATCH_JSON, p, NULL, &out, NULL);
-    json_decref(p);
-    *rv = lab__jint(out, "metadata.resourceVersion", 0);
-    json_decref(out);
-    return rc;
+    return patch_web(c, KC_PATCH_JSON,
+                     json_pack("[{s:s, s:s, s:s}]", "op", "replace", "path",
+                               "/spec/template/spec/containers/0/image", "value", "nginx:1.26"),
+                     rv);
 }
 
 static int scale(kc_client_t *c, long long *rv)
 {
-    json_t *p = json_pack("{s:{s:i}}", "spec", "replicas", 5);
-    if (!p) return KP_ENOMEM;
-    json_t *out = NULL;
-    int rc = kc_patch(c, &kc_deployments, NS, "web", NULL, KC_PATCH_MERGE, p, NULL, &out, NULL);
-    json_decref(p);
-    *rv = lab__jint(out, "metadata.resourceVersion", 0);
-    json_decref(out);
-    return rc;
+    return patch_web(c, KC_PATCH_MERGE, json_pack("{s:{s:i}}", "spec", "replicas", 5), rv);
 }
 
 /* ---- the report ---- */
