@@ -145,6 +145,8 @@ typedef struct api_internal {
     const char *names[API_INTERNAL_QUERY_MAX], *values[API_INTERNAL_QUERY_MAX];
     size_t nquery;
     const char *manager; /* the User-Agent (field manager) */
+    const json_t *body;  /* a POST's or PUT's object (borrowed; the request
+                          * decodes a copy), in place of body bytes */
     buf_t out;           /* the reply's body */
 } api_internal_t;
 

@@ -152,6 +152,14 @@ static int json_depth_ok(const char *p, size_t n, int max)
 int rest_body_object(api_req_t *r, json_t **out)
 {
     *out = NULL;
+    if (r->internal && r->internal->body) {
+        if (!json_is_object(r->internal->body))
+            return api_reply_status(r, 400, "BadRequest", NULL,
+                                    "the request body must be a JSON object");
+        if (!(*out = json_deep_copy(r->internal->body)))
+            return api_reply_status(r, 500, "InternalError", NULL, "out of memory");
+        return 0;
+    }
     const char *ct = api_header(r, "Content-Type");
     if (ct && !strncmp(ct, "application/vnd.kubernetes.protobuf", 35)) {
         /* kubectl's typed clients (create namespace|configmap|deployment...)
