@@ -135,8 +135,11 @@ static void forbidden(api_req_t *r, const api_attrs_t *a, const char *reason)
 }
 
 /* Authorize r (authz.h) and answer 403 when no authorizer allows it:
- * returns nonzero when it replied. */
-static int authorize(api_req_t *r)
+ * returns nonzero when it replied. On the loop thread (`quick`), a
+ * decision that needs the node's pods is left to the request's worker
+ * (r->authz_later: handle() asks again); the body of such a request, an
+ * authenticated kubelet's, is read meanwhile. */
+static int authorize(api_req_t *r, int quick)
 {
     apiserver_t *s = r->srv;
     if (!s->authz) return 0;
@@ -150,8 +153,14 @@ static int authorize(api_req_t *r)
         api_reply_status(r, 500, "InternalError", NULL, "out of memory");
         return 1;
     }
+    a.quick = quick;
     char reason[1024];
     int ok = api_authorize(s->authz, &a, reason, sizeof reason);
+    r->authz_later = ok == API_AUTHZ_LATER;
+    if (r->authz_later) {
+        api_attrs_clear(&a);
+        return 0;
+    }
     api_audit_authorized(r, ok, reason);
     if (!ok) forbidden(r, &a, reason);
     api_attrs_clear(&a);
@@ -361,7 +370,7 @@ static int intake(api_req_t *r)
         api_reply_status(r, 401, "Unauthorized", NULL, "Unauthorized");
         return 1;
     }
-    if (ui != API_UI_ASSET && (impersonate(r) || authorize(r))) return 1;
+    if (ui != API_UI_ASSET && (impersonate(r) || authorize(r, 1))) return 1;
     const char *cl = api_header(r, "Content-Length");
     if (cl) {
         char *end;
@@ -380,6 +389,7 @@ static int intake(api_req_t *r)
 static int handle(api_req_t *r)
 {
     apiserver_t *s = r->srv;
+    if (r->authz_later && authorize(r, 0)) return 0; /* replied: 403 */
     if (r->body_too_large)
         return api_reply_status(r, 413, "RequestEntityTooLarge", NULL,
                                 "Request entity too large: limit is %u", API_BODY_MAX);

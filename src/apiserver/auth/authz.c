@@ -121,6 +121,7 @@ int api_authorize(api_authz_t *z, const api_attrs_t *a, char *reason, size_t rea
             ok = api_node_authorize(z->srv, z->node_rules, a, one, sizeof one);
             break;
         }
+        if (ok == API_AUTHZ_LATER) return ok;
         if (ok) {
             if (reason && reasonlen) snprintf(reason, reasonlen, "%s", one);
             return 1;

@@ -35,7 +35,12 @@ typedef struct api_attrs {
     int resource_request;
     const char *ns, *group, *version, *resource, *sub, *name;
     const char *path; /* a non-resource request's path */
-    char *owned;      /* what api_attrs_of() copied (api_attrs_clear() frees it) */
+    /* Asked on the engine's loop thread, which must not wait: a decision
+     * that needs more than the attributes and the rules (the Node
+     * authorizer's look at the node's pods) is not made, and
+     * api_authorize() answers API_AUTHZ_LATER instead. */
+    int quick;
+    char *owned; /* what api_attrs_of() copied (api_attrs_clear() frees it) */
 } api_attrs_t;
 
 /* The attributes of request r made by user u, read from its method, path
@@ -67,7 +72,10 @@ int api_authz_start(apiserver_t *s, const char *modes, api_authz_t **out);
 void api_authz_stop(api_authz_t *z);
 
 /* 1 when `a` is allowed, else 0 with `reason` (may be "") saying why, as
- * Kubernetes' authorizers explain a denial. */
+ * Kubernetes' authorizers explain a denial. With a->quick, also
+ * API_AUTHZ_LATER: no authorizer before the one that needs more work
+ * allowed it; ask again without quick, off the loop thread. */
+#define API_AUTHZ_LATER 2
 int api_authorize(api_authz_t *z, const api_attrs_t *a, char *reason, size_t reasonlen);
 
 /* Kubernetes' message for a denied request (without the reason):

@@ -10,6 +10,8 @@
  * Kubernetes keeps a graph of pods and what they reference; kplane asks the
  * pods' watch cache instead (the pods of that namespace bound to the node,
  * parsed), which costs more per check but only kubelets ask, and rarely.
+ * That look is never taken on the engine's loop thread (a->quick): the
+ * request is authorized again on its worker (server.c).
  * What it reads of Kubernetes' 1.32 gates: nodes and pods are read through
  * the static rules (AuthorizeNodeWithSelectors, which narrows them, is not
  * modelled); DRA's resource slices and claims are not served.
@@ -207,6 +209,7 @@ int api_node_authorize(apiserver_t *s, const json_t *static_rules, const api_att
         if (is(g, "") && (is(res, "secrets") || is(res, "configmaps"))) {
             /* get, or a list or watch of one name (fieldSelector). */
             if (!read || !*a->name || *a->sub) return 0;
+            if (a->quick) return API_AUTHZ_LATER; /* the pods: off the loop */
             return api_node_pod_references(s, node, a->ns, res, a->name) ||
                    no_relationship(node, reason, len);
         }
@@ -214,15 +217,18 @@ int api_node_authorize(apiserver_t *s, const json_t *static_rules, const api_att
             int status = is(a->sub, "status") &&
                          (is(a->verb, "update") || is(a->verb, "patch") || is(a->verb, "get"));
             if ((!status && !(is(a->verb, "get") && !*a->sub)) || !*a->name) return 0;
+            if (a->quick) return API_AUTHZ_LATER; /* the pods: off the loop */
             return api_node_pod_references(s, node, a->ns, res, a->name) ||
                    no_relationship(node, reason, len);
         }
         if (is(g, "") && is(res, "persistentvolumes")) {
             if (!is(a->verb, "get") || !*a->name || *a->sub) return 0;
+            if (a->quick) return API_AUTHZ_LATER; /* the pods: off the loop */
             return node_uses_volume(s, node, a->name) || no_relationship(node, reason, len);
         }
         if (is(g, "") && is(res, "serviceaccounts")) {
             if (!is(a->sub, "token") || !is(a->verb, "create") || !*a->name) return 0;
+            if (a->quick) return API_AUTHZ_LATER; /* the pods: off the loop */
             return api_node_pod_references(s, node, a->ns, res, a->name) ||
                    no_relationship(node, reason, len);
         }

@@ -20,7 +20,8 @@ json_t *api_node_static_rules(void);
 
 /* 1 when `a` is allowed for a node user (see node.c), 0 for no opinion
  * (reason, may be NULL, says why when there is a reason). Non-node users:
- * 0 with no reason. */
+ * 0 with no reason. With a->quick, API_AUTHZ_LATER where the answer needs
+ * the node's pods (s is not touched then). */
 int api_node_authorize(apiserver_t *s, const json_t *static_rules, const api_attrs_t *a,
                        char *reason, size_t len);
 

@@ -161,6 +161,7 @@ typedef struct api_req {
     buf_t body;             /* the engine's bytes (borrowed: body_borrowed), or owned */
     int body_borrowed;
     int body_too_large;     /* its Content-Length passed API_BODY_MAX: 413 */
+    int authz_later;        /* authorized on its worker, not at its headers */
     int streaming;          /* (atomic) a streaming reply runs (api_req_abort) */
     int refs;               /* (atomic) the handler's, and a stream's */
     int verb;               /* for the metrics: set once routed (server.c) */
