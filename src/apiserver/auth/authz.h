@@ -116,7 +116,8 @@ struct pol_binding;
 json_t *api_policy_role_json(const struct pol_role *p);
 json_t *api_policy_binding_json(const struct pol_binding *p);
 /* Create or extend every object of the bootstrap policy (policy.c says
- * how), through the normal write path; the server's view must be
+ * how), through the normal write path, 16 objects at a time on threads of
+ * its own; returns when all are done. The server's view must be
  * published. Errors: KP_ENOMEM, KP_EIO (a write refused), KP_ECONFLICT
  * (still changing after 5 tries). */
 int api_policy_reconcile(apiserver_t *s);
