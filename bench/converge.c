@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,6 +51,8 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* Ends the benchmark; the servers and components it started go with it
+ * (their PR_SET_PDEATHSIG: kpserver.c and the forks below). */
 static void die(const char *what, int rc)
 {
     fprintf(stderr, "bench_converge: %s: %s\n", what, err_str(rc));
@@ -240,8 +243,10 @@ static void idle(void)
     int port = 20000 + (int)(getpid() % 20000);
     char listen[64];
     snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127); /* see die() */
         if (!freopen("/dev/null", "w", stdout)) _exit(127);
         execl(kplane_bin(), kplane_bin(), "controller-manager", "--kubeconfig", s.kubeconfig,
               "--metrics-listen", listen, (char *)NULL);
@@ -297,11 +302,13 @@ static void sched(const char *name, int pods, int nodes)
     int rc;
 
     double t0 = now_s(), cpu0 = cpu_seconds(s.pid);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) die("fork", KP_ENOMEM);
     char log[900];
     snprintf(log, sizeof log, "%s/scheduler.log", s.dir); /* kept where a failure keeps the dir */
     if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127); /* see die() */
         if (!freopen("/dev/null", "w", stdout) || !freopen(log, "w", stderr)) _exit(127);
         execl(kplane_bin(), kplane_bin(), "scheduler", "--kubeconfig", s.kubeconfig,
               (char *)NULL);
