@@ -78,7 +78,7 @@ static void start_in(kpserver_t *s, const char *const *extra)
     pid_t pid = fork();
     if (pid < 0) abort();
     if (pid == 0) {
-        /* Never outlive the test (a failed assertion aborts it before
+        /* Never outlive the test (a crash or an abort() ends it before
          * kpserver_stop): a server left behind burned 40% of a core under
          * every later benchmark. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127);
