@@ -359,16 +359,21 @@ static bool campaign(kc_leader_t *l)
         bool unchanged;
         if (try_acquire(l, false, &unchanged) == TRY_OURS) {
             int64_t took = clock_mono_ns() - start;
-            if (took + l->retry_ns < l->renew_ns) {
+            /* Lead only with room in the term for the first renewal: it
+             * starts a retry period from now and, at the latency just seen,
+             * takes `took` to land. (ha_all_stopped: an acquire that took
+             * 2.4 s of a 3 s term led with 0.6 s left, its renewal did not
+             * land in time, and it exited.) */
+            if (2 * took + l->retry_ns < l->renew_ns) {
                 set_leading(l, true, start + l->renew_ns);
                 log_info("leader", "%s/%s: %s is the leader", l->ns, l->name, l->identity);
                 return true;
             }
             /* The answer came so late (a store that stalled) that the term
-             * it began ends before the first renewal would start, a retry
-             * period from now (invariant 3): leading would lapse at once,
-             * and a process that exits on a lapse would exit. The Lease is
-             * ours, though: renew it at once for a term that starts now. */
+             * it began would end before the first renewal could land
+             * (invariant 3): leading would lapse at once, and a process
+             * that exits on a lapse would exit. The Lease is ours, though:
+             * renew it at once for a term that starts now. */
             log_info("leader", "%s/%s: %s acquired the lease %.1f s late; renewing", l->ns, l->name,
                      l->identity, (double)took / 1e9);
             if (wait_stop(l, 0)) return false;
