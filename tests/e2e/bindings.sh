@@ -50,6 +50,13 @@ expect_eq "p1 PodScheduled" \
   "$(pod_field p1 '[c["status"] for c in p["status"]["conditions"] if c["type"]=="PodScheduled"]')" \
   "['True']"
 
+# Kubernetes binds through the pod's storage, below the field manager: the
+# create's entry is the only one (no entry for the binding's manager, no
+# spec.nodeName owned by anyone).
+expect_eq "p1 managedFields" \
+  "$(pod_field p1 '[(m["manager"], m["operation"], "f:nodeName" in m["fieldsV1"].get("f:spec", {})) for m in p["metadata"]["managedFields"]]')" \
+  "[('curl', 'Update', False)]"
+
 echo "--- a second bind is a 409 on pods/binding"
 out=$(post_json "$B" "$(binding p1 node-b)")
 expect_match "rebind" "$out" $'"message":"Operation cannot be fulfilled on pods/binding \\\\"p1\\\\": pod p1 is already assigned to node \\\\"node-a\\\\"","reason":"Conflict","details":\\{"name":"p1","kind":"pods/binding"\\},"code":409\\}\n409$'

@@ -181,7 +181,10 @@ typedef struct api_req {
     int dry_run;            /* dryRun=All: everything but the store write */
     int validation;         /* fieldValidation: API_VALIDATE_* */
     char manager[129];      /* fieldManager, else the User-Agent's product */
-    int applying;           /* server-side apply: managedFields are done */
+    /* The write records no managedFields entry of its own: server-side
+     * apply records them itself; a storage-level update (pods/binding, as
+     * Kubernetes' BindingREST writes through GuaranteedUpdate) records none. */
+    int fields_untracked;
     /* The audit log's record of this request (audit/audit.h): NULL when
      * nothing of it is logged. Its own, from on_headers to req_done. */
     struct api_audit_req *audit;

@@ -3,7 +3,8 @@
  * eviction (strategy_pod.c lists them in its api_sub_t table).
  *
  * pods/binding sets a pending pod's spec.nodeName once (and its
- * PodScheduled condition), as the scheduler's only write to a pod.
+ * PodScheduled condition), as the scheduler's only write to a pod; below
+ * the field manager, as Kubernetes: no managedFields entry.
  * pods/eviction (a policy/v1 or v1beta1 Eviction) is a DELETE of the pod with
  * the Eviction's deleteOptions once its disruption budgets allow it.
  */
@@ -178,6 +179,9 @@ static int bind_pod(api_req_t *r, const json_t *b)
     const char *rvs = json_string_value(json_object_get(meta, "resourceVersion"));
     if (rvs && *rvs && (rest_parse_rv(rvs, &a.rv) || a.rv <= 0))
         return api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion: %s", rvs);
+    /* Kubernetes binds below the field manager (GuaranteedUpdate on the
+     * pod's storage): the pod's managedFields stay as they were. */
+    r->fields_untracked = 1;
     return rest_update_loop(r, make_bound, &a, reply_bound);
 }
 

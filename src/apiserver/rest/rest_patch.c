@@ -323,7 +323,7 @@ static int serve_apply(api_req_t *r)
     if (!config) return 0;
     int rc = 0;
     if (rest_check_type(r, config) || rest_check_fields(r, config)) goto out;
-    r->applying = 1;
+    r->fields_untracked = 1;
     char key[512];
     json_t *cur = NULL;
     int64_t cur_rev;

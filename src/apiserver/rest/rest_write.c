@@ -515,7 +515,7 @@ int rest_create_object(api_req_t *r, json_t *obj)
         reply_invalid(r, name, "metadata.name", name, "name is too long");
         goto out;
     }
-    if (!r->applying && rest_track_fields(r, NULL, obj)) goto out;
+    if (!r->fields_untracked && rest_track_fields(r, NULL, obj)) goto out;
     void *txn;
     if (begin_write(r, obj, NULL, name, &txn)) goto out;
     if (r->dry_run) { /* everything a create does, but the write */
@@ -706,7 +706,7 @@ int rest_update_loop(api_req_t *r, rest_make_fn make, void *arg, rest_reply_fn r
             json_decref(next);
             return reply_unwritten(r, cur, cur_rev, reply);
         }
-        if (!r->applying && rest_track_fields(r, cur, next)) {
+        if (!r->fields_untracked && rest_track_fields(r, cur, next)) {
             json_decref(cur);
             json_decref(next);
             return 0;
