@@ -13,7 +13,9 @@
 #     create, update and read, and the published OpenAPI of a CRD;
 #   - metadata-only reads (client-go's metadata client: Accept ...;as=
 #     PartialObjectMetadata[List]): get, list and watch, a Secret's data
-#     left out.
+#     left out;
+#   - a list from resourceVersion "0" is the watch cache whole, limit or not
+#     (client-go's reflectors list so); other lists are paged.
 set -euo pipefail
 KP_BIN=$1
 KUBECTL=$2
@@ -182,5 +184,28 @@ expect_eq "as=Tables is not a Table" \
   "$(jget "$(kp_curl GET "$S/m1" -H "Accept: application/json;as=Tables;g=meta.k8s.io;v=v1,application/json")" 'o["kind"]')" "Secret"
 expect_eq "v=v12 is not v1" \
   "$(jget "$(kp_curl GET "$S/m1" -H "Accept: application/json;as=Table;g=meta.k8s.io;v=v12,application/json")" 'o["kind"]')" "Secret"
+
+echo "--- limit: paged from any resourceVersion but \"0\", which lists the cache whole"
+k create namespace pg-ns >/dev/null
+CM=/api/v1/namespaces/pg-ns/configmaps
+for i in 1 2 3; do
+  kp_curl POST "$CM" -H "$J" -d '{"metadata":{"name":"pg'$i'"}}' >/dev/null
+done
+shape='[i["metadata"]["name"] for i in o["items"]], bool(o["metadata"].get("continue"))'
+page=$(kp_curl GET "$CM?limit=1")
+expect_eq "limit=1: a page, continued" "$(jget "$page" "$shape")" "(['pg1'], True)"
+cont=$(jget "$page" 'o["metadata"]["continue"]')
+kp_curl DELETE "$CM/pg2" >/dev/null
+kp_curl POST "$CM" -H "$J" -d '{"metadata":{"name":"pg25"}}' >/dev/null
+expect_eq "the rest of the first page's snapshot: pg2 deleted since, pg25 created since" \
+  "$(jget "$(kp_curl GET "$CM?limit=5&continue=$cont")" "$shape")" "(['pg2', 'pg3'], False)"
+# A consistent list first: it waits for the cache to hold every write so far,
+# so that "0", which takes the cache as it is, cannot lag behind them.
+kp_curl GET "$CM" >/dev/null
+expect_eq "resourceVersion=0&limit=1: every item, no continue" \
+  "$(jget "$(kp_curl GET "$CM?resourceVersion=0&limit=1")" "$shape")" "(['pg1', 'pg25', 'pg3'], False)"
+expect_eq "NotOlderThan 0: the same" \
+  "$(jget "$(kp_curl GET "$CM?resourceVersion=0&resourceVersionMatch=NotOlderThan&limit=1")" "$shape")" \
+  "(['pg1', 'pg25', 'pg3'], False)"
 
 echo "PASS"

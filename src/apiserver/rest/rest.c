@@ -596,6 +596,45 @@ static int finish_list(api_req_t *r, list_sink_t *s, int64_t rev, const char *co
     return api_reply_take(r, 200, "application/json", body, len);
 }
 
+/* How many objects a page of `limit` needs from the watch cache: with no
+ * selector, one more than the page (to know whether more follow); with one,
+ * all (0). */
+static size_t cache_limit(const rest_filter_t *f, long long limit)
+{
+    return !f->labels && !f->fields && limit > 0 ? (size_t)limit + 1 : 0;
+}
+
+/* Reply with the objects of `l` (a snapshot from the watch cache) that
+ * match f, at most `limit` (0: all), and a continue token when more match. */
+static int reply_cached(api_req_t *r, const rest_filter_t *f, const wc_list_t *l, size_t limit)
+{
+    size_t hint = 0;
+    for (size_t i = 0; i < l->count && (!limit || i < limit); i++)
+        hint += l->objs[i]->json_len + 1;
+    list_sink_t s;
+    if (sink_init(r, &s, hint)) return 0;
+    const char *last = NULL;
+    int more = 0, rc = 0;
+    for (size_t i = 0; i < l->count && !rc; i++) {
+        const wc_obj_t *o = l->objs[i];
+        if (!wc_obj_match(o, f->labels, f->fields)) continue;
+        if (limit && s.count == limit) {
+            more = 1;
+            break;
+        }
+        rc = add_item(r, &s, NULL, o, o->json, o->json_len);
+        last = o->key;
+    }
+    char *tok = more && last ? token_encode(l->rev, last) : NULL;
+    if (!rc)
+        rc = finish_list(r, &s, l->rev, tok);
+    else
+        rc = api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
+    free(tok);
+    sink_free(&s);
+    return rc;
+}
+
 /* A continuation page: from the store, at the first page's revision. */
 static int list_from_store(api_req_t *r, const rest_filter_t *f, const char *prefix, int64_t rev,
                            const char *after, size_t limit)
@@ -703,15 +742,27 @@ static int do_list(api_req_t *r)
             rest_filter_free(&f);
             return api_reply_status(r, 400, "BadRequest", NULL, "continue key is not valid");
         }
-        rc = list_from_store(r, &f, prefix, rev, after, (size_t)lim);
+        /* From the watch cache while its history reaches back to the first
+         * page's snapshot (as Kubernetes 1.33's ListFromCacheSnapshot);
+         * else from the store, at that revision (Kubernetes 1.32). */
+        wc_list_t *l = NULL;
+        if (!wc_list_at(rest_cache(r), prefix, after, cache_limit(&f, lim), rev, &l)) {
+            rc = reply_cached(r, &f, l, (size_t)lim);
+            wc_list_free(l);
+        } else {
+            rc = list_from_store(r, &f, prefix, rev, after, (size_t)lim);
+        }
         rest_filter_free(&f);
         return rc;
     }
 
     /* First page: from the cache, once it has caught up with the store
-     * (resourceVersion "" is a consistent read; "0" takes the cache as it is). */
+     * (resourceVersion "" is a consistent read; "0" takes the cache as it is,
+     * whole: Kubernetes serves "0" from its watch cache ignoring limit, with
+     * no continue, and client-go's reflectors list so). */
     int64_t min_rev = 0;
     const char *rvs = api_query(r, "resourceVersion");
+    if (rvs && !strcmp(rvs, "0")) lim = 0;
     if (rest_parse_rv(rvs, &min_rev)) {
         rest_filter_free(&f);
         return api_reply_status(r, 400, "BadRequest", NULL, "invalid resourceVersion: %s", rvs);
@@ -722,7 +773,7 @@ static int do_list(api_req_t *r)
         return api_reply_error(r, rc, NULL, "reading the current revision: %s", err_str(rc));
     }
     wc_list_t *l;
-    rc = wc_list(rest_cache(r), prefix, NULL, 0, min_rev, 3000, &l);
+    rc = wc_list(rest_cache(r), prefix, NULL, cache_limit(&f, lim), min_rev, 3000, &l);
     if (rc) {
         rest_filter_free(&f);
         if (rc == KP_ETIMEDOUT) {
@@ -738,34 +789,7 @@ static int do_list(api_req_t *r)
         }
         return api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
     }
-    size_t hint = 0;
-    for (size_t i = 0; i < l->count; i++)
-        hint += l->objs[i]->json_len + 1;
-    list_sink_t s;
-    if (sink_init(r, &s, hint)) {
-        wc_list_free(l);
-        rest_filter_free(&f);
-        return 0;
-    }
-    const char *last = NULL;
-    int more = 0;
-    for (size_t i = 0; i < l->count && !rc; i++) {
-        const wc_obj_t *o = l->objs[i];
-        if (!wc_obj_match(o, f.labels, f.fields)) continue;
-        if (lim && s.count == (size_t)lim) {
-            more = 1;
-            break;
-        }
-        rc = add_item(r, &s, NULL, o, o->json, o->json_len);
-        last = o->key;
-    }
-    char *tok = more && last ? token_encode(l->rev, last) : NULL;
-    if (!rc)
-        rc = finish_list(r, &s, l->rev, tok);
-    else
-        rc = api_reply_error(r, rc, NULL, "list failed: %s", err_str(rc));
-    free(tok);
-    sink_free(&s);
+    rc = reply_cached(r, &f, l, (size_t)lim);
     wc_list_free(l);
     rest_filter_free(&f);
     return rc;

@@ -1223,6 +1223,105 @@ void wc_list_free(wc_list_t *l)
     free(l);
 }
 
+/* A key's state at a past revision: the state before its first change
+ * after that revision (NULL: it did not exist then). `idx`, the change's
+ * place in the ring, orders the changes of one key. */
+typedef struct past {
+    const char *key;
+    const wc_obj_t *obj;
+    size_t idx;
+} past_t;
+
+static int past_cmp(const void *a, const void *b)
+{
+    const past_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Append `o` (a reference taken) to l, or report that the limit is reached.
+ * Returns 1 when l is full (l->more set), 0 when added, KP_ENOMEM. */
+static int list_add(wc_list_t *l, size_t limit, size_t *cap, const wc_obj_t *o)
+{
+    if (limit && l->count == limit) {
+        l->more = 1;
+        return 1;
+    }
+    if (l->count == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        const wc_obj_t **objs = realloc(l->objs, c * sizeof *objs);
+        if (!objs) return KP_ENOMEM;
+        l->objs = objs;
+        *cap = c;
+    }
+    l->objs[l->count++] = wc_obj_ref(o);
+    return 0;
+}
+
+int wc_list_at(wc_t *wc, const char *key_prefix, const char *after_key, size_t limit, int64_t rev,
+               wc_list_t **out)
+{
+    *out = NULL;
+    if (!key_prefix) key_prefix = "";
+    size_t plen = strlen(key_prefix);
+    wc_list_t *l = calloc(1, sizeof *l);
+    if (!l) return KP_ENOMEM;
+    past_t *past = NULL;
+    size_t npast = 0, cap = 0;
+    int rc = 0;
+    pthread_mutex_lock(&wc->mu);
+    if (wc->closed)
+        rc = KP_ECLOSED;
+    else if (wc->err)
+        rc = wc->err;
+    else if (rev < wc->ring_floor || rev > wc->rev)
+        rc = KP_ECOMPACTED; /* the history does not cover it (invariant 1) */
+    if (rc) goto out;
+    l->rev = rev;
+    int from_start = !after_key || strcmp(after_key, key_prefix) < 0;
+    /* The keys of the page changed after rev, each with its state at rev. */
+    size_t first = ring_search(wc, rev);
+    if (wc->ring_n > first && !(past = malloc((wc->ring_n - first) * sizeof *past))) {
+        rc = KP_ENOMEM;
+        goto out;
+    }
+    for (size_t i = first; i < wc->ring_n; i++) {
+        const wc_event_t *ev = ring_at(wc, i);
+        const char *k = ev->obj->key;
+        if (!key_matches(k, key_prefix, plen) || (!from_start && strcmp(k, after_key) <= 0))
+            continue;
+        past[npast++] = (past_t){k, ev->type == WC_ADDED ? NULL : ev->prev, i};
+    }
+    if (npast) qsort(past, npast, sizeof *past, past_cmp);
+    size_t kept = 0; /* each key's first change only */
+    for (size_t i = 0; i < npast; i++)
+        if (!kept || strcmp(past[kept - 1].key, past[i].key)) past[kept++] = past[i];
+    npast = kept;
+    /* Merge the current objects with those states, in key order. */
+    wc__node_t *n =
+        from_start ? map_seek(wc, key_prefix, 0, NULL) : map_seek(wc, after_key, 1, NULL);
+    size_t p = 0;
+    for (;;) {
+        int live = n && key_matches(n->obj->key, key_prefix, plen);
+        if (!live && p == npast) break;
+        int c = !live ? 1 : p == npast ? -1 : strcmp(n->obj->key, past[p].key);
+        const wc_obj_t *o = c < 0 ? n->obj : past[p].obj;
+        if (c <= 0) n = n->next[0];
+        if (c >= 0) p++;
+        if (o && (rc = list_add(l, limit, &cap, o))) break;
+    }
+    if (rc == 1) rc = 0;
+out:
+    pthread_mutex_unlock(&wc->mu);
+    free(past);
+    if (rc) {
+        wc_list_free(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
 int wc_get(wc_t *wc, const char *key, const wc_obj_t **out)
 {
     *out = NULL;

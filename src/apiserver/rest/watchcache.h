@@ -209,6 +209,17 @@ int wc_list(wc_t *wc, const char *key_prefix, const char *after_key, size_t limi
             int64_t min_rev, int timeout_ms, wc_list_t **out);
 void wc_list_free(wc_list_t *l);
 
+/* As wc_list(), but as of the past revision `rev` (not waiting): the page of
+ * a snapshot a first wc_list() took at `rev`, after `after_key`, rebuilt from
+ * the current objects and the history, each key changed since `rev` in its
+ * state before its first change. So a continued list pages through one
+ * snapshot from memory, as long as the history reaches back to it.
+ * Errors: KP_ECOMPACTED (`rev` is older than the history's start or newer
+ * than the cache: ask the store), KP_ECLOSED, the error that stopped the
+ * cache, KP_ENOMEM. */
+int wc_list_at(wc_t *wc, const char *key_prefix, const char *after_key, size_t limit, int64_t rev,
+               wc_list_t **out);
+
 /* The object at `key` as the cache has it now; *out holds a reference.
  * Errors: KP_ENOTFOUND. */
 int wc_get(wc_t *wc, const char *key, const wc_obj_t **out);

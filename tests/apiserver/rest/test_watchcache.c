@@ -1,12 +1,12 @@
 /*
  * test_watchcache.c -- the contract of apiserver/watchcache.h on a real
  * embedded store: the initial load (pages, resourceVersion, ns/name), lists
- * with paging, following the store, watches (types, prev, DELETED's version,
- * prefix filters), watches from the past (replay, the replay/live seam under
- * concurrent writes, KP_ECOMPACTED, KP_EFUTURE), slow watchers, encode-once
- * sharing, budgets in bytes (history eviction, a watcher's queue, the
- * deadline the cache enforces, on_end), writers' offers (taken, too late, never taken, bounded, racing the
- * cache), cancel and close, and a corrupt stored value.
+ * with paging, the pages of a past snapshot (wc_list_at), following the store, watches (types,
+ * prev, DELETED's version, prefix filters), watches from the past (replay, the replay/live seam
+ * under concurrent writes, KP_ECOMPACTED, KP_EFUTURE), slow watchers, encode-once sharing, budgets
+ * in bytes (history eviction, a watcher's queue, the deadline the cache enforces, on_end), writers'
+ * offers (taken, too late, never taken, bounded, racing the cache), cancel and close, and a corrupt
+ * stored value.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -322,6 +322,84 @@ static void test_paging(void **state)
     assert_int_equal(wc_list(f->wc, PFX "c/", NULL, 0, 0, 0, &l), 0);
     assert_int_equal(l->count, 0);
     wc_list_free(l);
+}
+
+/* wc_list_at: the pages of a past snapshot, rebuilt from the current
+ * objects and the history: a key changed since keeps its state at the
+ * snapshot (updated, deleted, deleted and created again), one created since
+ * is left out; a revision the history does not reach is KP_ECOMPACTED. */
+static void test_list_at(void **state)
+{
+    fixture_t *f = *state;
+    char name[16];
+    int64_t orig[10];
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "c%02d", i);
+        orig[i] = put(f->s, "a", name, "v");
+    }
+    open_cache(f, 100);
+    wc_list_t *l;
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 4, 0, 0, &l), 0);
+    int64_t snap = l->rev;
+    char after[256];
+    snprintf(after, sizeof after, "%s", l->objs[3]->key); /* a/c03 */
+    wc_list_free(l);
+
+    put(f->s, "a", "c05", "new");
+    del(f->s, "a", "c06");
+    put(f->s, "a", "c04x", "new");
+    put(f->s, "a", "c00", "new");
+    del(f->s, "a", "c08");
+    put(f->s, "a", "c08", "again");
+    put(f->s, "a", "c10", "new");
+    int64_t last = del(f->s, "a", "c03");
+    assert_int_equal(wc_wait(f->wc, last, 5000), 0);
+
+    /* The rest of the snapshot, whole, then in pages of 2. */
+    assert_int_equal(wc_list_at(f->wc, PFX, after, 0, snap, &l), 0);
+    assert_int_equal(l->rev, snap);
+    assert_int_equal(l->count, 6);
+    assert_false(l->more);
+    char key[256];
+    for (int i = 4; i < 10; i++) {
+        snprintf(name, sizeof name, "c%02d", i);
+        check_obj(l->objs[i - 4], key_of(key, sizeof key, "a", name), orig[i]);
+        assert_string_equal(data_v(l->objs[i - 4]), "v");
+    }
+    wc_list_free(l);
+    const char *pages[][2] = {{"c04", "c05"}, {"c06", "c07"}, {"c08", "c09"}};
+    for (int page = 0; page < 3; page++) {
+        assert_int_equal(wc_list_at(f->wc, PFX, after, 2, snap, &l), 0);
+        assert_int_equal(l->count, 2);
+        assert_int_equal(l->more, page < 2);
+        for (int i = 0; i < 2; i++)
+            assert_string_equal(l->objs[i]->key, key_of(key, sizeof key, "a", pages[page][i]));
+        snprintf(after, sizeof after, "%s", l->objs[1]->key);
+        wc_list_free(l);
+    }
+    /* From the start: a/c03, deleted since, is still there. */
+    assert_int_equal(wc_list_at(f->wc, PFX, NULL, 0, snap, &l), 0);
+    assert_int_equal(l->count, 10);
+    assert_string_equal(l->objs[3]->key, PFX "a/c03");
+    assert_string_equal(data_v(l->objs[0]), "v");
+    wc_list_free(l);
+    /* Now: the current objects, as wc_list() has them. */
+    assert_int_equal(wc_list_at(f->wc, PFX, NULL, 0, wc_revision(f->wc), &l), 0);
+    wc_list_t *now;
+    assert_int_equal(wc_list(f->wc, PFX, NULL, 0, 0, 0, &now), 0);
+    assert_int_equal(l->count, now->count);
+    for (size_t i = 0; i < l->count; i++)
+        assert_ptr_equal(l->objs[i], now->objs[i]);
+    wc_list_free(now);
+    wc_list_free(l);
+
+    /* Newer than the cache, or older than its history: ask the store. */
+    assert_int_equal(wc_list_at(f->wc, PFX, NULL, 0, wc_revision(f->wc) + 1, &l), KP_ECOMPACTED);
+    assert_null(l);
+    wc_close(f->wc);
+    open_cache(f, 2); /* its history starts now */
+    assert_int_equal(wc_list_at(f->wc, PFX, NULL, 0, snap, &l), KP_ECOMPACTED);
+    assert_null(l);
 }
 
 /* ---- following the store ---- */
@@ -1627,6 +1705,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_convert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_rejects_non_object, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_waits_for_min_rev, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),
