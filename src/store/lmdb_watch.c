@@ -7,7 +7,9 @@
  * those under its prefix, and copies them with their previous values into its
  * own buffer. If nothing is new it sleeps on its own condition variable, which
  * a commit in this process signals when it wrote a key under the prefix
- * (lmdb__watch_wake_locked()), and store_watch_request_progress() signals.
+ * (lmdb__watch_wake_locked()), and store_watch_request_progress() signals
+ * (and has the next commit's bookkeeping signal it again: a commit under way
+ * at the request may be past what fill() may read yet).
  * A commit here that wrote nothing under the prefix does not wake it; it
  * extends the watch's quiet range instead (lmdb__watch_quiet_locked()), and
  * the watch moves its revision past that range without reading it. Every
@@ -45,8 +47,9 @@ struct lmdb_watch {
     int progress;       /* report STORE_PROGRESS events */
     int64_t reported;   /* newest revision handed out as an event or progress */
     store_event_t tick; /* the STORE_PROGRESS event */
-    int cancelled;      /* guarded by ls->mu, as are the three below */
+    int cancelled;      /* guarded by ls->mu, as are the four below */
     int kicked;         /* woken: read again before sleeping */
+    int asked;          /* progress requested: the next commit's bookkeeping wakes it */
     int touched;        /* the batch being announced wrote under the prefix */
     int64_t quiet_lo, quiet_hi; /* see Quiet range above */
     pthread_cond_t cv;  /* signalled on kicked, cancel, close; CLOCK_MONOTONIC */
@@ -301,6 +304,11 @@ static void lmdb_watch_request_progress(store_watch_t *sw)
     lmdb_watch_t *w = (lmdb_watch_t *)sw;
     pthread_mutex_lock(&w->ls->mu);
     w->kicked = 1;
+    /* A commit under way now may be visible but not yet booked (notify_rev):
+     * fill() stops below it, and if it writes nothing under the prefix its
+     * bookkeeping would not wake the watch (the quiet range), leaving the
+     * requested progress to the poll, LMDB__WATCH_POLL_MS later. */
+    w->asked = 1;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->ls->mu);
 }
@@ -329,11 +337,16 @@ void lmdb__watch_quiet_locked(lmdb_store_t *ls, int64_t first, int64_t last)
 {
     for (lmdb_watch_t *w = ls->watches; w; w = w->next_w) {
         if (w->touched) { /* it reads these revisions; its range ends here */
-            w->touched = 0;
+            w->touched = w->asked = 0;
             continue;
         }
         if (w->quiet_hi != first) w->quiet_lo = first;
         w->quiet_hi = last;
+        if (w->asked) { /* it may have stopped below this batch: read past it now */
+            w->asked = 0;
+            w->kicked = 1;
+            pthread_cond_signal(&w->cv);
+        }
     }
 }
 
