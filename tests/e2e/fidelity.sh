@@ -194,7 +194,7 @@ done
 shape='[i["metadata"]["name"] for i in o["items"]], bool(o["metadata"].get("continue"))'
 page=$(kp_curl GET "$CM?limit=1")
 expect_eq "limit=1: a page, continued" "$(jget "$page" "$shape")" "(['pg1'], True)"
-cont=$(jget "$page" 'o["metadata"]["continue"]')
+cont=$(jget "$page" '__import__("urllib.parse").parse.quote(o["metadata"]["continue"], safe="")')
 kp_curl DELETE "$CM/pg2" >/dev/null
 kp_curl POST "$CM" -H "$J" -d '{"metadata":{"name":"pg25"}}' >/dev/null
 expect_eq "the rest of the first page's snapshot: pg2 deleted since, pg25 created since" \
