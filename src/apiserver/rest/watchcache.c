@@ -1170,6 +1170,26 @@ int wc_wait(wc_t *wc, int64_t rev, int timeout_ms)
     return rc;
 }
 
+/* Append `o` (a reference taken) to l, or report that the limit is reached.
+ * Returns 1 when l is full (l->more set), 0 when added, KP_ENOMEM. */
+static int list_add(wc_list_t *l, size_t limit, size_t *cap, const wc_obj_t *o)
+{
+    if (limit && l->count == limit) {
+        l->more = 1;
+        return 1;
+    }
+    if (l->count == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        if (limit && c > limit) c = limit;
+        const wc_obj_t **objs = realloc(l->objs, c * sizeof *objs);
+        if (!objs) return KP_ENOMEM;
+        l->objs = objs;
+        *cap = c;
+    }
+    l->objs[l->count++] = wc_obj_ref(o);
+    return 0;
+}
+
 int wc_list(wc_t *wc, const char *key_prefix, const char *after_key, size_t limit,
             int64_t min_rev, int timeout_ms, wc_list_t **out)
 {
@@ -1188,23 +1208,9 @@ int wc_list(wc_t *wc, const char *key_prefix, const char *after_key, size_t limi
                         ? map_seek(wc, after_key, 1, NULL)
                         : map_seek(wc, key_prefix, 0, NULL);
     size_t cap = 0;
-    for (; n && key_matches(n->obj->key, key_prefix, plen); n = n->next[0]) {
-        if (limit && l->count == limit) {
-            l->more = 1;
-            break;
-        }
-        if (l->count == cap) {
-            cap = cap ? cap * 2 : 64;
-            if (limit && cap > limit) cap = limit;
-            const wc_obj_t **objs = realloc(l->objs, cap * sizeof *objs);
-            if (!objs) {
-                rc = KP_ENOMEM;
-                break;
-            }
-            l->objs = objs;
-        }
-        l->objs[l->count++] = wc_obj_ref(n->obj);
-    }
+    for (; n && key_matches(n->obj->key, key_prefix, plen); n = n->next[0])
+        if ((rc = list_add(l, limit, &cap, n->obj))) break;
+    if (rc == 1) rc = 0;
 out:
     wc_unref_unlock(wc);
     if (rc) {
@@ -1237,25 +1243,6 @@ static int past_cmp(const void *a, const void *b)
     const past_t *x = a, *y = b;
     int c = strcmp(x->key, y->key);
     return c ? c : x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* Append `o` (a reference taken) to l, or report that the limit is reached.
- * Returns 1 when l is full (l->more set), 0 when added, KP_ENOMEM. */
-static int list_add(wc_list_t *l, size_t limit, size_t *cap, const wc_obj_t *o)
-{
-    if (limit && l->count == limit) {
-        l->more = 1;
-        return 1;
-    }
-    if (l->count == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        const wc_obj_t **objs = realloc(l->objs, c * sizeof *objs);
-        if (!objs) return KP_ENOMEM;
-        l->objs = objs;
-        *cap = c;
-    }
-    l->objs[l->count++] = wc_obj_ref(o);
-    return 0;
 }
 
 int wc_list_at(wc_t *wc, const char *key_prefix, const char *after_key, size_t limit, int64_t rev,
