@@ -213,7 +213,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
                               .store = fz.store,
                               .admin_token = FZ_TOKEN,
                               .unix_socket = fz.sock};
-    if (apiserver_start(&cfg, &fz.api)) abort();
+    if (apiserver_start(&cfg, &fz.api) || apiserver_serve(fz.api)) abort();
     atexit(fz_stop);
     fz_seed();
     return 0;

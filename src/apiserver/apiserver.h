@@ -6,7 +6,8 @@
  * into resourceVersions. It runs no control loop. Clients (kubectl, client
  * libraries, kplane's own controllers and nodes) see a Kubernetes API server.
  *
- * Lifecycle: apiserver_start() -> serve on its own threads -> apiserver_stop().
+ * Lifecycle: apiserver_start() -> apiserver_serve() -> serve on its own
+ * threads -> apiserver_stop().
  * Errors are KP_* codes (lib/err.h).
  */
 #ifndef KP_APISERVER_H
@@ -143,11 +144,21 @@ int apiserver_check_authorization_mode(const char *modes, char *err, size_t errl
  * cfg->listen. Errors: KP_EINVAL (not ADDR:PORT). */
 int apiserver_listen_addr(const char *listen, struct sockaddr_in *sa);
 
-/* Start serving. Creates the default namespaces (default, kube-system,
- * kube-public, kube-node-lease) if missing. *out is owned by the caller until
- * apiserver_stop(). Errors: KP_EINVAL (bad listen address), KP_EBUSY (address
- * in use), KP_EIO, store errors. */
+/* Start: create the objects every cluster starts with (the default
+ * namespaces, the system PriorityClasses, the kubernetes Service, ...) where
+ * missing, load the caches and bind the listening sockets (apiserver_port()
+ * is known). The bootstrap RBAC policy is still being written, on threads of
+ * its own, when this returns; nothing is answered before apiserver_serve().
+ * *out is owned by the caller until apiserver_stop(). Errors: KP_EINVAL (bad
+ * listen address), KP_EBUSY (address in use), KP_EIO, store errors. */
 int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out);
+
+/* Wait for the bootstrap RBAC policy to be written, start the authorizers
+ * on it, and answer requests: the server is ready when this returns 0.
+ * Once only, after apiserver_start(). Errors: the policy's writes' (KP_EIO,
+ * KP_ECONFLICT, KP_ENOMEM), KP_EIO (the listener); then only
+ * apiserver_stop() is left to do. */
+int apiserver_serve(apiserver_t *s);
 
 /* The port the server listens on (useful with port 0). */
 int apiserver_port(const apiserver_t *s);

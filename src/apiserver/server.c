@@ -694,6 +694,7 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
 
     apiserver_t *s = calloc(1, sizeof *s);
     if (!s) return KP_ENOMEM;
+    s->lfd = s->ufd = -1;
     s->cfg = *cfg;
     if (!s->cfg.max_inflight) s->cfg.max_inflight = 400;
     if (!s->cfg.max_mutating_inflight) s->cfg.max_mutating_inflight = 200;
@@ -745,87 +746,79 @@ int apiserver_start(const apiserver_config_t *cfg, apiserver_t **out)
     s->schema = sj.schema;
     if (!rc) rc = sj.rc;
     if (rc) goto fail;
+    /* The bootstrap policy is written on threads of its own while the
+     * rest starts, and waited for by apiserver_serve(). */
     if ((rc = api_view_publish(s, NULL, 0)) || (rc = api_crd_start(s)) ||
-        (rc = api_apiservice_start(s)) || (rc = api_policy_reconcile(s)) ||
-        (rc = api_authz_start(s, cfg->authorization_mode, &s->authz)))
+        (rc = api_policy_begin(s, &s->policy)))
         goto fail;
     char why[256];
     if ((rc = api_sa_start(s, &s->sa, why, sizeof why))) {
         log_error("apiserver", "ServiceAccount tokens: %s", why);
         goto fail;
     }
-    int lfd = tcp_listen(&sa);
-    if (lfd < 0) {
-        rc = lfd;
+    if ((s->lfd = tcp_listen(&sa)) < 0) {
+        rc = s->lfd;
         goto fail;
     }
     struct sockaddr_in bound;
     socklen_t blen = sizeof bound;
-    s->port = getsockname(lfd, (struct sockaddr *)&bound, &blen) ? ntohs(sa.sin_port)
-                                                                 : ntohs(bound.sin_port);
+    s->port = getsockname(s->lfd, (struct sockaddr *)&bound, &blen) ? ntohs(sa.sin_port)
+                                                                    : ntohs(bound.sin_port);
     /* Before the first request: repaired allocations, the kubernetes Service. */
-    if ((rc = api_services_start(s))) {
-        close(lfd);
-        goto fail;
-    }
-    int ufd = -1;
-    if (cfg->unix_socket && (ufd = unix_listen(cfg->unix_socket)) < 0) {
-        rc = ufd;
+    if ((rc = api_services_start(s))) goto fail;
+    if (cfg->unix_socket && (s->ufd = unix_listen(cfg->unix_socket)) < 0) {
+        rc = s->ufd;
         log_error("apiserver", "serving on %s: %s", cfg->unix_socket, err_str(rc));
-        close(lfd);
-        goto fail;
-    }
-    int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
-    /* Workers: a few kept, more while requests wait, up to the in-flight
-     * caps (handle() answers 429 beyond them) and some room for the quick
-     * answers (401, 429, health). */
-    httpd_config_t hc = {
-        .tcp_fd = lfd,
-        .unix_fd = ufd,
-        .cert_pem = tls ? cfg->tls_cert_pem : NULL,
-        .key_pem = tls ? cfg->tls_key_pem : NULL,
-        .client_ca_pem = tls ? cfg->client_ca_pem : NULL,
-        .workers = 4,
-        .max_workers = (int)(s->cfg.max_inflight + s->cfg.max_mutating_inflight + 32),
-        .limits = {.max_connections = s->cfg.max_connections,
-                   .header_bytes = API_HEADER_MEMORY,
-                   .header_timeout_ms = s->cfg.header_timeout_s * 1000,
-                   .idle_timeout_ms = s->cfg.idle_timeout_s * 1000,
-                   .body_timeout_ms = s->cfg.body_timeout_s * 1000,
-                   /* a stream's bytes the client has not taken: with the
-                    * watch cache's queue (watch_queue_bytes), what a watcher
-                    * that stopped reading holds */
-                   .stream_budget = API_STREAM_BUDGET,
-                   .grace_ms = 1000,
-                   .max_unproven = s->cfg.max_unauth_connections},
-        .on_headers = on_headers,
-        .on_request = on_request,
-        .on_drop = on_drop,
-        .arg = s,
-    };
-    if ((rc = httpd_start(&hc, &s->httpd))) {
-        log_error("apiserver", "HTTP server: %s", err_str(rc));
-        if (ufd >= 0) unlink(cfg->unix_socket);
         goto fail;
     }
     *out = s;
     return 0;
 fail:
-    api_sa_stop(s->sa);
-    api_audit_stop(s->audit);
-    api_authz_stop(s->authz);
-    api_ui_stop(s);
-    api_apiservice_stop(s);
-    api_crd_stop(s);
-    api_services_stop(s);
-    close_caches(s);
-    api_view_put(s->view);
-    api_schema_free(s->schema);
-    api_metrics_free(s->metrics);
-    pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->metrics_mu);
-    free(s->admin_token);
-    free(s);
+    apiserver_stop(s);
+    return rc;
+}
+
+int apiserver_serve(apiserver_t *s)
+{
+    int rc = api_policy_wait(s->policy);
+    s->policy = NULL;
+    if (rc || (rc = api_authz_start(s, s->cfg.authorization_mode, &s->authz)) ||
+        (rc = api_apiservice_start(s)))
+        return rc;
+    const apiserver_config_t *cfg = &s->cfg;
+    int tls = cfg->tls_cert_pem && cfg->tls_key_pem;
+    /* Workers: a few kept, more while requests wait, up to the in-flight
+     * caps (handle() answers 429 beyond them) and some room for the quick
+     * answers (401, 429, health). */
+    httpd_config_t hc = {
+        .tcp_fd = s->lfd,
+        .unix_fd = s->ufd,
+        .cert_pem = tls ? cfg->tls_cert_pem : NULL,
+        .key_pem = tls ? cfg->tls_key_pem : NULL,
+        .client_ca_pem = tls ? cfg->client_ca_pem : NULL,
+        .workers = 4,
+        .max_workers = (int)(cfg->max_inflight + cfg->max_mutating_inflight + 32),
+        .limits = {.max_connections = cfg->max_connections,
+                   .header_bytes = API_HEADER_MEMORY,
+                   .header_timeout_ms = cfg->header_timeout_s * 1000,
+                   .idle_timeout_ms = cfg->idle_timeout_s * 1000,
+                   .body_timeout_ms = cfg->body_timeout_s * 1000,
+                   /* a stream's bytes the client has not taken: with the
+                    * watch cache's queue (watch_queue_bytes), what a watcher
+                    * that stopped reading holds */
+                   .stream_budget = API_STREAM_BUDGET,
+                   .grace_ms = 1000,
+                   .max_unproven = cfg->max_unauth_connections},
+        .on_headers = on_headers,
+        .on_request = on_request,
+        .on_drop = on_drop,
+        .arg = s,
+    };
+    s->lfd = s->ufd = -1; /* httpd's now, also when it fails */
+    if ((rc = httpd_start(&hc, &s->httpd))) {
+        log_error("apiserver", "HTTP server: %s", err_str(rc));
+        if (hc.unix_fd >= 0) unlink(cfg->unix_socket);
+    }
     return rc;
 }
 
@@ -854,13 +847,18 @@ void apiserver_stop(apiserver_t *s)
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
     pthread_mutex_unlock(&s->mu);
+    api_policy_wait(s->policy); /* started, never served: its writes end first */
     /* Ending the watches ends their streams, which httpd_stop() waits for;
      * the caches close after them, when no request can use them. */
     api_apiservice_stop(s);
     api_crd_stop(s);
     end_watches(s);
-    httpd_stop(s->httpd); /* closes the listening sockets */
-    if (s->cfg.unix_socket) unlink(s->cfg.unix_socket);
+    /* The Unix socket is ours once made: by httpd, or held since then. */
+    int made_unix = s->cfg.unix_socket && (s->httpd || s->ufd >= 0);
+    httpd_stop(s->httpd); /* closes the listening sockets it has */
+    if (s->lfd >= 0) close(s->lfd);
+    if (s->ufd >= 0) close(s->ufd);
+    if (made_unix) unlink(s->cfg.unix_socket);
     api_services_stop(s); /* no request can allocate any more */
     api_authz_stop(s->authz);
     api_sa_stop(s->sa);

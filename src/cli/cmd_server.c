@@ -262,6 +262,44 @@ enum {
     OPT_ENABLE_LABS
 };
 
+/* DIR/kubeconfig, the admin's, and the components' own, as kubeadm writes
+ * them; a failure is logged (the server runs without them). */
+static void write_kubeconfigs(const char *dir, const char *host, int port,
+                              const apiserver_tls_t *tls, const char *token)
+{
+    /* The kubeconfig's user: the admin's client certificate, as kubeadm's
+     * admin.conf; the admin token when the CA's key is not here (another
+     * API server of the cluster, given ca.crt but not ca.key). */
+    char *admin_crt = NULL, *admin_key = NULL;
+    int rc;
+    if (tls->ca_key_pem && (rc = apiserver_admin_cert(dir, tls, &admin_crt, &admin_key)))
+        log_warn("server", "the admin's client certificate in %s: %s; the kubeconfig has the token",
+                 dir, err_str(rc));
+    if ((rc =
+             apiserver_write_kubeconfig(dir, host, port, tls->ca_pem, token, admin_crt, admin_key)))
+        log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
+    free(admin_crt);
+    free(admin_key);
+    /* The components' own kubeconfigs, for a controller manager or
+     * scheduler run apart (`kplane scheduler --kubeconfig
+     * DIR/scheduler.kubeconfig`): a client certificate each, made at every
+     * start. */
+    static const struct {
+        const char *file, *user;
+    } comps_cfg[] = {{"controller-manager.kubeconfig", "system:kube-controller-manager"},
+                     {"scheduler.kubeconfig", "system:kube-scheduler"}};
+    for (size_t i = 0; tls->ca_key_pem && i < sizeof comps_cfg / sizeof comps_cfg[0]; i++) {
+        char *crt = NULL, *key = NULL;
+        rc = apiserver_client_cert(tls, comps_cfg[i].user, NULL, &crt, &key);
+        if (!rc)
+            rc = apiserver_write_kubeconfig_as(dir, comps_cfg[i].file, comps_cfg[i].user, host,
+                                               port, tls->ca_pem, NULL, crt, key);
+        if (rc) log_warn("server", "writing %s/%s: %s", dir, comps_cfg[i].file, err_str(rc));
+        free(crt);
+        free(key);
+    }
+}
+
 static int serve(const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -677,8 +715,21 @@ static int serve(const char *cmd, int argc, char **argv)
                                           .needs = (*l)->needs};
     cfg.labs = labs;
     cfg.nlabs = nlabs;
+    /* The kubeconfigs are written while the bootstrap policy is; then,
+     * ready, the API serves from the line on, as kube-apiserver is ready
+     * whether or not a controller manager runs; the components start after
+     * the line and catch up through their informers' lists. */
     apiserver_t *api = NULL;
-    if ((rc = apiserver_start(&cfg, &api))) {
+    int port = 0;
+    if (!(rc = apiserver_start(&cfg, &api))) {
+        port = apiserver_port(api);
+        write_kubeconfigs(dir, host, port, &tls, token);
+        if ((rc = apiserver_serve(api))) {
+            apiserver_stop(api);
+            api = NULL;
+        }
+    }
+    if (rc) {
         apiserver_tls_free(&tls);
         store_close(store);
         free(token);
@@ -691,39 +742,6 @@ static int serve(const char *cmd, int argc, char **argv)
         if (code) return code;
         return cli_fail(rc, "starting the API server on %s", listen);
     }
-    int port = apiserver_port(api);
-    /* The kubeconfig's user: the admin's client certificate, as kubeadm's
-     * admin.conf; the admin token when the CA's key is not here (another
-     * API server of the cluster, given ca.crt but not ca.key). */
-    char *admin_crt = NULL, *admin_key = NULL;
-    if (tls.ca_key_pem && (rc = apiserver_admin_cert(dir, &tls, &admin_crt, &admin_key)))
-        log_warn("server", "the admin's client certificate in %s: %s; the kubeconfig has the token",
-                 dir, err_str(rc));
-    if ((rc = apiserver_write_kubeconfig(dir, host, port, tls.ca_pem, token, admin_crt, admin_key)))
-        log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
-    free(admin_crt);
-    free(admin_key);
-    /* The components' own kubeconfigs, as kubeadm writes them, for a
-     * controller manager or scheduler run apart (`kplane scheduler
-     * --kubeconfig DIR/scheduler.kubeconfig`): a client certificate each,
-     * made at every start. */
-    static const struct {
-        const char *file, *user;
-    } comps_cfg[] = {{"controller-manager.kubeconfig", "system:kube-controller-manager"},
-                     {"scheduler.kubeconfig", "system:kube-scheduler"}};
-    for (size_t i = 0; tls.ca_key_pem && i < sizeof comps_cfg / sizeof comps_cfg[0]; i++) {
-        char *crt = NULL, *key = NULL;
-        rc = apiserver_client_cert(&tls, comps_cfg[i].user, NULL, &crt, &key);
-        if (!rc)
-            rc = apiserver_write_kubeconfig_as(dir, comps_cfg[i].file, comps_cfg[i].user, host,
-                                               port, tls.ca_pem, NULL, crt, key);
-        if (rc) log_warn("server", "writing %s/%s: %s", dir, comps_cfg[i].file, err_str(rc));
-        free(crt);
-        free(key);
-    }
-    /* The API serves from here on, as kube-apiserver is ready whether or
-     * not a controller manager runs; the components start after the line
-     * and catch up through their informers' lists. */
     printf("kplane %s is serving on https://%s:%d; point kubectl at it with: "
            "export KUBECONFIG=%s/kubeconfig\n",
            cmd, host, port, dir);

@@ -379,6 +379,16 @@ static int cmp_leaf(const json_t *l, const json_t *r, cmpsets_t *cs)
 static int cmp(api__mwalk_t *w, const json_t *l, const json_t *r, const json_t *decl, int known,
                int skel, cmpsets_t *cs);
 
+/* set's child node pe, made if missing, when `wanted` and set is there;
+ * else NULL. *oom set when it could not be made. */
+static json_t *sub_set(json_t *set, int wanted, const char *pe, int *oom)
+{
+    if (!wanted || !set) return NULL;
+    json_t *c = api__mset_child(set, pe);
+    if (!c) *oom = 1;
+    return c;
+}
+
 static int cmp_child(api__mwalk_t *w, const char *pe, const json_t *l, const json_t *r,
                      const json_t *decl, int known, int skel, cmpsets_t *cs)
 {
@@ -386,9 +396,13 @@ static int cmp_child(api__mwalk_t *w, const char *pe, const json_t *l, const jso
      * of an update is unchanged (a status write leaves metadata and spec
      * alone), and json_equal costs far less than walking it. */
     if (l && r && json_equal(l, r)) return 0;
-    cmpsets_t c = {api__mset_child(cs->a, pe), api__mset_child(cs->m, pe),
-                   api__mset_child(cs->r, pe)};
-    int rc = c.a && c.m && c.r ? push(w, pe) : KP_ENOMEM;
+    /* Below a value only one side has, everything is added (no l) or
+     * removed (no r): the other sets get no node (a create walks the whole
+     * object so). */
+    int oom = 0;
+    cmpsets_t c = {sub_set(cs->a, r != NULL, pe, &oom), sub_set(cs->m, l && r, pe, &oom),
+                   sub_set(cs->r, l != NULL, pe, &oom)};
+    int rc = oom ? KP_ENOMEM : push(w, pe);
     if (!rc) {
         rc = cmp(w, l, r, decl, known, skel, &c);
         pop(w);

@@ -115,11 +115,16 @@ struct pol_binding;
 /* A row of policy.h as its object (a new reference; NULL: out of memory). */
 json_t *api_policy_role_json(const struct pol_role *p);
 json_t *api_policy_binding_json(const struct pol_binding *p);
-/* Create or extend every object of the bootstrap policy (policy.c says
- * how), through the normal write path, 16 objects at a time on threads of
- * its own; returns when all are done. The server's view must be
- * published. Errors: KP_ENOMEM, KP_EIO (a write refused), KP_ECONFLICT
- * (still changing after 5 tries). */
-int api_policy_reconcile(apiserver_t *s);
+/* Begin to create or extend every object of the bootstrap policy (policy.c
+ * says how), through the normal write path, 16 objects at a time on threads
+ * of its own, as kube-apiserver's rbac/bootstrap-roles post-start hook: the
+ * server's start goes on meanwhile. The server's view must be published.
+ * *out is the caller's until api_policy_wait(). Errors: KP_ENOMEM. */
+typedef struct api_policy_run api_policy_run_t;
+int api_policy_begin(apiserver_t *s, api_policy_run_t **out);
+/* Wait for every object of `run` to be done, and free it (NULL: 0).
+ * Errors: the first write's that failed: KP_ENOMEM, KP_EIO (a write
+ * refused), KP_ECONFLICT (still changing after 5 tries). */
+int api_policy_wait(api_policy_run_t *run);
 
 #endif

@@ -90,6 +90,10 @@ struct apiserver {
     apiserver_config_t cfg;
     char *admin_token;
     httpd_t *httpd;         /* the TCP listener (TLS) and cfg.unix_socket's */
+    int lfd, ufd;           /* their sockets, bound by apiserver_start(), -1 once
+                             * apiserver_serve() hands them to httpd */
+    struct api_policy_run *policy; /* the bootstrap policy, being written from
+                                    * apiserver_start() to apiserver_serve() */
     int port;
     pthread_mutex_t mu;
     size_t inflight;        /* read-only requests being served (watches not counted) */
