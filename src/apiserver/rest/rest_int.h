@@ -90,7 +90,8 @@ int rest_write_options(api_req_t *r);
 const json_t *rest_kind_schema(api_req_t *r);
 /* Drop the body's unknown fields and check value types per fieldValidation:
  * Strict -> 400 for unknown or duplicate fields, Warn -> Warning headers.
- * Returns -1 after replying. */
+ * Not for the server's own writes (r->internal). Returns -1 after
+ * replying. */
 int rest_check_fields(api_req_t *r, json_t *obj);
 /* The same for an update of base, the stored version (borrowed; NULL:
  * none): what obj keeps of it unchanged is not checked again. */

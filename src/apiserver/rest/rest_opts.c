@@ -120,6 +120,10 @@ int rest_check_fields(api_req_t *r, json_t *obj)
 
 int rest_check_fields_since(api_req_t *r, json_t *obj, const json_t *base)
 {
+    /* The server's own writes (api_internal) are built by its code from its
+     * type facts: no client's bytes to prune or to check (the bootstrap
+     * policy's 124 objects spent 8% of their CPU here). */
+    if (r->internal) return 0;
     const api_resource_t *res = r->route.res;
     const json_t *node = rest_kind_schema(r);
     json_t *unknown = json_array();
