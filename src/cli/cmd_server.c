@@ -262,6 +262,41 @@ enum {
     OPT_ENABLE_LABS
 };
 
+/* apiserver_tls_load() on a thread of its own. */
+typedef struct tls_job {
+    const char *dir, *host;
+    apiserver_tls_t tls;
+    int rc;
+    pthread_t thread;
+    int started;
+} tls_job_t;
+
+static void *tls_main(void *arg)
+{
+    tls_job_t *j = arg;
+    j->rc = apiserver_tls_load(j->dir, j->host, &j->tls);
+    return NULL;
+}
+
+/* The job's result, into *out (the caller's to free, on success). */
+static int tls_join(tls_job_t *j, apiserver_tls_t *out)
+{
+    if (j->started)
+        pthread_join(j->thread, NULL);
+    else
+        tls_main(j); /* no thread to be had: here */
+    j->started = 0;
+    *out = j->tls;
+    return j->rc;
+}
+
+/* Wait for the job and drop its result (a start given up). */
+static void tls_drop(tls_job_t *j)
+{
+    apiserver_tls_t t;
+    if (!tls_join(j, &t)) apiserver_tls_free(&t);
+}
+
 /* DIR/kubeconfig, the admin's, and the components' own, as kubeadm writes
  * them; a failure is logged (the server runs without them). */
 static void write_kubeconfigs(const char *dir, const char *host, int port,
@@ -511,8 +546,20 @@ static int serve(const char *cmd, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* The TLS files are loaded, or on a first start made (keys signed and
+     * fsynced), while the other files and the store are: joined below. */
+    const char *colon = strrchr(listen, ':');
+    char host[64];
+    snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
+    if (!*host || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
+    tls_job_t tj = {.dir = dir, .host = host};
+    tj.started = !pthread_create(&tj.thread, NULL, tls_main, &tj);
+
     char *token = NULL, *sa_sign_pem = NULL, *sa_keys_pem = NULL;
-    if ((rc = apiserver_admin_token(dir, &token))) return cli_fail(rc, "admin token in %s", dir);
+    if ((rc = apiserver_admin_token(dir, &token))) {
+        tls_drop(&tj);
+        return cli_fail(rc, "admin token in %s", dir);
+    }
     /* ServiceAccount tokens: the signing key given, else DIR/sa.key (made
      * now on first start); the verifying keys' files concatenated. */
     {
@@ -539,7 +586,7 @@ static int serve(const char *cmd, int argc, char **argv)
             free(token);
             free(sa_sign_pem);
             free(sa_keys_pem);
-            free(sa_sign_pem);
+            tls_drop(&tj);
             return CLI_EXIT_FAIL;
         }
     }
@@ -553,6 +600,7 @@ static int serve(const char *cmd, int argc, char **argv)
             free(token);
             free(sa_sign_pem);
             free(sa_keys_pem);
+            tls_drop(&tj);
             return CLI_EXIT_FAIL;
         }
         log_info("server", "%zu tokens from %s", apiserver_tokens_count(tokens), token_file);
@@ -561,6 +609,7 @@ static int serve(const char *cmd, int argc, char **argv)
     if ((rc = encryption_setup(cmd, enc_flag, dir, all, &enc))) {
         free(token);
         apiserver_tokens_free(tokens);
+        tls_drop(&tj);
         return rc;
     }
 
@@ -605,6 +654,7 @@ static int serve(const char *cmd, int argc, char **argv)
         free(sa_sign_pem);
         free(sa_keys_pem);
         apiserver_tokens_free(tokens);
+        tls_drop(&tj);
         return cli_fail(KP_ENOMEM, "the components' identities");
     }
     /* A bad audit policy stops the start, as it stops kube-apiserver's. */
@@ -617,6 +667,7 @@ static int serve(const char *cmd, int argc, char **argv)
             fprintf(stderr, "kplane: %s: --audit-policy-file: %s\n", cmd, aerr);
             free(token);
             apiserver_tokens_free(tokens);
+            tls_drop(&tj);
             return CLI_EXIT_FAIL;
         }
         if (*awarn) log_warn("server", "--audit-policy-file %s: %s", audit_policy_file, awarn);
@@ -632,6 +683,7 @@ static int serve(const char *cmd, int argc, char **argv)
         free(token);
         apiserver_tokens_free(tokens);
         apiserver_audit_policy_free(audit_policy);
+        tls_drop(&tj);
         return cli_fail(rc, "opening store %s", url);
     }
     /* The wrapper owns both from here; store_close() frees them. */
@@ -640,12 +692,9 @@ static int serve(const char *cmd, int argc, char **argv)
         free(sa_sign_pem);
         free(sa_keys_pem);
         apiserver_tokens_free(tokens);
+        tls_drop(&tj);
         return cli_fail(rc, "opening store %s", url);
     }
-    const char *colon = strrchr(listen, ':');
-    char host[64];
-    snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
-    if (!*host || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
     /* The dashboard's lab page runs labs as children of this server: by
      * default only for kplane server on loopback, a developer's machine. */
     if (enable_labs < 0) {
@@ -654,7 +703,7 @@ static int serve(const char *cmd, int argc, char **argv)
             all && !apiserver_listen_addr(listen, &la) && (ntohl(la.sin_addr.s_addr) >> 24) == 127;
     }
     apiserver_tls_t tls;
-    if ((rc = apiserver_tls_load(dir, host, &tls))) {
+    if ((rc = tls_join(&tj, &tls))) {
         store_close(store);
         free(token);
         free(sa_sign_pem);
