@@ -515,7 +515,7 @@ int api_internal(apiserver_t *s, const char *method, const char *path, const jso
     char copy[2048];
     if (strlen(path) >= sizeof copy) return KP_EINVAL;
     snprintf(copy, sizeof copy, "%s", path);
-    api_internal_t in = {.manager = manager};
+    api_internal_t in = {.manager = manager, .drop_body = !out};
     char *q = strchr(copy, '?');
     if (q) {
         *q++ = '\0';

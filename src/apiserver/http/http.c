@@ -76,6 +76,7 @@ static int capture(api_req_t *r, int code, const char *body, size_t len)
     r->replied = 1;
     r->code = code;
     buf_reset(&r->internal->out);
+    if (r->internal->drop_body) return 0;
     return buf_append(&r->internal->out, body, len) ? KP_ENOMEM : 0;
 }
 

@@ -151,7 +151,8 @@ typedef struct api_internal {
     const char *manager; /* the User-Agent (field manager) */
     const json_t *body;  /* a POST's or PUT's object (borrowed; the request
                           * decodes a copy), in place of body bytes */
-    buf_t out;           /* the reply's body */
+    buf_t out;           /* the reply's body, when wanted */
+    int drop_body;       /* the caller does not want it */
 } api_internal_t;
 
 typedef struct api_req {
