@@ -19,6 +19,7 @@
 struct sockaddr_in;
 typedef struct store store_t;
 typedef struct apiserver apiserver_t;
+typedef struct apiserver_facts apiserver_facts_t;
 
 /* A lab the dashboard may run (`kplane lab list`'s row; strings borrowed). */
 typedef struct apiserver_lab {
@@ -128,6 +129,9 @@ typedef struct apiserver_config {
     const apiserver_lab_t *labs;
     size_t nlabs;
     const char *lab_exe;
+    /* The type facts begun by apiserver_facts_begin(), taken by
+     * apiserver_start() (also when it fails); NULL: parsed there. */
+    apiserver_facts_t *facts;
 } apiserver_config_t;
 
 /* Check the two ranges as apiserver_start will (NULL: the default).
@@ -143,6 +147,15 @@ int apiserver_check_authorization_mode(const char *modes, char *err, size_t errl
  * "localhost": 127.0.0.1; PORT 0: any free port), as apiserver_start reads
  * cfg->listen. Errors: KP_EINVAL (not ADDR:PORT). */
 int apiserver_listen_addr(const char *listen, struct sockaddr_in *sa);
+
+/* The API's type facts (OpenAPI schemas: validation, managed fields,
+ * explain), parsed from the binary's tables: 4-6 ms of CPU, begun here on a
+ * thread of their own so that a caller with work of its own before
+ * apiserver_start() (key files, opening the store) overlaps it, and handed
+ * over in apiserver_config_t.facts. apiserver_facts_free() (NULL: no-op)
+ * when the start is given up before. Errors: KP_ENOMEM. */
+int apiserver_facts_begin(apiserver_facts_t **out);
+void apiserver_facts_free(apiserver_facts_t *f);
 
 /* Start: create the objects every cluster starts with (the default
  * namespaces, the system PriorityClasses, the kubernetes Service, ...) where

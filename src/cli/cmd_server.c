@@ -262,39 +262,51 @@ enum {
     OPT_ENABLE_LABS
 };
 
-/* apiserver_tls_load() on a thread of its own. */
-typedef struct tls_job {
+/* What a start begins on threads of its own while it reads and makes its
+ * other files and opens the store: the TLS files (loaded, or on a first
+ * start made: keys generated, signed and fsynced) and the API's type facts
+ * (apiserver_facts_begin()). */
+typedef struct prestart {
     const char *dir, *host;
     apiserver_tls_t tls;
     int rc;
     pthread_t thread;
     int started;
-} tls_job_t;
+    apiserver_facts_t *facts; /* NULL: apiserver_start() parses them */
+} prestart_t;
 
 static void *tls_main(void *arg)
 {
-    tls_job_t *j = arg;
-    j->rc = apiserver_tls_load(j->dir, j->host, &j->tls);
+    prestart_t *p = arg;
+    p->rc = apiserver_tls_load(p->dir, p->host, &p->tls);
     return NULL;
 }
 
-/* The job's result, into *out (the caller's to free, on success). */
-static int tls_join(tls_job_t *j, apiserver_tls_t *out)
+static void prestart_begin(prestart_t *p)
 {
-    if (j->started)
-        pthread_join(j->thread, NULL);
-    else
-        tls_main(j); /* no thread to be had: here */
-    j->started = 0;
-    *out = j->tls;
-    return j->rc;
+    p->started = !pthread_create(&p->thread, NULL, tls_main, p);
+    if (apiserver_facts_begin(&p->facts)) p->facts = NULL;
 }
 
-/* Wait for the job and drop its result (a start given up). */
-static void tls_drop(tls_job_t *j)
+/* The TLS files, into *out (the caller's to free, on success). */
+static int prestart_tls(prestart_t *p, apiserver_tls_t *out)
+{
+    if (p->started)
+        pthread_join(p->thread, NULL);
+    else
+        tls_main(p); /* no thread to be had: here */
+    p->started = 0;
+    *out = p->tls;
+    return p->rc;
+}
+
+/* Wait for both and drop them (a start given up). */
+static void prestart_drop(prestart_t *p)
 {
     apiserver_tls_t t;
-    if (!tls_join(j, &t)) apiserver_tls_free(&t);
+    if (!prestart_tls(p, &t)) apiserver_tls_free(&t);
+    apiserver_facts_free(p->facts);
+    p->facts = NULL;
 }
 
 /* DIR/kubeconfig, the admin's, and the components' own, as kubeadm writes
@@ -546,18 +558,17 @@ static int serve(const char *cmd, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    /* The TLS files are loaded, or on a first start made (keys signed and
-     * fsynced), while the other files and the store are: joined below. */
+    /* Begun here, joined below (prestart_t). */
     const char *colon = strrchr(listen, ':');
     char host[64];
     snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
     if (!*host || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
-    tls_job_t tj = {.dir = dir, .host = host};
-    tj.started = !pthread_create(&tj.thread, NULL, tls_main, &tj);
+    prestart_t pre = {.dir = dir, .host = host};
+    prestart_begin(&pre);
 
     char *token = NULL, *sa_sign_pem = NULL, *sa_keys_pem = NULL;
     if ((rc = apiserver_admin_token(dir, &token))) {
-        tls_drop(&tj);
+        prestart_drop(&pre);
         return cli_fail(rc, "admin token in %s", dir);
     }
     /* ServiceAccount tokens: the signing key given, else DIR/sa.key (made
@@ -586,7 +597,7 @@ static int serve(const char *cmd, int argc, char **argv)
             free(token);
             free(sa_sign_pem);
             free(sa_keys_pem);
-            tls_drop(&tj);
+            prestart_drop(&pre);
             return CLI_EXIT_FAIL;
         }
     }
@@ -600,7 +611,7 @@ static int serve(const char *cmd, int argc, char **argv)
             free(token);
             free(sa_sign_pem);
             free(sa_keys_pem);
-            tls_drop(&tj);
+            prestart_drop(&pre);
             return CLI_EXIT_FAIL;
         }
         log_info("server", "%zu tokens from %s", apiserver_tokens_count(tokens), token_file);
@@ -609,7 +620,7 @@ static int serve(const char *cmd, int argc, char **argv)
     if ((rc = encryption_setup(cmd, enc_flag, dir, all, &enc))) {
         free(token);
         apiserver_tokens_free(tokens);
-        tls_drop(&tj);
+        prestart_drop(&pre);
         return rc;
     }
 
@@ -654,7 +665,7 @@ static int serve(const char *cmd, int argc, char **argv)
         free(sa_sign_pem);
         free(sa_keys_pem);
         apiserver_tokens_free(tokens);
-        tls_drop(&tj);
+        prestart_drop(&pre);
         return cli_fail(KP_ENOMEM, "the components' identities");
     }
     /* A bad audit policy stops the start, as it stops kube-apiserver's. */
@@ -667,7 +678,7 @@ static int serve(const char *cmd, int argc, char **argv)
             fprintf(stderr, "kplane: %s: --audit-policy-file: %s\n", cmd, aerr);
             free(token);
             apiserver_tokens_free(tokens);
-            tls_drop(&tj);
+            prestart_drop(&pre);
             return CLI_EXIT_FAIL;
         }
         if (*awarn) log_warn("server", "--audit-policy-file %s: %s", audit_policy_file, awarn);
@@ -683,7 +694,7 @@ static int serve(const char *cmd, int argc, char **argv)
         free(token);
         apiserver_tokens_free(tokens);
         apiserver_audit_policy_free(audit_policy);
-        tls_drop(&tj);
+        prestart_drop(&pre);
         return cli_fail(rc, "opening store %s", url);
     }
     /* The wrapper owns both from here; store_close() frees them. */
@@ -692,7 +703,7 @@ static int serve(const char *cmd, int argc, char **argv)
         free(sa_sign_pem);
         free(sa_keys_pem);
         apiserver_tokens_free(tokens);
-        tls_drop(&tj);
+        prestart_drop(&pre);
         return cli_fail(rc, "opening store %s", url);
     }
     /* The dashboard's lab page runs labs as children of this server: by
@@ -703,7 +714,8 @@ static int serve(const char *cmd, int argc, char **argv)
             all && !apiserver_listen_addr(listen, &la) && (ntohl(la.sin_addr.s_addr) >> 24) == 127;
     }
     apiserver_tls_t tls;
-    if ((rc = tls_join(&tj, &tls))) {
+    if ((rc = prestart_tls(&pre, &tls))) {
+        apiserver_facts_free(pre.facts);
         store_close(store);
         free(token);
         free(sa_sign_pem);
@@ -753,7 +765,8 @@ static int serve(const char *cmd, int argc, char **argv)
                               .audit_log_maxsize_mb = audit_num[0],
                               .audit_log_maxbackup = audit_num[1],
                               .audit_log_maxage_days = audit_num[2],
-                              .enable_labs = enable_labs};
+                              .enable_labs = enable_labs,
+                              .facts = pre.facts};
     /* The dashboard's lab page lists and runs what `kplane lab list` lists. */
     apiserver_lab_t labs[64];
     size_t nlabs = 0;

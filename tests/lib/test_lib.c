@@ -1,5 +1,6 @@
 /*
- * test_lib.c -- src/lib building blocks: the capped buffer and the error table.
+ * test_lib.c -- src/lib building blocks: the capped buffer, the error table, the
+ * heap, base64 and par_each.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,11 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "lib/base64.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/heap.h"
+#include "lib/par.h"
 #include "testutil.h"
 
 static void test_buf_grows_and_caps(void **state)
@@ -151,6 +155,42 @@ static void test_buf_append_file(void **state)
 
 /* RFC 4648's vectors, both alphabets; base64url unpadded; round trips of
  * every length 0..40 over all byte values; bad input refused. */
+/* par_each: every index once, calls at once, never more than PAR_MAX. */
+typedef struct {
+    atomic_int calls[3 * PAR_MAX];
+    atomic_int inflight, most;
+} par_probe_t;
+
+static void par_probe(void *arg, size_t i)
+{
+    par_probe_t *p = arg;
+    atomic_fetch_add(&p->calls[i], 1);
+    int now = atomic_fetch_add(&p->inflight, 1) + 1;
+    for (int most = atomic_load(&p->most); now > most;)
+        if (atomic_compare_exchange_weak(&p->most, &most, now)) break;
+    /* Wait (up to 5 s) for a second call to be under way at the same time:
+     * run one after the other, this never ends early. */
+    for (int t = 0; t < 5000 && atomic_load(&p->most) < 2; t++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    atomic_fetch_sub(&p->inflight, 1);
+}
+
+static void test_par_each(void **state)
+{
+    (void)state;
+    static par_probe_t p; /* 3 * PAR_MAX counters: off the stack */
+    memset(&p, 0, sizeof p);
+    size_t n = 2 * PAR_MAX + 5; /* three rounds, the last one short */
+    par_each(n, par_probe, &p);
+    for (size_t i = 0; i < 3 * PAR_MAX; i++)
+        assert_int_equal(atomic_load(&p.calls[i]), i < n ? 1 : 0);
+    assert_true(atomic_load(&p.most) >= 2);
+    assert_true(atomic_load(&p.most) <= PAR_MAX);
+    assert_int_equal(atomic_load(&p.inflight), 0);
+    par_each(0, par_probe, &p); /* nothing to do */
+    assert_int_equal(atomic_load(&p.calls[0]), 1);
+}
+
 static void test_base64(void **state)
 {
     (void)state;
@@ -194,8 +234,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_grows_and_caps), cmocka_unit_test(test_buf_reserve_and_detach),
         cmocka_unit_test(test_buf_append_file),    cmocka_unit_test(test_err_str),
-        cmocka_unit_test(test_heap_against_model),
-        cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_heap_against_model), cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_par_each),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

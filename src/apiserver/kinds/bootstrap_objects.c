@@ -14,6 +14,7 @@
 #include "apiserver/rest/rest.h"
 #include "apiserver/kinds/kinds.h"
 #include "lib/err.h"
+#include "lib/par.h"
 #include "store/store.h"
 
 static const struct boot_obj {
@@ -31,33 +32,49 @@ static const struct boot_obj {
      "\"preemptionPolicy\":\"PreemptLowerPriority\"}"},
 };
 
+#define NBOOT (sizeof boot_objs / sizeof boot_objs[0])
+
+typedef struct boot_run {
+    apiserver_t *srv;
+    int rc[NBOOT];
+} boot_run_t;
+
+static void ensure_one(void *arg, size_t i)
+{
+    boot_run_t *run = arg;
+    const struct boot_obj *b = &boot_objs[i];
+    const api_resource_t *res = api_registry_find(b->group, b->version, b->resource);
+    if (!res) return; /* not served */
+    json_t *obj = json_loads(b->json, 0, NULL);
+    json_t *meta = json_object_get(obj, "metadata");
+    if (!meta) {
+        json_decref(obj);
+        run->rc[i] = KP_ENOMEM;
+        return;
+    }
+    char key[STORE_KEY_MAX + 1], uid[37], now[32];
+    int rc = api_object_key(res, api_json_str(meta, "namespace"), api_json_str(meta, "name"), key,
+                            sizeof key);
+    if (!rc) rc = api_new_uid(uid);
+    char *text = NULL;
+    if (!rc) {
+        api_now_rfc3339(now);
+        json_object_set_new(meta, "uid", json_string(uid));
+        json_object_set_new(meta, "creationTimestamp", json_string(now));
+        text = json_dumps(obj, JSON_COMPACT);
+        rc = text ? store_create(run->srv->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
+    }
+    free(text);
+    json_decref(obj);
+    run->rc[i] = rc == KP_EEXIST ? 0 : rc;
+}
+
+/* All at once: their writes share the store's commits. */
 int api_ensure_objects(apiserver_t *s)
 {
-    for (size_t i = 0; i < sizeof boot_objs / sizeof boot_objs[0]; i++) {
-        const struct boot_obj *b = &boot_objs[i];
-        const api_resource_t *res = api_registry_find(b->group, b->version, b->resource);
-        if (!res) continue; /* not served */
-        json_t *obj = json_loads(b->json, 0, NULL);
-        json_t *meta = json_object_get(obj, "metadata");
-        if (!meta) {
-            json_decref(obj);
-            return KP_ENOMEM;
-        }
-        char key[STORE_KEY_MAX + 1], uid[37], now[32];
-        int rc = api_object_key(res, api_json_str(meta, "namespace"), api_json_str(meta, "name"),
-                                key, sizeof key);
-        if (!rc) rc = api_new_uid(uid);
-        char *text = NULL;
-        if (!rc) {
-            api_now_rfc3339(now);
-            json_object_set_new(meta, "uid", json_string(uid));
-            json_object_set_new(meta, "creationTimestamp", json_string(now));
-            text = json_dumps(obj, JSON_COMPACT);
-            rc = text ? store_create(s->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
-        }
-        free(text);
-        json_decref(obj);
-        if (rc && rc != KP_EEXIST) return rc;
-    }
+    boot_run_t run = {.srv = s};
+    par_each(NBOOT, ensure_one, &run);
+    for (size_t i = 0; i < NBOOT; i++)
+        if (run.rc[i]) return run.rc[i];
     return 0;
 }

@@ -30,6 +30,7 @@
 #include "apiserver/rest/rest.h"
 #include "apiserver/kinds/kinds.h"
 #include "lib/err.h"
+#include "lib/par.h"
 #include "apiserver/rest/rest_int.h"
 #include "store/store.h"
 #include "apiserver/schema/strategy.h"
@@ -239,29 +240,53 @@ int api_namespace_admit_create(api_req_t *r, const char *name)
     return 0;
 }
 
-/* The namespaces every cluster starts with. */
+/* The namespaces every cluster starts with, created at once (their writes
+ * share the store's commits). */
+static const char *const boot_namespaces[] = {"default", "kube-system", "kube-public",
+                                              "kube-node-lease"};
+
+typedef struct ns_boot {
+    apiserver_t *srv;
+    const api_resource_t *res;
+    int rc[sizeof boot_namespaces / sizeof boot_namespaces[0]];
+} ns_boot_t;
+
+static void ensure_one(void *arg, size_t i)
+{
+    ns_boot_t *b = arg;
+    const char *name = boot_namespaces[i];
+    char key[128], uid[37], now[32];
+    if (api_object_key(b->res, NULL, name, key, sizeof key)) {
+        b->rc[i] = KP_EINVAL;
+        return;
+    }
+    if (api_new_uid(uid)) {
+        b->rc[i] = KP_EIO;
+        return;
+    }
+    api_now_rfc3339(now);
+    json_t *ns = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:{s:s}}}", "kind", b->res->kind,
+                           "apiVersion", "v1", "metadata", "name", name, "uid", uid,
+                           "creationTimestamp", now, "labels", "kubernetes.io/metadata.name", name);
+    if (!ns) {
+        b->rc[i] = KP_ENOMEM;
+        return;
+    }
+    ns_prepare_create(ns);
+    char *text = json_dumps(ns, JSON_COMPACT);
+    json_decref(ns);
+    int rc = text ? store_create(b->srv->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
+    free(text);
+    b->rc[i] = rc == KP_EEXIST ? 0 : rc;
+}
+
 int api_ensure_namespaces(apiserver_t *s)
 {
-    static const char *const names[] = {"default", "kube-system", "kube-public",
-                                        "kube-node-lease", NULL};
-    const api_resource_t *nsres = api_registry_find("", "v1", "namespaces");
-    if (!nsres) return KP_EINVAL;
-    for (const char *const *n = names; *n; n++) {
-        char key[128], uid[37], now[32];
-        if (api_object_key(nsres, NULL, *n, key, sizeof key)) return KP_EINVAL;
-        if (api_new_uid(uid)) return KP_EIO;
-        api_now_rfc3339(now);
-        json_t *ns = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:{s:s}}}", "kind", nsres->kind,
-                               "apiVersion", "v1", "metadata", "name", *n, "uid", uid,
-                               "creationTimestamp", now, "labels", "kubernetes.io/metadata.name",
-                               *n);
-        if (!ns) return KP_ENOMEM;
-        ns_prepare_create(ns);
-        char *text = json_dumps(ns, JSON_COMPACT);
-        json_decref(ns);
-        int rc = text ? store_create(s->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
-        free(text);
-        if (rc && rc != KP_EEXIST) return rc;
-    }
+    ns_boot_t b = {.srv = s, .res = api_registry_find("", "v1", "namespaces")};
+    if (!b.res) return KP_EINVAL;
+    size_t n = sizeof boot_namespaces / sizeof boot_namespaces[0];
+    par_each(n, ensure_one, &b);
+    for (size_t i = 0; i < n; i++)
+        if (b.rc[i]) return b.rc[i];
     return 0;
 }
