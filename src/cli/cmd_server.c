@@ -262,23 +262,42 @@ enum {
     OPT_ENABLE_LABS
 };
 
+/* The kubeconfigs kplane server writes in DIR, and their users: [0] the
+ * admin's (a client certificate kept in DIR, as kubeadm's admin.conf), then
+ * the components' own, for a controller manager or scheduler run apart
+ * (`kplane scheduler --kubeconfig DIR/scheduler.kubeconfig`), a certificate
+ * each made at every start. */
+static const struct {
+    const char *file, *user;
+} kubeconfigs[] = {{"kubeconfig", NULL},
+                   {"controller-manager.kubeconfig", "system:kube-controller-manager"},
+                   {"scheduler.kubeconfig", "system:kube-scheduler"}};
+#define NKUBECONFIGS (sizeof kubeconfigs / sizeof kubeconfigs[0])
+
 /* What a start begins on threads of its own while it reads and makes its
  * other files and opens the store: the TLS files (loaded, or on a first
- * start made: keys generated, signed and fsynced) and the API's type facts
+ * start made: keys generated, signed and fsynced) and then the kubeconfigs'
+ * client certificates (when the CA's key is here), and the API's type facts
  * (apiserver_facts_begin()). */
 typedef struct prestart {
     const char *dir, *host;
     apiserver_tls_t tls;
     int rc;
+    char *crt[NKUBECONFIGS], *key[NKUBECONFIGS]; /* PEM, NULL: none */
+    int cert_rc[NKUBECONFIGS];
     pthread_t thread;
-    int started;
+    int started, joined;
     apiserver_facts_t *facts; /* NULL: apiserver_start() parses them */
 } prestart_t;
 
 static void *tls_main(void *arg)
 {
     prestart_t *p = arg;
-    p->rc = apiserver_tls_load(p->dir, p->host, &p->tls);
+    if ((p->rc = apiserver_tls_load(p->dir, p->host, &p->tls)) || !p->tls.ca_key_pem) return NULL;
+    for (size_t i = 0; i < NKUBECONFIGS; i++)
+        p->cert_rc[i] =
+            i ? apiserver_client_cert(&p->tls, kubeconfigs[i].user, NULL, &p->crt[i], &p->key[i])
+              : apiserver_admin_cert(p->dir, &p->tls, &p->crt[0], &p->key[0]);
     return NULL;
 }
 
@@ -291,60 +310,56 @@ static void prestart_begin(prestart_t *p)
 /* The TLS files, into *out (the caller's to free, on success). */
 static int prestart_tls(prestart_t *p, apiserver_tls_t *out)
 {
-    if (p->started)
+    if (!p->joined && p->started)
         pthread_join(p->thread, NULL);
-    else
+    else if (!p->joined)
         tls_main(p); /* no thread to be had: here */
-    p->started = 0;
+    p->joined = 1;
     *out = p->tls;
     return p->rc;
 }
 
-/* Wait for both and drop them (a start given up). */
+static void prestart_free_certs(prestart_t *p)
+{
+    for (size_t i = 0; i < NKUBECONFIGS; i++) {
+        free(p->crt[i]);
+        free(p->key[i]);
+        p->crt[i] = p->key[i] = NULL;
+    }
+}
+
+/* Wait for all and drop them (a start given up). */
 static void prestart_drop(prestart_t *p)
 {
     apiserver_tls_t t;
     if (!prestart_tls(p, &t)) apiserver_tls_free(&t);
+    prestart_free_certs(p);
     apiserver_facts_free(p->facts);
     p->facts = NULL;
 }
 
-/* DIR/kubeconfig, the admin's, and the components' own, as kubeadm writes
- * them; a failure is logged (the server runs without them). */
-static void write_kubeconfigs(const char *dir, const char *host, int port,
-                              const apiserver_tls_t *tls, const char *token)
+/* The kubeconfigs, with p's certificates (then freed); the admin's has the
+ * admin token when the CA's key is not here (another API server of the
+ * cluster, given ca.crt but not ca.key), and the components' are not
+ * written then. A failure is logged: the server runs without them. */
+static void write_kubeconfigs(prestart_t *p, const char *host, int port, const apiserver_tls_t *tls,
+                              const char *token)
 {
-    /* The kubeconfig's user: the admin's client certificate, as kubeadm's
-     * admin.conf; the admin token when the CA's key is not here (another
-     * API server of the cluster, given ca.crt but not ca.key). */
-    char *admin_crt = NULL, *admin_key = NULL;
-    int rc;
-    if (tls->ca_key_pem && (rc = apiserver_admin_cert(dir, tls, &admin_crt, &admin_key)))
-        log_warn("server", "the admin's client certificate in %s: %s; the kubeconfig has the token",
-                 dir, err_str(rc));
-    if ((rc =
-             apiserver_write_kubeconfig(dir, host, port, tls->ca_pem, token, admin_crt, admin_key)))
-        log_warn("server", "writing %s/kubeconfig: %s", dir, err_str(rc));
-    free(admin_crt);
-    free(admin_key);
-    /* The components' own kubeconfigs, for a controller manager or
-     * scheduler run apart (`kplane scheduler --kubeconfig
-     * DIR/scheduler.kubeconfig`): a client certificate each, made at every
-     * start. */
-    static const struct {
-        const char *file, *user;
-    } comps_cfg[] = {{"controller-manager.kubeconfig", "system:kube-controller-manager"},
-                     {"scheduler.kubeconfig", "system:kube-scheduler"}};
-    for (size_t i = 0; tls->ca_key_pem && i < sizeof comps_cfg / sizeof comps_cfg[0]; i++) {
-        char *crt = NULL, *key = NULL;
-        rc = apiserver_client_cert(tls, comps_cfg[i].user, NULL, &crt, &key);
-        if (!rc)
-            rc = apiserver_write_kubeconfig_as(dir, comps_cfg[i].file, comps_cfg[i].user, host,
-                                               port, tls->ca_pem, NULL, crt, key);
-        if (rc) log_warn("server", "writing %s/%s: %s", dir, comps_cfg[i].file, err_str(rc));
-        free(crt);
-        free(key);
+    for (size_t i = 0; i < NKUBECONFIGS && (!i || tls->ca_key_pem); i++) {
+        int rc = p->cert_rc[i];
+        if (rc && !i)
+            log_warn("server",
+                     "the admin's client certificate in %s: %s; the kubeconfig has the token",
+                     p->dir, err_str(rc));
+        if (!i)
+            rc = apiserver_write_kubeconfig(p->dir, host, port, tls->ca_pem, token, p->crt[0],
+                                            p->key[0]);
+        else if (!rc)
+            rc = apiserver_write_kubeconfig_as(p->dir, kubeconfigs[i].file, kubeconfigs[i].user,
+                                               host, port, tls->ca_pem, NULL, p->crt[i], p->key[i]);
+        if (rc) log_warn("server", "writing %s/%s: %s", p->dir, kubeconfigs[i].file, err_str(rc));
     }
+    prestart_free_certs(p);
 }
 
 static int serve(const char *cmd, int argc, char **argv)
@@ -715,7 +730,7 @@ static int serve(const char *cmd, int argc, char **argv)
     }
     apiserver_tls_t tls;
     if ((rc = prestart_tls(&pre, &tls))) {
-        apiserver_facts_free(pre.facts);
+        prestart_drop(&pre);
         store_close(store);
         free(token);
         free(sa_sign_pem);
@@ -767,6 +782,7 @@ static int serve(const char *cmd, int argc, char **argv)
                               .audit_log_maxage_days = audit_num[2],
                               .enable_labs = enable_labs,
                               .facts = pre.facts};
+    pre.facts = NULL; /* apiserver_start()'s, also when it fails */
     /* The dashboard's lab page lists and runs what `kplane lab list` lists. */
     apiserver_lab_t labs[64];
     size_t nlabs = 0;
@@ -785,13 +801,14 @@ static int serve(const char *cmd, int argc, char **argv)
     int port = 0;
     if (!(rc = apiserver_start(&cfg, &api))) {
         port = apiserver_port(api);
-        write_kubeconfigs(dir, host, port, &tls, token);
+        write_kubeconfigs(&pre, host, port, &tls, token);
         if ((rc = apiserver_serve(api))) {
             apiserver_stop(api);
             api = NULL;
         }
     }
     if (rc) {
+        prestart_free_certs(&pre);
         apiserver_tls_free(&tls);
         store_close(store);
         free(token);
