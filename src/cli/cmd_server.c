@@ -288,7 +288,34 @@ typedef struct prestart {
     pthread_t thread;
     int started, joined;
     apiserver_facts_t *facts; /* NULL: apiserver_start() parses them */
+    /* The admin token, and DIR/sa.key unless want_sa_key is 0 (a signing
+     * key given): read, or made on a first start. */
+    int want_sa_key;
+    char *token, *sa_key;
+    int token_rc, sa_rc;
+    pthread_t keys_thread;
+    int keys_started, keys_joined;
 } prestart_t;
+
+static void *keys_main(void *arg)
+{
+    prestart_t *p = arg;
+    p->token_rc = apiserver_admin_token(p->dir, &p->token);
+    if (p->want_sa_key) p->sa_rc = apiserver_sa_key(p->dir, &p->sa_key);
+    return NULL;
+}
+
+/* The admin token and the ServiceAccount key (the caller's, on success). */
+static void prestart_keys(prestart_t *p, char **token, int *token_rc, char **sa_key, int *sa_rc)
+{
+    if (!p->keys_joined && p->keys_started)
+        pthread_join(p->keys_thread, NULL);
+    else if (!p->keys_joined)
+        keys_main(p); /* no thread to be had: here */
+    p->keys_joined = 1;
+    *token = p->token, *token_rc = p->token_rc, *sa_key = p->sa_key, *sa_rc = p->sa_rc;
+    p->token = p->sa_key = NULL;
+}
 
 static void *tls_main(void *arg)
 {
@@ -304,6 +331,7 @@ static void *tls_main(void *arg)
 static void prestart_begin(prestart_t *p)
 {
     p->started = !pthread_create(&p->thread, NULL, tls_main, p);
+    p->keys_started = !pthread_create(&p->keys_thread, NULL, keys_main, p);
     if (apiserver_facts_begin(&p->facts)) p->facts = NULL;
 }
 
@@ -334,6 +362,11 @@ static void prestart_drop(prestart_t *p)
     apiserver_tls_t t;
     if (!prestart_tls(p, &t)) apiserver_tls_free(&t);
     prestart_free_certs(p);
+    char *token, *sa_key;
+    int token_rc, sa_rc;
+    prestart_keys(p, &token, &token_rc, &sa_key, &sa_rc);
+    free(token);
+    free(sa_key);
     apiserver_facts_free(p->facts);
     p->facts = NULL;
 }
@@ -578,11 +611,14 @@ static int serve(const char *cmd, int argc, char **argv)
     char host[64];
     snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
     if (!*host || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
-    prestart_t pre = {.dir = dir, .host = host};
+    prestart_t pre = {.dir = dir, .host = host, .want_sa_key = !sa_signing_file};
     prestart_begin(&pre);
 
     char *token = NULL, *sa_sign_pem = NULL, *sa_keys_pem = NULL;
-    if ((rc = apiserver_admin_token(dir, &token))) {
+    int sa_rc = 0;
+    prestart_keys(&pre, &token, &rc, &sa_sign_pem, &sa_rc);
+    if (rc) {
+        free(sa_sign_pem);
         prestart_drop(&pre);
         return cli_fail(rc, "admin token in %s", dir);
     }
@@ -596,7 +632,7 @@ static int serve(const char *cmd, int argc, char **argv)
             if (buf_append_file(&kb, sa_signing_file) || !kb.len) bad = sa_signing_file;
             size_t len;
             if (!bad) sa_sign_pem = buf_detach(&kb, &len);
-        } else if ((rc = apiserver_sa_key(dir, &sa_sign_pem))) {
+        } else if ((rc = sa_rc)) {
             bad = "sa.key";
         }
         buf_free(&kb);
