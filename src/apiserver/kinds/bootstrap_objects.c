@@ -34,6 +34,25 @@ static const struct boot_obj {
 
 #define NBOOT (sizeof boot_objs / sizeof boot_objs[0])
 
+int api_boot_create(apiserver_t *s, const api_resource_t *res, json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    if (!json_is_object(meta)) return KP_EINVAL;
+    char key[STORE_KEY_MAX + 1], uid[37], now[32];
+    int rc = api_object_key(res, api_json_str(meta, "namespace"), api_json_str(meta, "name"), key,
+                            sizeof key);
+    if (!rc) rc = api_new_uid(uid);
+    if (rc) return rc;
+    api_now_rfc3339(now);
+    if (json_object_set_new(meta, "uid", json_string(uid)) ||
+        json_object_set_new(meta, "creationTimestamp", json_string(now)))
+        return KP_ENOMEM;
+    char *text = json_dumps(obj, JSON_COMPACT);
+    rc = text ? store_create(s->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
+    free(text);
+    return rc == KP_EEXIST ? 0 : rc;
+}
+
 typedef struct boot_run {
     apiserver_t *srv;
     int rc[NBOOT];
@@ -46,27 +65,8 @@ static void ensure_one(void *arg, size_t i)
     const api_resource_t *res = api_registry_find(b->group, b->version, b->resource);
     if (!res) return; /* not served */
     json_t *obj = json_loads(b->json, 0, NULL);
-    json_t *meta = json_object_get(obj, "metadata");
-    if (!meta) {
-        json_decref(obj);
-        run->rc[i] = KP_ENOMEM;
-        return;
-    }
-    char key[STORE_KEY_MAX + 1], uid[37], now[32];
-    int rc = api_object_key(res, api_json_str(meta, "namespace"), api_json_str(meta, "name"), key,
-                            sizeof key);
-    if (!rc) rc = api_new_uid(uid);
-    char *text = NULL;
-    if (!rc) {
-        api_now_rfc3339(now);
-        json_object_set_new(meta, "uid", json_string(uid));
-        json_object_set_new(meta, "creationTimestamp", json_string(now));
-        text = json_dumps(obj, JSON_COMPACT);
-        rc = text ? store_create(run->srv->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
-    }
-    free(text);
+    run->rc[i] = obj ? api_boot_create(run->srv, res, obj) : KP_ENOMEM;
     json_decref(obj);
-    run->rc[i] = rc == KP_EEXIST ? 0 : rc;
 }
 
 /* All at once: their writes share the store's commits. */

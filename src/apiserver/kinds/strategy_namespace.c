@@ -255,29 +255,13 @@ static void ensure_one(void *arg, size_t i)
 {
     ns_boot_t *b = arg;
     const char *name = boot_namespaces[i];
-    char key[128], uid[37], now[32];
-    if (api_object_key(b->res, NULL, name, key, sizeof key)) {
-        b->rc[i] = KP_EINVAL;
-        return;
-    }
-    if (api_new_uid(uid)) {
-        b->rc[i] = KP_EIO;
-        return;
-    }
-    api_now_rfc3339(now);
+    /* uid and creationTimestamp: filled in by api_boot_create(), in place */
     json_t *ns = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:{s:s}}}", "kind", b->res->kind,
-                           "apiVersion", "v1", "metadata", "name", name, "uid", uid,
-                           "creationTimestamp", now, "labels", "kubernetes.io/metadata.name", name);
-    if (!ns) {
-        b->rc[i] = KP_ENOMEM;
-        return;
-    }
-    ns_prepare_create(ns);
-    char *text = json_dumps(ns, JSON_COMPACT);
+                           "apiVersion", "v1", "metadata", "name", name, "uid", "",
+                           "creationTimestamp", "", "labels", "kubernetes.io/metadata.name", name);
+    if (ns) ns_prepare_create(ns);
+    b->rc[i] = ns ? api_boot_create(b->srv, b->res, ns) : KP_ENOMEM;
     json_decref(ns);
-    int rc = text ? store_create(b->srv->cfg.store, key, text, strlen(text), NULL) : KP_ENOMEM;
-    free(text);
-    b->rc[i] = rc == KP_EEXIST ? 0 : rc;
 }
 
 int api_ensure_namespaces(apiserver_t *s)
