@@ -430,6 +430,29 @@ int rest_meta_append(buf_t *b, const char *json, size_t len, const char *av)
     return rc;
 }
 
+/* A GET answered in JSON with the watch cache's bytes, encoded once, when
+ * the cache's version of the object is the one the store reads now (the
+ * store stays the authority on which version is current). 1 when replied;
+ * 0 to read and encode it (which also reports any error). */
+static int get_cached(api_req_t *r)
+{
+    wc_t *wc = rest_cache(r);
+    char key[STORE_KEY_MAX + 1];
+    store_kv_t *kv;
+    if (!wc || api_pb_accepts(api_header(r, "Accept")) ||
+        api_object_key(r->route.res, r->route.ns, r->route.name, key, sizeof key) ||
+        store_get(r->srv->cfg.store, key, 0, &kv))
+        return 0;
+    int64_t rev = kv->mod_rev;
+    free(kv);
+    const wc_obj_t *v;
+    if (wc_get(wc, key, &v)) return 0;
+    int hit = v->rev == rev;
+    if (hit) api_reply_bytes(r, 200, "application/json", v->json, v->json_len);
+    wc_obj_unref(v);
+    return hit;
+}
+
 static int do_get(api_req_t *r)
 {
     json_t *obj;
@@ -438,6 +461,7 @@ static int do_get(api_req_t *r)
     if (table < 0) return 0;
     char av[32];
     int meta = !table && rest_wants_meta(r, 0, av, sizeof av);
+    if (!table && !meta && get_cached(r)) return 0;
     if (rest_load_route(r, &obj, &rev)) return 0;
     if (meta) {
         rest_set_rv(obj, rev);
