@@ -34,6 +34,7 @@
  */
 #include "httpd/httpd_int.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <time.h>
@@ -497,6 +498,8 @@ static void *worker_run(void *arg)
 {
     httpd_t *h = arg;
     log_thread_name("httpd-worker", NULL);
+    struct sched_param batch = {0}; /* see THREADS in httpd.h */
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
     pthread_mutex_lock(&h->mu);
     for (;;) {
         int idle_out = 0;
