@@ -7,6 +7,7 @@
  *   kplane_watch_cache_history_bytes{group,version,resource} gauge
  *   kplane_watch_cache_objects{group,version,resource}       gauge
  *   kplane_watch_cache_objects_bytes{group,version,resource} gauge
+ *     (the watch caches': a resource with no objects in the store has none)
  *   apiserver_storage_revision                              gauge
  *   apiserver_audit_event_total, apiserver_audit_error_total{plugin},
  *   apiserver_audit_level_total{level}                      counters (audit.h)
@@ -113,9 +114,10 @@ static int cache_gauge(buf_t *b, wc_t *const *caches, const char *name, const ch
     for (size_t i = 0, n = api_registry_count(); !rc && caches && i < n; i++) {
         const api_resource_t *res = api_registry_at(i);
         size_t bytes = 0, count = 0;
-        if (caches[i] && what == GAUGE_HISTORY_BYTES)
+        if (!caches[i]) continue; /* nothing stored */
+        if (what == GAUGE_HISTORY_BYTES)
             wc_history_usage(caches[i], &bytes, NULL);
-        else if (caches[i])
+        else
             wc_objects_usage(caches[i], &bytes, &count);
         rc =
             buf_printf(b, "%s{group=\"%s\",version=\"%s\",resource=\"%s\"} %zu\n", name, res->group,

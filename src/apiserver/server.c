@@ -606,7 +606,8 @@ static void end_watches(apiserver_t *s)
 {
     api_view_t *v = s->view;
     for (size_t i = 0; v && i < v->dyn_count; i++) api_dyn_end(v->dyn[i]);
-    for (size_t i = 0; s->caches && i < api_registry_count(); i++) wc_end(s->caches[i]);
+    for (size_t i = 0; s->caches && i < api_registry_count(); i++)
+        if (s->caches[i]) wc_end(s->caches[i]);
 }
 
 /* The type facts parsed on a thread of their own (apiserver.h). */
@@ -666,17 +667,20 @@ static void ensure_defaults(void *arg, size_t i)
     j->rc[i] = i ? api_ensure_objects(j->srv) : api_ensure_namespaces(j->srv);
 }
 
-/* A watch cache per served resource (close_caches() closes them). */
+/* A watch cache per served resource with objects in the store (none for
+ * one its strategy serves itself: the reviews, bindings, componentstatuses);
+ * close_caches() closes them. */
 static int open_caches(apiserver_t *s)
 {
     size_t nres = api_registry_count();
     if (!(s->caches = calloc(nres, sizeof *s->caches))) return KP_ENOMEM;
     for (size_t i = 0; i < nres; i++) {
         char prefix[128];
-        api_key_prefix(api_registry_at(i), prefix, sizeof prefix);
+        const api_resource_t *res = api_registry_at(i);
+        if (res->strategy && res->strategy->serve) continue;
+        api_key_prefix(res, prefix, sizeof prefix);
         /* A version served from another's keys keeps its own cache of them,
          * converted (so its objects are encoded once, as every cache's). */
-        const api_resource_t *res = api_registry_at(i);
         wc_config_t wcc = {.history_bytes = s->cfg.watch_cache_bytes,
                            .fields = res->field_selectors};
         if (api_served_differs(res)) wcc.convert = api_as_served, wcc.convert_arg = (void *)res;

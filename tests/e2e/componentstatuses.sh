@@ -54,6 +54,15 @@ for m in POST PUT PATCH DELETE; do
 done
 expect_eq "watch" "$(kp_curl GET '/api/v1/componentstatuses?watch=1' -o /dev/null -w '%{http_code}')" 405
 
+echo "--- a watch cache only for resources with objects in the store"
+# componentstatuses, bindings and the reviews have none of their own: no
+# cache (a thread and a store watch each), so no line in /metrics.
+gauge=$(kp_curl GET /metrics | grep '^kplane_watch_cache_objects{')
+expect_match "configmaps' cache" "$gauge" 'resource="configmaps"\} [0-9]+'
+for r in componentstatuses bindings tokenreviews subjectaccessreviews selfsubjectreviews; do
+  if grep -q "resource=\"$r\"" <<<"$gauge"; then fail "a watch cache for $r"; fi
+done
+
 echo "--- --no-controllers: the controller-manager is Unhealthy"
 kp_restart --nodes 0 --no-controllers
 sched_ok() { k get cs scheduler --no-headers 2>/dev/null | grep -q ' Healthy '; }

@@ -101,7 +101,8 @@ struct apiserver {
     size_t watches;         /* open over `listen` (cfg.max_watches) */
     size_t watches_local;   /* open over unix_socket (cfg.max_watches_local) */
     int stopping;
-    wc_t **caches;          /* one per built-in resource, same index */
+    wc_t **caches;          /* one per built-in resource, same index; NULL for one
+                               with no objects in the store (strategy serve) */
     api_view_t *view;       /* the current view (guarded by mu), a reference */
     struct crd_ctl *crd;    /* the CRD controller (crd.c) */
     struct as_ctl *apiservices; /* the APIService controller (apiservice.c) */

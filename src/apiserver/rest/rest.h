@@ -46,7 +46,7 @@ typedef struct wc_obj wc_obj_t;   /* watchcache.h */
 typedef struct api_view {
     size_t count;
     const api_resource_t **res; /* [count] */
-    wc_t **caches;              /* [count], same index */
+    wc_t **caches;              /* [count], same index; NULL: no objects stored */
     api_dyn_t **dyn;            /* the run-time entries (a reference each) */
     size_t dyn_count;
     int refs;                   /* atomic */
