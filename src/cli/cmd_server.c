@@ -277,8 +277,10 @@ static const struct {
 /* What a start begins on threads of its own while it reads and makes its
  * other files and opens the store: the TLS files (loaded, or on a first
  * start made: keys generated, signed and fsynced) and then the kubeconfigs'
- * client certificates (when the CA's key is here), and the API's type facts
- * (apiserver_facts_begin()). */
+ * client certificates (when the CA's key is here), the API's type facts
+ * (apiserver_facts_begin()), and, when components run here, the clients'
+ * library (kc_library_hold(): made after the "serving" line, its 0.5-1 ms
+ * of CPU met the first requests). */
 typedef struct prestart {
     const char *dir, *host;
     apiserver_tls_t tls;
@@ -295,6 +297,9 @@ typedef struct prestart {
     int token_rc, sa_rc;
     pthread_t keys_thread;
     int keys_started, keys_joined;
+    int want_client_lib, lib_rc;
+    pthread_t lib_thread;
+    int lib_started, lib_held; /* lib_held: joined, a reference to drop */
 } prestart_t;
 
 static void *keys_main(void *arg)
@@ -328,14 +333,24 @@ static void *tls_main(void *arg)
     return NULL;
 }
 
+static void *client_lib_main(void *arg)
+{
+    prestart_t *p = arg;
+    p->lib_rc = kc_library_hold();
+    return NULL;
+}
+
 static void prestart_begin(prestart_t *p)
 {
     p->started = !pthread_create(&p->thread, NULL, tls_main, p);
     p->keys_started = !pthread_create(&p->keys_thread, NULL, keys_main, p);
+    if (p->want_client_lib) /* no thread: the first client makes it */
+        p->lib_started = !pthread_create(&p->lib_thread, NULL, client_lib_main, p);
     if (apiserver_facts_begin(&p->facts)) p->facts = NULL;
 }
 
-/* The TLS files, into *out (the caller's to free, on success). */
+/* The TLS files, into *out (the caller's to free, on success). Joins the
+ * clients' library too (prestart_release_lib() drops it). */
 static int prestart_tls(prestart_t *p, apiserver_tls_t *out)
 {
     if (!p->joined && p->started)
@@ -343,8 +358,21 @@ static int prestart_tls(prestart_t *p, apiserver_tls_t *out)
     else if (!p->joined)
         tls_main(p); /* no thread to be had: here */
     p->joined = 1;
+    if (p->lib_started) {
+        pthread_join(p->lib_thread, NULL);
+        p->lib_started = 0;
+        p->lib_held = !p->lib_rc;
+    }
     *out = p->tls;
     return p->rc;
+}
+
+/* Drop the start's reference to the clients' library (after the clients
+ * are made, or when none will be). */
+static void prestart_release_lib(prestart_t *p)
+{
+    if (p->lib_held) kc_library_release();
+    p->lib_held = 0;
 }
 
 static void prestart_free_certs(prestart_t *p)
@@ -369,6 +397,7 @@ static void prestart_drop(prestart_t *p)
     free(sa_key);
     apiserver_facts_free(p->facts);
     p->facts = NULL;
+    prestart_release_lib(p);
 }
 
 /* The kubeconfigs, with p's certificates (then freed); the admin's has the
@@ -611,7 +640,9 @@ static int serve(const char *cmd, int argc, char **argv)
     char host[64];
     snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
     if (!*host || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
-    prestart_t pre = {.dir = dir, .host = host, .want_sa_key = !sa_signing_file};
+    int in_process = co.controllers || co.scheduler || co.nodes || co.node_runtime;
+    prestart_t pre = {
+        .dir = dir, .host = host, .want_sa_key = !sa_signing_file, .want_client_lib = in_process};
     prestart_begin(&pre);
 
     char *token = NULL, *sa_sign_pem = NULL, *sa_keys_pem = NULL;
@@ -682,7 +713,6 @@ static int serve(const char *cmd, int argc, char **argv)
      * nodes': a process node is system:node:NAME under the Node authorizer
      * and NodeRestriction; simulated nodes, many kubelets in one process,
      * share kplane:node-simulator, bound to system:node's role. */
-    int in_process = co.controllers || co.scheduler || co.nodes || co.node_runtime;
     /* --runtime process: one real node in place of the simulated ones. */
     char node_name[64] = "kplane-node-0", node_dir[CLI_PATH_MAX + 8];
     if (co.node_runtime && !strcmp(co.node_runtime, "process")) {
@@ -845,6 +875,7 @@ static int serve(const char *cmd, int argc, char **argv)
     }
     if (rc) {
         prestart_free_certs(&pre);
+        prestart_release_lib(&pre);
         apiserver_tls_free(&tls);
         store_close(store);
         free(token);
@@ -890,6 +921,7 @@ static int serve(const char *cmd, int argc, char **argv)
             (rc = kc_client_as(client, node_tok, "kplane-node", &node_client)) ||
             ((co.sched_client = sched_client), (co.node_client = node_client),
              (rc = cli_components_start(client, &co, &comps)))) {
+            prestart_release_lib(&pre);
             log_error("server", "starting the controllers, scheduler and nodes: %s",
                       err_str(rc));
             kc_client_free(client);
@@ -905,6 +937,7 @@ static int serve(const char *cmd, int argc, char **argv)
             apiserver_audit_policy_free(audit_policy);
             return cli_fail(rc, "starting components");
         }
+        prestart_release_lib(&pre); /* the clients hold it now */
         apiserver_set_metrics_source(api, components_metrics, comps);
         apiserver_set_component_probe(api, components_running, comps);
     }

@@ -417,7 +417,7 @@ int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
     kc_client_t *c = calloc(1, sizeof *c);
     if (!c) return KP_ENOMEM;
     int mu1 = 0, mu2 = 0, rc = KP_ENOMEM;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) goto fail_nocurl;
+    if (kc_library_hold()) goto fail_nocurl;
     atomic_init(&c->cur, 0);
     for (size_t i = 0; i < nlist; i++) {
         size_t n = strlen(list[i]);
@@ -453,7 +453,7 @@ int kc_client_new(const kc_config_t *cfg, kc_client_t **out)
     *out = c;
     return 0;
 fail:
-    curl_global_cleanup();
+    kc_library_release();
 fail_nocurl:
     if (mu1) pthread_mutex_destroy(&c->rl_mu);
     if (mu2) pthread_mutex_destroy(&c->pool_mu);
@@ -485,8 +485,15 @@ void kc_client_free(kc_client_t *c)
     free(c->unix_socket);
     free(c->user_agent);
     free(c);
-    curl_global_cleanup();
+    kc_library_release();
 }
+
+int kc_library_hold(void)
+{
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : KP_ENOMEM;
+}
+
+void kc_library_release(void) { curl_global_cleanup(); }
 
 void kc_client_stats(const kc_client_t *c, kc_client_stats_t *out)
 {

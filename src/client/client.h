@@ -114,6 +114,15 @@ typedef struct kc_client kc_client_t;
 int kc_client_new(const kc_config_t *cfg, kc_client_t **out);
 void kc_client_free(kc_client_t *c);
 
+/* libcurl's global state and its TLS library's, which the first client
+ * would make (OpenSSL's initialisation: 0.5-1 ms of CPU). A program that will
+ * make clients may take a reference early, on a thread beside other start
+ * work (kplane server does), and drops it with kc_library_release() once
+ * its clients exist or it gives up; each client holds one of its own.
+ * Thread-safe as kc_client_new(). Errors: KP_ENOMEM. */
+int kc_library_hold(void);
+void kc_library_release(void);
+
 /* A metadata client (client-go's k8s.io/client-go/metadata) with c's
  * configuration: its kc_get(), kc_list(), kc_watch_open() and informers
  * ask for PartialObjectMetadata (Accept ...;as=PartialObjectMetadata[List];
