@@ -2,6 +2,7 @@
  * and the OpenAPI facts: protobuf field numbers and types of the
  * messages of the served kinds: the roots and map entries; the messages are in
  * protobuf_gen_<part>.c, declared in protobuf_gen.h. Do not edit. */
+/* clang-format off */
 #include <stddef.h>
 
 #include "apiserver/encode/protobuf_gen.h"
@@ -49,31 +50,24 @@ const api_pb_root_t api__pb_roots[] = {
     {"authentication.k8s.io/v1", "TokenRequest", &pb_authentication_v1_TokenRequest},
     {"authentication.k8s.io/v1", "TokenReview", &pb_authentication_v1_TokenReview},
     {"authorization.k8s.io/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
-    {"authorization.k8s.io/v1", "LocalSubjectAccessReview",
-     &pb_authorization_v1_LocalSubjectAccessReview},
-    {"authorization.k8s.io/v1", "SelfSubjectAccessReview",
-     &pb_authorization_v1_SelfSubjectAccessReview},
-    {"authorization.k8s.io/v1", "SelfSubjectRulesReview",
-     &pb_authorization_v1_SelfSubjectRulesReview},
+    {"authorization.k8s.io/v1", "LocalSubjectAccessReview", &pb_authorization_v1_LocalSubjectAccessReview},
+    {"authorization.k8s.io/v1", "SelfSubjectAccessReview", &pb_authorization_v1_SelfSubjectAccessReview},
+    {"authorization.k8s.io/v1", "SelfSubjectRulesReview", &pb_authorization_v1_SelfSubjectRulesReview},
     {"authorization.k8s.io/v1", "SubjectAccessReview", &pb_authorization_v1_SubjectAccessReview},
     {"autoscaling/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"autoscaling/v1", "HorizontalPodAutoscaler", &pb_autoscaling_v1_HorizontalPodAutoscaler},
-    {"autoscaling/v1", "HorizontalPodAutoscalerList",
-     &pb_autoscaling_v1_HorizontalPodAutoscalerList},
+    {"autoscaling/v1", "HorizontalPodAutoscalerList", &pb_autoscaling_v1_HorizontalPodAutoscalerList},
     {"autoscaling/v1", "Scale", &pb_autoscaling_v1_Scale},
     {"autoscaling/v2", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"autoscaling/v2", "HorizontalPodAutoscaler", &pb_autoscaling_v2_HorizontalPodAutoscaler},
-    {"autoscaling/v2", "HorizontalPodAutoscalerList",
-     &pb_autoscaling_v2_HorizontalPodAutoscalerList},
+    {"autoscaling/v2", "HorizontalPodAutoscalerList", &pb_autoscaling_v2_HorizontalPodAutoscalerList},
     {"batch/v1", "CronJob", &pb_batch_v1_CronJob},
     {"batch/v1", "CronJobList", &pb_batch_v1_CronJobList},
     {"batch/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"batch/v1", "Job", &pb_batch_v1_Job},
     {"batch/v1", "JobList", &pb_batch_v1_JobList},
-    {"certificates.k8s.io/v1", "CertificateSigningRequest",
-     &pb_certificates_v1_CertificateSigningRequest},
-    {"certificates.k8s.io/v1", "CertificateSigningRequestList",
-     &pb_certificates_v1_CertificateSigningRequestList},
+    {"certificates.k8s.io/v1", "CertificateSigningRequest", &pb_certificates_v1_CertificateSigningRequest},
+    {"certificates.k8s.io/v1", "CertificateSigningRequestList", &pb_certificates_v1_CertificateSigningRequestList},
     {"certificates.k8s.io/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"coordination.k8s.io/v1", "DeleteOptions", &pb_meta_v1_DeleteOptions},
     {"coordination.k8s.io/v1", "Lease", &pb_coordination_v1_Lease},
