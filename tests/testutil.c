@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,6 +43,12 @@ char *tu_lmdb_url(const char *dir)
     if (!u) abort();
     snprintf(u, n, "lmdb:%s", dir);
     return u;
+}
+
+void tu_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
 }
 
 int tu_loopback_socket(int *port)

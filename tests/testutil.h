@@ -17,6 +17,9 @@ void tu_rmtree(const char *path);
  * gets the port. Aborts when the system refuses (a test cannot go on). */
 int tu_loopback_socket(int *port);
 
+/* Sleep `ms` milliseconds. */
+void tu_sleep_ms(int ms);
+
 /* "lmdb:<dir>" in a static-free, caller-freed string. */
 char *tu_lmdb_url(const char *dir);
 

@@ -20,12 +20,6 @@
 #error "KPLANE_BIN must name the kplane binary"
 #endif
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static void start_in(kpserver_t *s, const char *const *extra);
 
 void kpserver_start(kpserver_t *s, const char *const *extra)
@@ -104,7 +98,7 @@ static void start_in(kpserver_t *s, const char *const *extra)
                 fprintf(stderr, "kpserver: the server exited (see %s)\n", log);
                 abort();
             }
-            sleep_ms(25);
+            tu_sleep_ms(25);
         }
     }
     if (!s->port) {
@@ -134,7 +128,7 @@ void kpserver_stop(kpserver_t *s)
         kill(s->pid, SIGTERM);
         for (int i = 0; i < 400 && !done; i++) {
             if (waitpid(s->pid, &st, WNOHANG) == s->pid) done = 1;
-            else sleep_ms(25);
+            else tu_sleep_ms(25);
         }
         if (!done) {
             kill(s->pid, SIGKILL);

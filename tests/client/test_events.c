@@ -36,6 +36,7 @@
 #include "kpserver.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "testutil.h"
 
 #define NS "ev-test"
 
@@ -76,12 +77,6 @@ static double now_ms(void)
     return (double)clock_mono_ns() / 1e6;
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static kc_recorder_t *recorder(kc_client_t *c, const char *component)
 {
     kc_recorder_t *rec = NULL;
@@ -111,7 +106,7 @@ static kc_recorder_stats_t settle(kc_recorder_t *rec, int ms)
         kc_recorder_stats(rec, &s);
         if (s.created + s.patched + s.dropped >= s.recorded) return s;
         if (now_ms() - t0 > ms) fail_msg("events still pending after %d ms", ms);
-        sleep_ms(5);
+        tu_sleep_ms(5);
     }
 }
 
@@ -245,7 +240,7 @@ static void test_repeat_bumps_count(void **state)
     snprintf(first, sizeof first, "%s", s_at(json_array_get(items, 0), "firstTimestamp", NULL));
     json_decref(items);
 
-    sleep_ms(1100); /* so that lastTimestamp moves on a second */
+    tu_sleep_ms(1100); /* so that lastTimestamp moves on a second */
     kc_event(rec, cm, "Normal", "Synced", "synced %s", "cm-repeat");
     kc_recorder_stats_t s = settle(rec, 5000);
     assert_int_equal(s.created, 1);

@@ -54,12 +54,6 @@ typedef struct fx {
     kc_client_t *both, *only_a, *only_b;
 } fx_t;
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static kc_client_t *client_of(const fx_t *f, const char *const *servers)
 {
     kc_config_t cfg = f->cfg;
@@ -318,7 +312,7 @@ static void test_informer_resumes(void **state)
     assert_int_equal(create_cm(f->only_a, "inf-a"), 0);
     json_t *o = NULL;
     for (int i = 0; i < 400 && !(o = kc_informer_get(inf, "default/inf-a")); i++)
-        sleep_ms(50);
+        tu_sleep_ms(50);
     assert_non_null(o);
     json_decref(o);
 
@@ -326,7 +320,7 @@ static void test_informer_resumes(void **state)
     assert_int_equal(create_cm(f->only_b, "inf-b"), 0);
     o = NULL;
     for (int i = 0; i < 600 && !(o = kc_informer_get(inf, "default/inf-b")); i++)
-        sleep_ms(50);
+        tu_sleep_ms(50);
     assert_non_null(o); /* resumed against the second server */
     json_decref(o);
     kc_informer_free(inf);

@@ -162,12 +162,6 @@ static void expect_entry(rec_t *r, size_t i, const char *op, const char *key)
     json_decref(e);
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- fixtures ---- */
 
 typedef struct fx {
@@ -370,7 +364,7 @@ static void test_sync_and_events(void **state)
     pthread_mutex_unlock(&r.mu);
     assert_true(newrv > oldrv);
     assert_null(kc_informer_get(inf, "inf/x"));
-    sleep_ms(300);
+    tu_sleep_ms(300);
     assert_int_equal(rec_wait(&r, 9, 0), 8); /* nothing more */
     assert_int_equal(r.cache_bad, 0);
     assert_true(strtoll(kc_informer_last_rv(inf, rv, sizeof rv), NULL, 10) >= newrv);
@@ -405,7 +399,7 @@ static void test_poll(void **state)
     assert_int_equal(rec_wait(&r, 2, 0), 2);
 
     /* Quiet: polls answer "nothing changed" and hand nothing to handlers. */
-    sleep_ms(550);
+    tu_sleep_ms(550);
     assert_int_equal(rec_wait(&r, 3, 0), 2);
     kc_informer_stats_t st;
     kc_informer_stats(inf, &st);
@@ -429,7 +423,7 @@ static void test_poll(void **state)
     assert_int_equal(kc_delete(f->c, &kc_configmaps, "poll", "b", NULL, NULL), 0);
     assert_int_equal(rec_wait(&r, 5, 5000), 5);
     expect_entry(&r, 4, "delete", "poll/b");
-    sleep_ms(350);
+    tu_sleep_ms(350);
     assert_int_equal(rec_wait(&r, 6, 0), 5); /* nothing twice */
     assert_int_equal(r.cache_bad, 0);
     kc_informer_stats(inf, &st);
@@ -510,7 +504,7 @@ static void test_indexes(void **state)
     json_t *gone = kc_informer_get(inf, "ia/p1");
     for (int i = 0; i < 50 && gone; i++) {
         json_decref(gone);
-        sleep_ms(100);
+        tu_sleep_ms(100);
         gone = kc_informer_get(inf, "ia/p1");
     }
     assert_null(gone);
@@ -601,7 +595,7 @@ static void test_resync(void **state)
     rec_init(&r);
     kc_informer_t *inf = start_informer(f->c, &kc_configmaps, "rsy", NULL, 200, &r);
     assert_int_equal(kc_informer_wait_synced(inf, 10000), 0);
-    sleep_ms(1100);
+    tu_sleep_ms(1100);
     pthread_mutex_lock(&r.mu);
     int resyncs = r.resyncs;
     pthread_mutex_unlock(&r.mu);
@@ -632,7 +626,7 @@ static void test_bookmark_moves_rv(void **state)
     char rv[64];
     long long got = 0;
     for (int i = 0; i < 150 && got < want; i++) {
-        sleep_ms(100);
+        tu_sleep_ms(100);
         got = strtoll(kc_informer_last_rv(inf, rv, sizeof rv), NULL, 10);
     }
     assert_true(got >= want);
@@ -735,12 +729,12 @@ static void test_stop_from_handler(void **state)
     assert_int_equal(kc_informer_add_handlers(x.inf, &h), 0);
     assert_int_equal(kc_informer_start(x.inf), 0);
     for (int i = 0; i < 100 && atomic_load(&x.adds) < 2; i++)
-        sleep_ms(100);
+        tu_sleep_ms(100);
     assert_int_equal(atomic_load(&x.adds), 2);
-    sleep_ms(100);
+    tu_sleep_ms(100);
     assert_int_equal(kc_informer_synced(x.inf), 1); /* the list was delivered */
     create_cm(f->c, "selfstop", "c");
-    sleep_ms(300);
+    tu_sleep_ms(300);
     assert_int_equal(atomic_load(&x.adds), 2); /* the list's; nothing watched after */
     kc_informer_free(x.inf);
 }
@@ -848,7 +842,7 @@ static pid_t spawn_server(const kpserver_t *s, int *port, const char *out_name)
         if (fp) fclose(fp);
         if (!got) {
             if (waitpid(pid, NULL, WNOHANG) == pid) break;
-            sleep_ms(25);
+            tu_sleep_ms(25);
         }
     }
     if (!got) {
@@ -901,7 +895,7 @@ static void test_restart_relist(void **state)
     assert_int_equal(port, f->s.port);
     for (int i = 0; i < 300 && !(rec_has(&r, 3, "delete", "rs/a") && rec_has(&r, 3, "add", "rs/d"));
          i++)
-        sleep_ms(100);
+        tu_sleep_ms(100);
     assert_true(rec_has(&r, 3, "delete", "rs/a"));
     assert_true(rec_has(&r, 3, "add", "rs/d"));
     assert_true(rec_has(&r, 3, "update", "rs/b"));
@@ -917,7 +911,7 @@ static void test_restart_relist(void **state)
     size_t before = rec_wait(&r, 0, 0);
     create_cm(f->c, "rs", "e");
     for (int i = 0; i < 100 && !rec_has(&r, before, "add", "rs/e"); i++)
-        sleep_ms(100);
+        tu_sleep_ms(100);
     assert_true(rec_has(&r, before, "add", "rs/e"));
     assert_int_equal(r.cache_bad, 0);
     kc_informer_free(inf);
@@ -969,7 +963,7 @@ static void test_shared(void **state)
     assert_int_equal(kc_delete(f->c, &kc_configmaps, "sh", "a", NULL, NULL), 0);
     assert_int_equal(rec_wait(&r2, 5, 10000), 5);
     expect_entry(&r2, 4, "delete", "sh/a");
-    sleep_ms(200);
+    tu_sleep_ms(200);
     assert_int_equal(rec_wait(&r1, 5, 0), 4);
     assert_int_equal(r1.cache_bad + r2.cache_bad, 0);
     kc_informer_remove_handlers(inf, &r2);

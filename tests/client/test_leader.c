@@ -50,6 +50,7 @@
 #include "kpserver.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "testutil.h"
 
 #define LEASE_MS 1000
 #define RENEW_MS 700
@@ -85,12 +86,6 @@ static int fx_teardown(void **state)
 static double now_ms(void)
 {
     return (double)clock_mono_ns() / 1e6;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
 }
 
 typedef struct cand {
@@ -134,7 +129,7 @@ static double wait_leader(kc_leader_t *l, int ms)
     double t0 = now_ms();
     while (now_ms() - t0 < ms) {
         if (kc_leader_is_leader(l)) return now_ms() - t0;
-        sleep_ms(5);
+        tu_sleep_ms(5);
     }
     return -1;
 }
@@ -144,7 +139,7 @@ static double wait_count(atomic_int *n, int want, int ms)
     double t0 = now_ms();
     while (now_ms() - t0 < ms) {
         if (atomic_load(n) >= want) return now_ms() - t0;
-        sleep_ms(5);
+        tu_sleep_ms(5);
     }
     return -1;
 }
@@ -275,7 +270,7 @@ static void test_one_candidate(void **state)
     json_decref(lease);
 
     /* Renewed every retry period; acquireTime stays. */
-    sleep_ms(3 * RETRY_MS);
+    tu_sleep_ms(3 * RETRY_MS);
     lease = get_lease(f->c, "one");
     assert_string_not_equal(spec_s(lease, "renewTime"), renew1);
     assert_true(strcmp(spec_s(lease, "renewTime"), renew1) > 0);
@@ -312,7 +307,7 @@ static void test_two_candidates(void **state)
         else if (seen_leader)
             none_after++;
         samples++;
-        sleep_ms(10);
+        tu_sleep_ms(10);
     }
     assert_true(samples > 100);
     assert_int_equal(both, 0);
@@ -348,7 +343,7 @@ static void test_two_candidates(void **state)
  * goes on without on_stopped. */
 static void slow_started(void *arg)
 {
-    sleep_ms(RENEW_MS + 400);
+    tu_sleep_ms(RENEW_MS + 400);
     on_started(arg);
 }
 
@@ -362,11 +357,11 @@ static void test_slow_on_started(void **state)
     assert_true(wait_leader(l, 3000) >= 0);
     double t0 = now_ms();
     while (kc_leader_is_leader(l) && now_ms() - t0 < 3000)
-        sleep_ms(5);
+        tu_sleep_ms(5);
     assert_true(now_ms() - t0 < RENEW_MS + 100); /* lapsed by the clock */
     assert_true(wait_count(&cand.started, 1, 3000) >= 0);
     assert_true(wait_leader(l, 3000) >= 0); /* renewed over its own write */
-    sleep_ms(3 * RETRY_MS);
+    tu_sleep_ms(3 * RETRY_MS);
     assert_true(kc_leader_is_leader(l));
     assert_int_equal(atomic_load(&cand.started), 1);
     assert_int_equal(atomic_load(&cand.stopped), 0);
@@ -409,13 +404,13 @@ static void test_late_acquire(void **state)
     kc_leader_t *l = start(f->c, &cfg);
     /* Stall the server just before the takeover is due; the next attempt
      * waits until SIGCONT, then takes over in one update. */
-    sleep_ms(LEASE_MS - 100);
+    tu_sleep_ms(LEASE_MS - 100);
     assert_int_equal(kill(f->s.pid, SIGSTOP), 0);
     while (!server_has_unread(f->s.port) && now_ms() - t0 < 5000)
-        sleep_ms(1);
+        tu_sleep_ms(1);
     double asked = now_ms();
     assert_true(asked - t0 < 5000);
-    sleep_ms(RENEW_MS - RETRY_MS + 50); /* answered with < a retry period of term left */
+    tu_sleep_ms(RENEW_MS - RETRY_MS + 50); /* answered with < a retry period of term left */
     assert_int_equal(kill(f->s.pid, SIGCONT), 0);
     assert_true(wait_leader(l, 3000) >= 0);
     /* From the first moment it leads, it leads throughout. */
@@ -423,7 +418,7 @@ static void test_late_acquire(void **state)
     int lapses = 0;
     while (now_ms() - led < 4 * RETRY_MS) {
         if (!kc_leader_is_leader(l)) lapses++;
-        sleep_ms(2);
+        tu_sleep_ms(2);
     }
     assert_int_equal(lapses, 0);
     assert_int_equal(atomic_load(&cand.started), 1);
@@ -472,7 +467,7 @@ static void test_stolen_lease(void **state)
     kc_leader_config_t cfg = config("steal", "owner", &cand);
     kc_leader_t *l = start(f->c, &cfg);
     assert_true(wait_leader(l, 3000) >= 0);
-    sleep_ms(RETRY_MS);
+    tu_sleep_ms(RETRY_MS);
 
     char now_s[40];
     time_t t = time(NULL);
@@ -514,7 +509,7 @@ static void test_renewal_one_request(void **state)
     kc_leader_config_t cfg = config("fast", "fast-leader", &cand);
     kc_leader_t *l = start(own, &cfg);
     assert_true(wait_leader(l, 3000) >= 0);
-    sleep_ms(RETRY_MS / 2);
+    tu_sleep_ms(RETRY_MS / 2);
     kc_client_stats_t before, after;
     kc_client_stats(own, &before);
     /* Distinct renewTimes seen by polling with the fixture's client. */
@@ -528,7 +523,7 @@ static void test_renewal_one_request(void **state)
             snprintf(last, sizeof last, "%s", spec_s(lease, "renewTime"));
         }
         json_decref(lease);
-        sleep_ms(10);
+        tu_sleep_ms(10);
     }
     kc_client_stats(own, &after);
     unsigned long long reqs = (unsigned long long)(after.requests - before.requests);
@@ -553,7 +548,7 @@ static void test_server_lost(void **state)
     double t0 = now_ms();
     kpserver_kill(&f->s);
     while (kc_leader_is_leader(l) && now_ms() - t0 < 5000)
-        sleep_ms(2);
+        tu_sleep_ms(2);
     double gone = now_ms() - t0;
     assert_true(gone <= RENEW_MS + 50);
     assert_true(wait_count(&cand.stopped, 1, 5000) >= 0);

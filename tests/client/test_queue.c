@@ -22,18 +22,13 @@
 #include "client/queue.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "testutil.h"
 
 #define SLACK_MS 250.0 /* upper-bound slack for timing checks */
 
 static double now_ms(void)
 {
     return (double)clock_mono_ns() / 1e6;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
 }
 
 static kc_queue_t *queue_new(const kc_queue_config_t *cfg)
@@ -293,7 +288,7 @@ static void test_sleeping_getters_see_delayed_keys(void **state)
     pthread_t t1, t2;
     assert_int_equal(pthread_create(&t1, NULL, getter_run, &forever), 0);
     assert_int_equal(pthread_create(&t2, NULL, getter_run, &brief), 0);
-    sleep_ms(10);
+    tu_sleep_ms(10);
     assert_int_equal(kc_queue_add_after(q, "late", 80), 0);
     pthread_join(t2, NULL);
     assert_int_equal(brief.rc, KP_ETIMEDOUT);
@@ -510,7 +505,7 @@ static void test_shutdown_drains(void **state)
     kc_queue_done(q, "a");
     expect_get(q, "a", -1);
     kc_queue_done(q, "a");
-    sleep_ms(30);
+    tu_sleep_ms(30);
     assert_int_equal(kc_queue_get(q, buf, sizeof buf, -1), KP_ECLOSED);
     kc_queue_shutdown(q); /* twice is harmless */
     kc_queue_free(q);
@@ -526,7 +521,7 @@ static void test_shutdown_wakes_getters(void **state)
         g[i] = (getter_t){q, -1, 1, ""};
         assert_int_equal(pthread_create(&t[i], NULL, getter_run, &g[i]), 0);
     }
-    sleep_ms(30);
+    tu_sleep_ms(30);
     kc_queue_shutdown(q);
     for (int i = 0; i < 3; i++) {
         pthread_join(t[i], NULL);
@@ -550,7 +545,7 @@ static void test_get_timeout(void **state)
     getter_t g = {q, 5000, 1, ""};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, getter_run, &g), 0);
-    sleep_ms(20);
+    tu_sleep_ms(20);
     t0 = now_ms();
     assert_int_equal(kc_queue_add(q, "k"), 0);
     pthread_join(th, NULL);

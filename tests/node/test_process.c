@@ -35,6 +35,7 @@
 #include "kpserver.h"
 #include "lib/err.h"
 #include "node/node.h"
+#include "testutil.h"
 
 #define WAIT_MS 30000
 #define NS      "default"
@@ -56,12 +57,6 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
 }
 
 static int setup(void **state)
@@ -195,7 +190,7 @@ static json_t *wait_pod(const char *name, pod_pred_t pred, void *arg, const char
         json_decref(pod);
         pod = NULL;
         if (!kc_get(E.c, &kc_pods, NS, name, &pod) && pred(pod, arg)) return pod;
-        sleep_ms(50);
+        tu_sleep_ms(50);
     }
     char *dump = pod ? json_dumps(at(pod, "status"), JSON_COMPACT) : NULL;
     fail_msg("pod %s: timed out waiting for %s; status: %s", name, what, dump ? dump : "(none)");
@@ -221,7 +216,7 @@ static int wait_gone(const char *name)
         int rc = kc_get(E.c, &kc_pods, NS, name, &pod);
         json_decref(pod);
         if (rc == KP_ENOTFOUND) return (int)(now_ms() - start);
-        sleep_ms(20);
+        tu_sleep_ms(20);
     }
     fail_msg("pod %s: not gone", name);
     return -1;
@@ -373,7 +368,7 @@ static void test_sigterm_then_sigkill(void **state)
                "sleep 0.05; done\"]}]}}");
     json_decref(wait_pod("stubborn", phase_is, "Running", "Running"));
     json_decref(wait_pod("polite", phase_is, "Running", "Running"));
-    sleep_ms(300); /* let the shells set their traps */
+    tu_sleep_ms(300); /* let the shells set their traps */
     assert_int_equal(kc_delete(E.c, &kc_pods, NS, "stubborn", NULL, NULL), 0);
     int ms = wait_gone("stubborn");
     assert_true(ms >= 900);  /* SIGTERM was ignored: the grace period passed */
@@ -381,7 +376,7 @@ static void test_sigterm_then_sigkill(void **state)
     assert_int_equal(kc_delete(E.c, &kc_pods, NS, "polite", NULL, NULL), 0);
     ms = wait_gone("polite");
     assert_true(ms < 10000); /* well inside its 20 s grace */
-    sleep_ms(200);
+    tu_sleep_ms(200);
     assert_int_equal(procs_under(cur_dir), 0);
 }
 

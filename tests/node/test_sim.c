@@ -29,6 +29,7 @@
 #include "kpserver.h"
 #include "lib/err.h"
 #include "node/node.h"
+#include "testutil.h"
 
 #define WAIT_MS 20000
 #define NS      "default"
@@ -47,12 +48,6 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
 }
 
 static int setup(void **state)
@@ -228,7 +223,7 @@ static json_t *wait_pod(const char *name, pod_pred pred, void *arg, const char *
         pod = NULL;
         int rc = kc_get(E.c, &kc_pods, NS, name, &pod);
         if (!rc && pred(pod, arg)) return pod;
-        sleep_ms(25);
+        tu_sleep_ms(25);
     }
     fail_pod(name, what, pod);
     return NULL;
@@ -281,7 +276,7 @@ static char *lease_renew_time(const char *node)
 static char *wait_renewed(const char *node, const char *before)
 {
     char *t = NULL;
-    for (int64_t deadline = now_ms() + WAIT_MS; now_ms() < deadline; sleep_ms(50)) {
+    for (int64_t deadline = now_ms() + WAIT_MS; now_ms() < deadline; tu_sleep_ms(50)) {
         free(t);
         t = lease_renew_time(node);
         if (t && strcmp(t, before)) return t;
@@ -417,7 +412,7 @@ static void test_nodes_register_and_renew(void **state)
             break;
         json_decref(again);
         again = NULL;
-        sleep_ms(50);
+        tu_sleep_ms(50);
     }
     assert_non_null(again);
     assert_string_equal(str_at(cond(again, "Ready"), "status"), "True");
@@ -485,7 +480,7 @@ static void test_pod_runs_and_deletes(void **state)
             }
         }
         json_decref(list);
-        if (seen != 7) sleep_ms(50);
+        if (seen != 7) tu_sleep_ms(50);
     }
     assert_int_equal(seen, 7);
 
@@ -504,7 +499,7 @@ static void test_pod_runs_and_deletes(void **state)
     while (now_ms() - t0 < WAIT_MS && (rc = kc_get(E.c, &kc_pods, NS, "run-a", &gone)) == 0) {
         json_decref(gone);
         gone = NULL;
-        sleep_ms(20);
+        tu_sleep_ms(20);
     }
     /* Gone before WAIT_MS (20 s), well inside its 30 s grace: the node
      * stopped it (in stop_ms) and deleted it, rather than the grace running
@@ -563,7 +558,7 @@ static void test_never_pods(void **state)
     while (now_ms() - t0 < WAIT_MS && (rc = kc_get(E.c, &kc_pods, NS, "job-ok", &gone)) == 0) {
         json_decref(gone);
         gone = NULL;
-        sleep_ms(20);
+        tu_sleep_ms(20);
     }
     assert_int_equal(rc, KP_ENOTFOUND);
     pod_delete_now("job-fail");
@@ -591,7 +586,7 @@ static void test_annotations(void **state)
     json_decref(pod);
 
     pod = wait_pod("ann-unready", phase_is, "Running", "Running");
-    sleep_ms(500);
+    tu_sleep_ms(500);
     json_decref(pod);
     assert_int_equal(kc_get(E.c, &kc_pods, NS, "ann-unready", &pod), 0);
     assert_string_equal(str_at(pod, "status.phase"), "Running");
@@ -623,7 +618,7 @@ static void test_annotations(void **state)
     while (now_ms() - t0 < WAIT_MS && (rc = kc_get(E.c, &kc_pods, NS, "ann-crash", &gone)) == 0) {
         json_decref(gone);
         gone = NULL;
-        sleep_ms(20);
+        tu_sleep_ms(20);
     }
     assert_int_equal(rc, KP_ENOTFOUND);
     pod_delete_now("ann-slow");
@@ -679,14 +674,14 @@ static void test_pause(void **state)
 {
     (void)state;
     node_sim_t *s = sim_start("pause-node-", 2);
-    sleep_ms(300);
+    tu_sleep_ms(300);
     assert_int_equal(node_sim_pause(s, "pause-node-0", 1), 0);
-    sleep_ms(300); /* a renewal in flight lands */
+    tu_sleep_ms(300); /* a renewal in flight lands */
     char *t1 = lease_renew_time("pause-node-0");
     char *o1 = lease_renew_time("pause-node-1");
     /* Pods on a paused node wait. */
     pod_run("pause-pod", "pause-node-0", "Always", NULL);
-    sleep_ms(1000); /* five renewal intervals, none of which may renew it */
+    tu_sleep_ms(1000); /* five renewal intervals, none of which may renew it */
     char *t2 = lease_renew_time("pause-node-0");
     assert_non_null(t1);
     assert_non_null(o1);
@@ -724,7 +719,7 @@ static void test_pause(void **state)
         if (ready && !strcmp(ready, "True")) break;
         json_decref(node);
         node = NULL;
-        sleep_ms(50);
+        tu_sleep_ms(50);
     }
     assert_non_null(node);
     assert_string_equal(str_at(cond(node, "Ready"), "reason"), "KubeletReady");
@@ -796,7 +791,7 @@ static void test_node_ready_again(void **state)
     char since[64];
     snprintf(since, sizeof since, "%s", str_at(cond(node, "Ready"), "lastTransitionTime"));
     json_decref(node);
-    sleep_ms(1100); /* a transition a second later shows in the RFC 3339 time */
+    tu_sleep_ms(1100); /* a transition a second later shows in the RFC 3339 time */
     json_t *unknown = json_pack("{s:{s:[{s:s, s:s, s:s}]}}", "status", "conditions", "type",
                                 "Ready", "status", "Unknown", "reason", "NodeStatusUnknown");
     assert_int_equal(kc_patch(E.c, &kc_nodes, NULL, "again-node-0", "status", KC_PATCH_MERGE,
@@ -811,7 +806,7 @@ static void test_node_ready_again(void **state)
         ready = str_at(cond(node, "Ready"), "status");
         if ((ready && !strcmp(ready, "True")) || now_ms() >= deadline) break;
         json_decref(node);
-        sleep_ms(50);
+        tu_sleep_ms(50);
     }
     assert_string_equal(ready, "True"); /* within 10 s, not the 60 s of its status period */
     assert_string_equal(str_at(cond(node, "Ready"), "reason"), "KubeletReady");

@@ -34,6 +34,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "scheduler/scheduler.h"
+#include "testutil.h"
 
 #define NS "sched-test"
 
@@ -71,12 +72,6 @@ static int teardown(void **state)
     kpserver_stop(&f->srv);
     free(f);
     return 0;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
 }
 
 /* A Ready node with this allocatable; its status is written through
@@ -156,7 +151,7 @@ static int wait_bound(kc_client_t *c, const char *name, char *buf, size_t n, int
     do {
         pod_state(c, name, buf, n, NULL);
         if (*buf) return 1;
-        sleep_ms(50);
+        tu_sleep_ms(50);
     } while (clock_mono_ns() < end);
     return 0;
 }
@@ -177,7 +172,7 @@ static int wait_unschedulable(kc_client_t *c, const char *name, char *msg, size_
         if (ok) snprintf(msg, n, "%s", m ? m : "");
         json_decref(cond);
         if (ok) return 1;
-        sleep_ms(50);
+        tu_sleep_ms(50);
     } while (clock_mono_ns() < end);
     return 0;
 }
@@ -209,7 +204,7 @@ static int wait_events(kc_client_t *c, const char *reason, const char *object, c
     int64_t end = clock_mono_ns() + (int64_t)timeout_ms * 1000000;
     int n;
     while ((n = count_events(c, reason, object, message)) < want && clock_mono_ns() < end)
-        sleep_ms(100);
+        tu_sleep_ms(100);
     return n;
 }
 
@@ -415,7 +410,7 @@ static void test_scale(void **state)
         if (++polls % 250 == 0)
             fprintf(stderr, "%.1f s: %ld bound\n", (double)(clock_mono_ns() - t0) / 1e9, done);
         assert_true(clock_mono_ns() - t0 < 300LL * 1000000000); /* sanitizer builds are slow */
-        sleep_ms(20);
+        tu_sleep_ms(20);
     }
     double wall = (double)(clock_mono_ns() - t0) / 1e9, cpu = cpu_s() - c0;
     double srv = proc_cpu_s(f->srv.pid) - srv0;
