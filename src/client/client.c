@@ -375,12 +375,107 @@ static kc_config_t config_of(const kc_client_t *c, const char *servers[KC__SERVE
                          .unix_socket = c->unix_socket};
 }
 
+/* ---- tokens made again as they age (kc_client_with_token_source) ---- */
+
+/* Fetch again once this much of a token's lifetime has passed (100 minus
+ * kube-controller-manager's leeway percent), or this long after a failure. */
+#define TOKEN_USE_PERCENT 80
+#define TOKEN_RETRY_NS 1000000000LL
+
+struct kc_token_src {
+    pthread_mutex_t mu;
+    char *header;       /* "Authorization: Bearer <token>" (mu) */
+    int64_t refresh_ns; /* CLOCK_MONOTONIC: fetch again from then on (mu) */
+    kc_token_fetch_fn fetch;
+    void *arg;
+    _Atomic int refs; /* the clients sharing it */
+};
+
+/* A new token into ts (mu held, or ts not yet shared). On failure the
+ * current one stays, and the next try is TOKEN_RETRY_NS away. */
+static int token_fetch(struct kc_token_src *ts)
+{
+    char *token = NULL, *header = NULL;
+    int64_t expires_s = 0;
+    int rc = ts->fetch(ts->arg, &token, &expires_s);
+    if (!rc && (!token || !*token || strpbrk(token, "\r\n"))) rc = KP_EINVAL;
+    if (!rc && asprintf(&header, "Authorization: Bearer %s", token) < 0) rc = KP_ENOMEM;
+    free(token);
+    int64_t now = clock_mono_ns();
+    if (rc) {
+        ts->refresh_ns = now + TOKEN_RETRY_NS;
+        return rc;
+    }
+    free(ts->header);
+    ts->header = header;
+    int64_t life_s = expires_s - (int64_t)time(NULL);
+    if (life_s < 0) life_s = 0;
+    ts->refresh_ns = now + life_s * 1000000000LL / 100 * TOKEN_USE_PERCENT;
+    return 0;
+}
+
+static void token_unref(struct kc_token_src *ts)
+{
+    if (!ts || atomic_fetch_sub(&ts->refs, 1) != 1) return;
+    pthread_mutex_destroy(&ts->mu);
+    free(ts->header);
+    free(ts);
+}
+
+/* Append ts's current header to l, fetching a new token first when it is
+ * due. Returns the new list's tail (NULL: out of memory). */
+static struct curl_slist *token_append(struct kc_token_src *ts, struct curl_slist *l)
+{
+    pthread_mutex_lock(&ts->mu);
+    if (clock_mono_ns() >= ts->refresh_ns) {
+        int rc = token_fetch(ts);
+        if (rc) log_warn("client", "a new token: %s; the current one goes on", err_str(rc));
+    }
+    struct curl_slist *t = curl_slist_append(l, ts->header);
+    pthread_mutex_unlock(&ts->mu);
+    return t;
+}
+
+int kc_client_with_token_source(const kc_client_t *c, kc_token_fetch_fn fetch, void *arg,
+                                kc_client_t **out)
+{
+    *out = NULL;
+    struct kc_token_src *ts = calloc(1, sizeof *ts);
+    if (!ts) return KP_ENOMEM;
+    ts->fetch = fetch;
+    ts->arg = arg;
+    atomic_init(&ts->refs, 1);
+    int rc = pthread_mutex_init(&ts->mu, NULL) ? KP_ENOMEM : 0;
+    if (rc) {
+        free(ts);
+        return rc;
+    }
+    if ((rc = token_fetch(ts))) {
+        token_unref(ts);
+        return rc;
+    }
+    const char *servers[KC__SERVERS_MAX + 1];
+    kc_config_t cfg = config_of(c, servers);
+    cfg.token = NULL;
+    cfg.cert_pem = cfg.key_pem = NULL; /* its own identity, only */
+    if ((rc = kc_client_new(&cfg, out))) {
+        token_unref(ts);
+        return rc;
+    }
+    (*out)->tok = ts;
+    return 0;
+}
+
 int kc_client_metadata(const kc_client_t *c, kc_client_t **out)
 {
     const char *servers[KC__SERVERS_MAX + 1];
     kc_config_t cfg = config_of(c, servers);
     int rc = kc_client_new(&cfg, out);
     if (!rc) (*out)->metadata_only = 1;
+    if (!rc && c->tok) { /* the same identity: its tokens */
+        atomic_fetch_add(&c->tok->refs, 1);
+        (*out)->tok = c->tok;
+    }
     return rc;
 }
 
@@ -484,6 +579,7 @@ void kc_client_free(kc_client_t *c)
     free(c->key_pem);
     free(c->unix_socket);
     free(c->user_agent);
+    token_unref(c->tok);
     free(c);
     kc_library_release();
 }
@@ -597,7 +693,10 @@ int kc__easy_setup(kc_client_t *c, CURL *h, const char *url, const char *ctype,
     struct curl_slist *t = l;
     /* No "Expect: 100-continue" round trip before large bodies. */
     if (t) t = curl_slist_append(l, "Expect:");
-    if (t && c->auth_header) t = curl_slist_append(l, c->auth_header);
+    if (t && c->tok)
+        t = token_append(c->tok, l);
+    else if (t && c->auth_header)
+        t = curl_slist_append(l, c->auth_header);
     if (t && ctype) {
         char ct[128];
         snprintf(ct, sizeof ct, "Content-Type: %s", ctype);

@@ -143,6 +143,25 @@ int kc_client_with_token(const kc_client_t *c, const char *token, kc_client_t **
 int kc_client_as(const kc_client_t *c, const char *token, const char *user_agent,
                  kc_client_t **out);
 
+/* A bearer token that expires and is made again (client-go's cached token
+ * source, as kube-controller-manager's controllers get theirs): `fetch`
+ * makes one, *token malloc'd (the client's then), and sets *expires_s, when
+ * it expires (Unix seconds). It is called once by kc_client_with_token_source()
+ * and then by the first request once 80% of the token's lifetime has
+ * passed (kube-controller-manager's 20% leeway), while the client's other
+ * requests wait for it; a failed fetch keeps the token it has (even
+ * expired: the server's 401 tells) and the next request a second later or
+ * more tries again. Returns 0 or a KP_* code. It may use another client,
+ * never this one or a client made from it. */
+typedef int (*kc_token_fetch_fn)(void *arg, char **token, int64_t *expires_s);
+/* A client with c's configuration but its own identity: the tokens `fetch`
+ * makes (its first one now: its error is returned). `arg` must outlive the
+ * client and every metadata client made from it, which share its tokens.
+ * Errors: the first fetch's, KP_EINVAL (a token with a line break),
+ * KP_ENOMEM. */
+int kc_client_with_token_source(const kc_client_t *c, kc_token_fetch_fn fetch, void *arg,
+                                kc_client_t **out);
+
 /* Requests sent and errors seen so far (for metrics and benchmarks). */
 typedef struct kc_client_stats {
     uint64_t requests, errors, watches;

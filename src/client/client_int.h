@@ -27,6 +27,7 @@ struct kc_client {
     size_t nservers;
     _Atomic size_t cur;
     char *auth_header; /* "Authorization: Bearer <token>", or NULL */
+    struct kc_token_src *tok; /* tokens made again as they age (shared), or NULL */
     char *ca_pem;      /* NULL: the system's trust store */
     size_t ca_len;
     char *cert_pem; /* the client certificate and its key (PEM), or NULL */

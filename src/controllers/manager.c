@@ -35,9 +35,9 @@
 
 #define MAX_CONTROLLERS 24
 #define CTRL_SA_NAMESPACE "kube-system"
-/* Each controller's token lives as long as the process that asked for it:
- * a year, asked again at every start. */
-#define CTRL_TOKEN_SECONDS (365LL * 24 * 3600)
+/* Each controller's token lives an hour and is asked for again once 80% of
+ * that has passed (kube-controller-manager's dynamic client builder). */
+#define CTRL_TOKEN_SECONDS 3600
 #define MAX_INFORMERS   32
 #define MAX_WORKERS     64
 #define SYNC_WAIT_MS    30000
@@ -76,6 +76,7 @@ struct ctrl {
     kc_queue_t *queue;
     kc_recorder_t *recorder; /* events from ops->event_source or "<name>-controller" */
     kc_client_t *client;     /* its own identity (sa_credentials), else NULL: the manager's */
+    char sa[96];             /* that identity's ServiceAccount in CTRL_SA_NAMESPACE */
     pthread_t workers[MAX_WORKERS];
     int nworkers;
     pthread_mutex_t mu; /* guards the metrics below */
@@ -280,16 +281,27 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* A new token for controller c (`arg`): a TokenRequest by the manager
+ * (kc_token_fetch_fn). */
+static int fetch_token(void *arg, char **token, int64_t *expires_s)
+{
+    ctrl_t *c = arg;
+    int64_t asked = (int64_t)time(NULL); /* it expires no sooner than this + its seconds */
+    int rc = kc_request_token(c->m->client, CTRL_SA_NAMESPACE, c->sa, CTRL_TOKEN_SECONDS, token);
+    if (!rc) *expires_s = asked + CTRL_TOKEN_SECONDS;
+    return rc;
+}
+
 /* --use-service-account-credentials: controller c acts as the ServiceAccount
- * kube-system/<its account> (made here when missing), with a token the
- * manager asks for it; its informers stay the manager's. */
+ * kube-system/<its account> (made here when missing), with tokens the
+ * manager asks for it as they age; its informers stay the manager's. */
 static int own_identity(ctrl_manager_t *m, ctrl_t *c)
 {
-    char sa[96];
+    char *sa = c->sa;
     if (c->ops->service_account)
-        snprintf(sa, sizeof sa, "%s", c->ops->service_account);
+        snprintf(sa, sizeof c->sa, "%s", c->ops->service_account);
     else
-        snprintf(sa, sizeof sa, "%s-controller", c->ops->name);
+        snprintf(sa, sizeof c->sa, "%s-controller", c->ops->name);
     json_t *have = NULL;
     int rc = kc_get(m->client, &kc_serviceaccounts, CTRL_SA_NAMESPACE, sa, &have);
     json_decref(have);
@@ -301,10 +313,7 @@ static int own_identity(ctrl_manager_t *m, ctrl_t *c)
         json_decref(body);
         if (rc == KP_EEXIST) rc = 0;
     }
-    char *token = NULL;
-    if (!rc) rc = kc_request_token(m->client, CTRL_SA_NAMESPACE, sa, CTRL_TOKEN_SECONDS, &token);
-    if (!rc) rc = kc_client_with_token(m->client, token, &c->client);
-    free(token);
+    if (!rc) rc = kc_client_with_token_source(m->client, fetch_token, c, &c->client);
     return rc;
 }
 

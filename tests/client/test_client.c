@@ -961,6 +961,123 @@ static void test_metadata_client(void **state)
     kc_client_free(m);
 }
 
+/* The fetches of test_token_source: the 2nd makes a token the server
+ * refuses, the 4th fails; the others ask the server for tok/robot's. Each
+ * says its token expires `life_s` from now. */
+typedef struct {
+    kc_client_t *admin;
+    atomic_int calls;
+    int64_t life_s;
+} tok_fx_t;
+
+static int tok_fetch(void *arg, char **token, int64_t *expires_s)
+{
+    tok_fx_t *t = arg;
+    int n = atomic_fetch_add(&t->calls, 1) + 1;
+    if (n == 4) return KP_EUNAVAILABLE;
+    *expires_s = (int64_t)time(NULL) + t->life_s;
+    if (n == 2) return (*token = strdup("not-a-token")) ? 0 : KP_ENOMEM;
+    return kc_request_token(t->admin, "tok", "robot", 600, token);
+}
+
+/* The GET every step makes: 404 (KP_ENOTFOUND) as tok/robot, which may
+ * read tok's ConfigMaps; 401 (KP_EINVAL) with a token the server refuses. */
+static int tok_get(kc_client_t *c)
+{
+    json_t *out = NULL;
+    int rc = kc_get(c, &kc_configmaps, "tok", "none", &out);
+    json_decref(out);
+    return rc;
+}
+
+/* kc_client_with_token_source: a token is fetched when made, again at the
+ * first request after 80% of its lifetime (not before), used at once by the
+ * client and the metadata clients made from it; a failed fetch keeps the
+ * token in use and is tried again a second later. */
+static void test_token_source(void **state)
+{
+    fx_t *f = *state;
+    static const kc_resource_t roles = {"rbac.authorization.k8s.io", "v1", "roles", "Role", 1};
+    static const kc_resource_t rolebindings = {"rbac.authorization.k8s.io", "v1", "rolebindings",
+                                               "RoleBinding", 1};
+    make_ns(f->c, "tok");
+    json_t *sa = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "ServiceAccount",
+                           "metadata", "name", "robot");
+    assert_int_equal(kc_create(f->c, &kc_serviceaccounts, "tok", sa, NULL, NULL), 0);
+    json_decref(sa);
+    /* (not the view ClusterRole: its rules are aggregated by a controller,
+     * which this fixture does not run) */
+    json_t *role = json_pack("{s:s,s:s,s:{s:s},s:[{s:[s],s:[s],s:[s]}]}", "apiVersion",
+                             "rbac.authorization.k8s.io/v1", "kind", "Role", "metadata", "name",
+                             "cm-reader", "rules", "apiGroups", "", "resources", "configmaps",
+                             "verbs", "get");
+    assert_int_equal(kc_create(f->c, &roles, "tok", role, NULL, NULL), 0);
+    json_decref(role);
+    json_t *rb = json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:s},s:[{s:s,s:s,s:s}]}", "apiVersion",
+                           "rbac.authorization.k8s.io/v1", "kind", "RoleBinding", "metadata", "name",
+                           "robot-reads", "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind",
+                           "Role", "name", "cm-reader", "subjects", "kind", "ServiceAccount",
+                           "name", "robot", "namespace", "tok");
+    assert_int_equal(kc_create(f->c, &rolebindings, "tok", rb, NULL, NULL), 0);
+    json_decref(rb);
+    /* The binding reaches the authorizer: a fixed token of the account. */
+    char *fixed = NULL;
+    assert_int_equal(kc_request_token(f->c, "tok", "robot", 600, &fixed), 0);
+    kc_client_t *plain = NULL;
+    assert_int_equal(kc_client_with_token(f->c, fixed, &plain), 0);
+    free(fixed);
+    double t0 = now_s();
+    while (tok_get(plain) != KP_ENOTFOUND && now_s() - t0 < 10)
+        tu_sleep_ms(20);
+    assert_int_equal(tok_get(plain), KP_ENOTFOUND);
+    kc_client_free(plain);
+
+    tok_fx_t t = {.admin = f->c, .life_s = 2};
+    atomic_init(&t.calls, 0);
+    kc_client_t *c = NULL, *m = NULL;
+    assert_int_equal(kc_client_with_token_source(f->c, tok_fetch, &t, &c), 0);
+    double made = now_s();
+    assert_int_equal(atomic_load(&t.calls), 1);
+    assert_int_equal(tok_get(c), KP_ENOTFOUND);
+    assert_int_equal(atomic_load(&t.calls), 1); /* not due for 1.6 s */
+    assert_true(now_s() - made < 1.5);          /* (else the step above proved nothing) */
+
+    tu_sleep_ms(1700); /* due: the 2nd fetch, a refused token, used at once */
+    assert_int_equal(tok_get(c), KP_EINVAL);
+    assert_int_equal(atomic_load(&t.calls), 2);
+    double second = now_s();
+    assert_int_equal(kc_client_metadata(c, &m), 0); /* shares it */
+    assert_int_equal(tok_get(m), KP_EINVAL);
+    assert_int_equal(tok_get(c), KP_EINVAL);
+    assert_int_equal(atomic_load(&t.calls), 2);
+    assert_true(now_s() - second < 1.5);
+
+    tu_sleep_ms(1700); /* due: the metadata client's request fetches for both */
+    assert_int_equal(tok_get(m), KP_ENOTFOUND);
+    assert_int_equal(atomic_load(&t.calls), 3);
+    assert_int_equal(tok_get(c), KP_ENOTFOUND);
+    assert_int_equal(atomic_load(&t.calls), 3);
+
+    tu_sleep_ms(1700); /* due: the 4th fetch fails; the 3rd's token goes on */
+    assert_int_equal(tok_get(c), KP_ENOTFOUND);
+    assert_int_equal(atomic_load(&t.calls), 4);
+    assert_int_equal(tok_get(c), KP_ENOTFOUND);
+    assert_int_equal(atomic_load(&t.calls), 4); /* again only a second later */
+    tu_sleep_ms(1100);
+    assert_int_equal(tok_get(c), KP_ENOTFOUND);
+    assert_int_equal(atomic_load(&t.calls), 5);
+    kc_client_free(m); /* the token stays the client's */
+    assert_int_equal(tok_get(c), KP_ENOTFOUND);
+    kc_client_free(c);
+
+    /* A first fetch that fails: no client. */
+    tok_fx_t bad = {.admin = f->c, .life_s = 2};
+    atomic_init(&bad.calls, 3);
+    c = (kc_client_t *)&bad;
+    assert_int_equal(kc_client_with_token_source(f->c, tok_fetch, &bad, &c), KP_EUNAVAILABLE);
+    assert_null(c);
+}
+
 static void test_watch_big_event(void **state)
 {
     fx_t *f = *state;
@@ -1451,7 +1568,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rate_limit),        cmocka_unit_test(test_watch_events),
         cmocka_unit_test(test_watch_big_event),   cmocka_unit_test(test_watch_bookmark),
         cmocka_unit_test(test_watch_410_and_end), cmocka_unit_test(test_watch_cancel),
-        cmocka_unit_test(test_metadata_client),
+        cmocka_unit_test(test_metadata_client),   cmocka_unit_test(test_token_source),
     };
     const struct CMUnitTest kill[] = {
         cmocka_unit_test(test_unix_socket),
