@@ -113,6 +113,40 @@ try {
   log('the page shows 5 ready pods of web');
   await screenshot(page, 'pods');
 
+  // Every other resource, from discovery: the two system PriorityClasses
+  // (a resource with a group: its id names it), and a CRD made now.
+  await goto(page, '#/objects/priorityclasses.scheduling.k8s.io');
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('#objects[data-kind="priorityclasses.scheduling.k8s.io"] tbody tr')]
+      .map((tr) => tr.dataset.name);
+    return rows.includes('system-cluster-critical') && rows.includes('system-node-critical');
+  }, null, { timeout: 30000 });
+  const more = await page.$$eval('#more-kinds option', (os) => os.map((o) => o.value));
+  for (const want of ['priorityclasses.scheduling.k8s.io', 'secrets', 'customresourcedefinitions.apiextensions.k8s.io'])
+    if (!more.includes(want)) throw new Error('the resource menu lacks ' + want + ': ' + more.join(' '));
+  if (more.includes('pods') || more.includes('tokenreviews.authentication.k8s.io'))
+    throw new Error('the menu repeats a featured kind or lists one that cannot be watched: ' + more.join(' '));
+  const crd = await apiCall(page, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' },
+    spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+      versions: [{ name: 'v1', served: true, storage: true,
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] } });
+  if (crd.status !== 201) throw new Error('create CRD: ' + crd.status + ' ' + crd.text);
+  let widget;
+  for (let i = 0; i < 100; i++) { /* served once Established */
+    widget = await apiCall(page, 'POST', '/apis/example.com/v1/namespaces/default/widgets',
+      { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' } });
+    if (widget.status !== 404) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  if (widget.status !== 201) throw new Error('create widget: ' + widget.status + ' ' + widget.text);
+  await page.reload(); /* discovery is asked once per page load */
+  await goto(page, '#/objects/widgets.example.com');
+  await page.waitForSelector('#objects[data-kind="widgets.example.com"] tbody tr[data-name="default/w1"]',
+    { timeout: 30000 });
+  log('the resource menu: ' + more.length + ' resources from discovery; a CRD\'s widgets listed');
+  await screenshot(page, 'discovered');
+
   // The history: writes in revision order, with who wrote them.
   await goto(page, '#/history');
   await page.waitForFunction(() => document.querySelectorAll('#timeline li[data-rv]').length >= 10, null,

@@ -420,17 +420,63 @@
   }
 
   // Objects by kind, as they change.
+  // Every other listable, watchable resource the server serves, from
+  // discovery (the built-ins and the CustomResourceDefinitions' resources),
+  // as kubectl finds them: /api/v1, then each group's preferred version.
+  // Each gets the generic columns; an id is the resource, with its group
+  // when it has one ("priorityclasses.scheduling.k8s.io"), as kubectl's
+  // resource.group names it. Asked once per page load.
+  let discovered = null;
+  function discover() {
+    if (discovered) return discovered;
+    const fromList = (gv, list) => (list.resources || [])
+      .filter((r) => !r.name.includes('/') && (r.verbs || []).includes('list') &&
+        (r.verbs || []).includes('watch'))
+      .map((r) => {
+        const group = gv.includes('/') ? gv.split('/')[0] : '';
+        return { id: group ? r.name + '.' + group : r.name,
+          path: (group ? '/apis/' : '/api/') + gv + '/' + r.name, cols: [] };
+      });
+    discovered = (async () => {
+      const found = fromList('v1', await getJSON('/api/v1'));
+      const groups = (await getJSON('/apis')).groups || [];
+      const lists = await Promise.all(groups.map((g) => {
+        const gv = (g.preferredVersion || g.versions[0]).groupVersion;
+        return getJSON('/apis/' + gv).then((l) => fromList(gv, l), () => []);
+      }));
+      for (const l of lists) found.push(...l);
+      const featured = new Set(KINDS.map((k) => k.path));
+      return found.filter((k) => !featured.has(k.path)).sort((a, b) => a.id.localeCompare(b.id));
+    })();
+    discovered.catch(() => { discovered = null; }); /* asked again next time */
+    return discovered;
+  }
+
   function objectsPage(main, arg) {
-    const kind = KINDS.find((k) => k.id === arg) || KINDS[0];
+    let inner = null, stopped = false;
+    const known = KINDS.find((k) => k.id === arg);
+    const show = (kind, more) => {
+      if (!stopped) inner = objectsOf(main, kind, more);
+    };
+    discover().then((more) => show(known || more.find((k) => k.id === arg) || KINDS[0], more),
+      () => show(known || KINDS[0], []));
+    return { stop() { stopped = true; if (inner) inner.stop(); } };
+  }
+
+  function objectsOf(main, kind, more) {
     const flashed = new Map(); // key -> time of its last change
     const count = el('span', { class: 'count', id: 'count' });
     const filter = el('input', { type: 'search', placeholder: 'filter by name or namespace', id: 'filter' });
     const table = el('table', { class: 'grid', id: 'objects', data: { kind: kind.id } });
     const err = el('p', { class: 'error' });
+    const others = el('select', { id: 'more-kinds', class: more.includes(kind) ? 'active' : '',
+      onchange: () => { if (others.value) location.hash = '#/objects/' + others.value; } },
+    el('option', { value: '', text: 'more: ' + more.length + ' resources' }),
+    more.map((k) => el('option', { value: k.id, text: k.id, selected: k === kind ? '' : undefined })));
     main.append(
       el('div', { class: 'kinds' }, KINDS.map((k) =>
         el('button', { class: k === kind ? 'active' : '', type: 'button', data: { kind: k.id },
-          onclick: () => { location.hash = '#/objects/' + k.id; } }, k.id))),
+          onclick: () => { location.hash = '#/objects/' + k.id; } }, k.id)), others),
       el('div', { class: 'toolbar' }, el('h1', { text: kind.id }), count, filter), err, table);
     const render = throttle(() => {
       const f = filter.value.trim();
@@ -849,7 +895,7 @@
 
   function route() {
     if (!token) return;
-    const m = location.hash.match(/^#\/([a-z]+)(?:\/([a-z0-9-]+))?/);
+    const m = location.hash.match(/^#\/([a-z]+)(?:\/([a-z0-9.-]+))?/);
     const name = m && PAGES[m[1]] ? m[1] : 'objects';
     if (page) page.stop();
     const main = $('#main');
