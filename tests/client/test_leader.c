@@ -37,6 +37,7 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -430,6 +431,77 @@ static void test_late_acquire(void **state)
     kc_leader_stop(l);
 }
 
+/* Samples kc_leader_is_leader() every millisecond from another thread:
+ * whether it led, and how often it stopped leading after. */
+typedef struct {
+    kc_leader_t *l;
+    atomic_int stop, led, lapses;
+} sampler_t;
+
+static void *sample_leading(void *arg)
+{
+    sampler_t *s = arg;
+    int was = 0;
+    while (!atomic_load(&s->stop)) {
+        int now = kc_leader_is_leader(s->l);
+        if (now) atomic_store(&s->led, 1);
+        if (was && !now) atomic_fetch_add(&s->lapses, 1);
+        was = now;
+        tu_sleep_ms(1);
+    }
+    return NULL;
+}
+
+/* Stop the server until the candidate's next request reaches it, then for
+ * STALL_MS more, then let it go on. */
+#define STALL_MS 300 /* (RENEW_MS - RETRY_MS) / 2 < STALL_MS < RENEW_MS - RETRY_MS */
+static void stall_next_request(fx_t *f)
+{
+    assert_int_equal(kill(f->s.pid, SIGSTOP), 0);
+    double t0 = now_ms();
+    while (!server_has_unread(f->s.port) && now_ms() - t0 < 5000)
+        tu_sleep_ms(1);
+    int arrived = now_ms() - t0 < 5000;
+    tu_sleep_ms(STALL_MS);
+    assert_int_equal(kill(f->s.pid, SIGCONT), 0);
+    assert_true(arrived);
+}
+
+/* The takeover's answer comes STALL_MS late: more than a retry period of
+ * its term is left, but not room for a first renewal as slow as that
+ * answer, and the first renewal is that slow. A candidate that led at once
+ * would stop leading before that renewal landed (02a37de: an acquire that
+ * took 2.4 s of a 3 s term led with 0.6 s left, and its renewal came too
+ * late); this one renews first, for a term that starts then, and leads
+ * without a lapse. */
+static void test_late_acquire_slow_renewal(void **state)
+{
+    fx_t *f = *state;
+    write_holder(f->c, "slow", "ghost", 1, "2000-01-01T00:00:00.000000Z");
+    cand_t cand = {0};
+    kc_leader_config_t cfg = config("slow", "tardy", &cand);
+    kc_leader_t *l = start(f->c, &cfg);
+    sampler_t smp = {.l = l};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sample_leading, &smp), 0);
+    tu_sleep_ms(LEASE_MS - 100); /* the takeover is due about now */
+    stall_next_request(f);
+    tu_sleep_ms(100); /* its answer lands (a new acquire at once, if it renews first) */
+    stall_next_request(f); /* the next: the first renewal a retry period later */
+    assert_true(wait_leader(l, 3000) >= 0);
+    tu_sleep_ms(4 * RETRY_MS);
+    atomic_store(&smp.stop, 1);
+    pthread_join(th, NULL);
+    assert_int_equal(atomic_load(&smp.led), 1);
+    assert_int_equal(atomic_load(&smp.lapses), 0);
+    assert_int_equal(atomic_load(&cand.started), 1);
+    assert_int_equal(atomic_load(&cand.stopped), 0);
+    json_t *lease = get_lease(f->c, "slow");
+    assert_string_equal(spec_s(lease, "holderIdentity"), "tardy");
+    json_decref(lease);
+    kc_leader_stop(l);
+}
+
 /* A silent holder: taken over only after its record stayed the same for the
  * record's lease duration by our clock -- an old renewTime changes nothing. */
 static void test_silent_holder(void **state)
@@ -564,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_two_candidates),      cmocka_unit_test(test_slow_on_started),
         cmocka_unit_test(test_silent_holder),       cmocka_unit_test(test_stolen_lease),
         cmocka_unit_test(test_renewal_one_request), cmocka_unit_test(test_late_acquire),
+        cmocka_unit_test(test_late_acquire_slow_renewal),
     };
     const struct CMUnitTest kill_tests[] = {
         cmocka_unit_test(test_server_lost),
