@@ -419,7 +419,6 @@
     return t.key + (t.value ? '=' + t.value : '') + ':' + t.effect;
   }
 
-  // Objects by kind, as they change.
   // Every other listable, watchable resource the server serves, from
   // discovery (the built-ins and the CustomResourceDefinitions' resources),
   // as kubectl finds them: /api/v1, then each group's preferred version.
@@ -452,6 +451,8 @@
     return discovered;
   }
 
+  // Objects by kind, as they change, shown once discovery has answered (the
+  // menu is made from it; a featured kind shows even if it fails).
   function objectsPage(main, arg) {
     let inner = null, stopped = false;
     const known = KINDS.find((k) => k.id === arg);
