@@ -391,6 +391,20 @@ static int server_has_unread(int port)
     return found;
 }
 
+/* Stop the server until the candidate's next request reaches it (within
+ * 5 s), then for `ms` more, then let it go on. */
+static void stall_next_request(fx_t *f, int ms)
+{
+    assert_int_equal(kill(f->s.pid, SIGSTOP), 0);
+    double t0 = now_ms();
+    while (!server_has_unread(f->s.port) && now_ms() - t0 < 5000)
+        tu_sleep_ms(1);
+    int arrived = now_ms() - t0 < 5000;
+    tu_sleep_ms(ms);
+    assert_int_equal(kill(f->s.pid, SIGCONT), 0);
+    assert_true(arrived);
+}
+
 /* The takeover's answer comes late (the server stalls), with less than a
  * retry period of its term left: the candidate renews at once instead of
  * leading for a moment and lapsing before its first renewal (a component
@@ -401,18 +415,12 @@ static void test_late_acquire(void **state)
     write_holder(f->c, "late", "ghost", 1, "2000-01-01T00:00:00.000000Z");
     cand_t cand = {0};
     kc_leader_config_t cfg = config("late", "tardy", &cand);
-    double t0 = now_ms();
     kc_leader_t *l = start(f->c, &cfg);
     /* Stall the server just before the takeover is due; the next attempt
-     * waits until SIGCONT, then takes over in one update. */
+     * waits until SIGCONT, then takes over in one update, answered with
+     * less than a retry period of its term left. */
     tu_sleep_ms(LEASE_MS - 100);
-    assert_int_equal(kill(f->s.pid, SIGSTOP), 0);
-    while (!server_has_unread(f->s.port) && now_ms() - t0 < 5000)
-        tu_sleep_ms(1);
-    double asked = now_ms();
-    assert_true(asked - t0 < 5000);
-    tu_sleep_ms(RENEW_MS - RETRY_MS + 50); /* answered with < a retry period of term left */
-    assert_int_equal(kill(f->s.pid, SIGCONT), 0);
+    stall_next_request(f, RENEW_MS - RETRY_MS + 50);
     assert_true(wait_leader(l, 3000) >= 0);
     /* From the first moment it leads, it leads throughout. */
     double led = now_ms();
@@ -452,20 +460,7 @@ static void *sample_leading(void *arg)
     return NULL;
 }
 
-/* Stop the server until the candidate's next request reaches it, then for
- * STALL_MS more, then let it go on. */
 #define STALL_MS 300 /* (RENEW_MS - RETRY_MS) / 2 < STALL_MS < RENEW_MS - RETRY_MS */
-static void stall_next_request(fx_t *f)
-{
-    assert_int_equal(kill(f->s.pid, SIGSTOP), 0);
-    double t0 = now_ms();
-    while (!server_has_unread(f->s.port) && now_ms() - t0 < 5000)
-        tu_sleep_ms(1);
-    int arrived = now_ms() - t0 < 5000;
-    tu_sleep_ms(STALL_MS);
-    assert_int_equal(kill(f->s.pid, SIGCONT), 0);
-    assert_true(arrived);
-}
 
 /* The takeover's answer comes STALL_MS late: more than a retry period of
  * its term is left, but not room for a first renewal as slow as that
@@ -485,9 +480,9 @@ static void test_late_acquire_slow_renewal(void **state)
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, sample_leading, &smp), 0);
     tu_sleep_ms(LEASE_MS - 100); /* the takeover is due about now */
-    stall_next_request(f);
+    stall_next_request(f, STALL_MS);
     tu_sleep_ms(100); /* its answer lands (a new acquire at once, if it renews first) */
-    stall_next_request(f); /* the next: the first renewal a retry period later */
+    stall_next_request(f, STALL_MS); /* the next: the first renewal a retry period later */
     assert_true(wait_leader(l, 3000) >= 0);
     tu_sleep_ms(4 * RETRY_MS);
     atomic_store(&smp.stop, 1);
