@@ -307,23 +307,37 @@ int rest_table_add(json_t *t, const api_resource_t *res, const wc_obj_t *o, int 
 
 /* ---- get ---- */
 
+/* Read `key` from the store (*kv, the caller's to free), the authority on
+ * which version is current, and in *v the watch cache's copy of that very
+ * version when it has it (parsed and encoded already; NULL otherwise, else
+ * the caller's to wc_obj_unref()). */
+static int read_current(api_req_t *r, const char *key, store_kv_t **kv, const wc_obj_t **v)
+{
+    *v = NULL;
+    int rc = store_get(r->srv->cfg.store, key, 0, kv);
+    wc_t *wc = rest_cache(r);
+    const wc_obj_t *c;
+    if (!rc && wc && !wc_get(wc, key, &c)) {
+        if (c->rev == (*kv)->mod_rev)
+            *v = c;
+        else
+            wc_obj_unref(c);
+    }
+    return rc;
+}
+
 int rest_load(api_req_t *r, const char *key, json_t **obj, int64_t *rev)
 {
     store_kv_t *kv;
+    const wc_obj_t *v;
     *obj = NULL;
-    int rc = store_get(r->srv->cfg.store, key, 0, &kv);
+    int rc = read_current(r, key, &kv, &v);
     if (rc) return rc;
     *rev = kv->mod_rev;
-    /* The watch cache has most versions parsed already: when its version of
-     * the key is the one just read, copy it rather than parse the value
-     * (the store read stays the authority on which version is current). */
-    const wc_obj_t *v;
-    wc_t *wc = rest_cache(r);
-    if (wc && !wc_get(wc, key, &v)) {
-        if (v->rev == kv->mod_rev && !wc_obj_copy(v, obj))
-            json_object_del(json_object_get(*obj, "metadata"), "resourceVersion"); /* as stored */
-        wc_obj_unref(v);
-    }
+    /* The cache's copy of the current version, rather than parse the value. */
+    if (v && !wc_obj_copy(v, obj))
+        json_object_del(json_object_get(*obj, "metadata"), "resourceVersion"); /* as stored */
+    wc_obj_unref(v);
     int parsed = !*obj;
     if (parsed) *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
     free(kv);
@@ -436,19 +450,16 @@ int rest_meta_append(buf_t *b, const char *json, size_t len, const char *av)
  * 0 to read and encode it (which also reports any error). */
 static int get_cached(api_req_t *r)
 {
-    wc_t *wc = rest_cache(r);
     char key[STORE_KEY_MAX + 1];
     store_kv_t *kv;
-    if (!wc || api_pb_accepts(api_header(r, "Accept")) ||
-        api_object_key(r->route.res, r->route.ns, r->route.name, key, sizeof key) ||
-        store_get(r->srv->cfg.store, key, 0, &kv))
-        return 0;
-    int64_t rev = kv->mod_rev;
-    free(kv);
     const wc_obj_t *v;
-    if (wc_get(wc, key, &v)) return 0;
-    int hit = v->rev == rev;
-    if (hit) api_reply_bytes(r, 200, "application/json", v->json, v->json_len);
+    if (!rest_cache(r) || api_pb_accepts(api_header(r, "Accept")) ||
+        api_object_key(r->route.res, r->route.ns, r->route.name, key, sizeof key) ||
+        read_current(r, key, &kv, &v))
+        return 0;
+    free(kv);
+    if (v) api_reply_bytes(r, 200, "application/json", v->json, v->json_len);
+    int hit = v != NULL;
     wc_obj_unref(v);
     return hit;
 }
