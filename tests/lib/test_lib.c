@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "lib/base64.h"
 #include "lib/buf.h"
@@ -153,8 +152,6 @@ static void test_buf_append_file(void **state)
     free(dir);
 }
 
-/* RFC 4648's vectors, both alphabets; base64url unpadded; round trips of
- * every length 0..40 over all byte values; bad input refused. */
 /* par_each: every index once, calls at once, never more than PAR_MAX. */
 typedef struct {
     atomic_int calls[3 * PAR_MAX];
@@ -171,7 +168,7 @@ static void par_probe(void *arg, size_t i)
     /* Wait (up to 5 s) for a second call to be under way at the same time:
      * run one after the other, this never ends early. */
     for (int t = 0; t < 5000 && atomic_load(&p->most) < 2; t++)
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
+        tu_sleep_ms(1);
     atomic_fetch_sub(&p->inflight, 1);
 }
 
@@ -191,6 +188,8 @@ static void test_par_each(void **state)
     assert_int_equal(atomic_load(&p.calls[0]), 1);
 }
 
+/* RFC 4648's vectors, both alphabets; base64url unpadded; round trips of
+ * every length 0..40 over all byte values; bad input refused. */
 static void test_base64(void **state)
 {
     (void)state;
